@@ -1,0 +1,47 @@
+//! Kubernetes API machinery for kubeclient: the vocabulary shared by the client and the
+//! embedded API server. Like Go's `k8s.io/apimachinery`, this crate does no I/O.
+//!
+//! Start here:
+//! - [`meta`]: the [`Object`] trait (metadata access for every `k8s-openapi` type and for
+//!   [`DynamicObject`]), object keys ([`ObjectName`], [`meta_namespace_key`]) and
+//!   tombstones ([`DeletedFinalStateUnknown`]).
+//! - [`gvk`]: [`GroupVersion`], [`GroupVersionKind`], [`GroupVersionResource`], [`ApiResource`].
+//! - [`selector`]: label selectors (the full grammar) and field selectors.
+//! - [`status`]: the [`Status`] object and [`ApiError`] with client-go's `Is*` helpers.
+//! - [`watch`]: [`WatchEvent`] and a streaming decoder for newline-delimited watch bodies.
+//!
+//! # Kubernetes version
+//!
+//! This library does not pick a `k8s-openapi` version feature; the binary that uses it does
+//! (kubeclient's own binaries and tests use `v1_37`, the newest `k8s-openapi` 0.29 offers).
+//!
+//! # Example
+//!
+//! ```
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kubeclient_machinery::{meta_namespace_key, LabelSelector, Object};
+//!
+//! let pod: Pod = serde_json::from_str(
+//!     r#"{"metadata":{"name":"web-0","namespace":"prod","labels":{"app":"web"}}}"#,
+//! ).unwrap();
+//! assert_eq!(meta_namespace_key(&pod), "prod/web-0");
+//!
+//! let selector: LabelSelector = "app in (web, api), !canary".parse().unwrap();
+//! assert!(selector.matches(pod.labels()));
+//! assert_eq!(selector.to_string(), "app in (api,web),!canary");
+//! ```
+
+pub mod gvk;
+pub mod meta;
+pub mod selector;
+pub mod status;
+pub mod watch;
+
+pub use gvk::{ApiResource, GroupResource, GroupVersion, GroupVersionKind, GroupVersionResource};
+pub use meta::{
+    DeletedFinalStateUnknown, DeletedObject, DynamicObject, KeyError, Object, ObjectName, TypeMeta,
+    meta_namespace_key, split_meta_namespace_key,
+};
+pub use selector::{FieldSelector, LabelSelector, SelectorError};
+pub use status::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
+pub use watch::{Bookmark, WatchDecodeError, WatchEvent, WatchStreamDecoder};

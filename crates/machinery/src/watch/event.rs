@@ -1,0 +1,356 @@
+//! [`WatchEvent`]: one event of a watch stream, and its exact JSON form.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use crate::meta::TypeMeta;
+use crate::status::Status;
+
+/// The annotation on the bookmark that ends the initial events of a watch-list
+/// (`sendInitialEvents=true`) stream.
+pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
+
+/// One event of a watch stream.
+///
+/// On the wire: `{"type":"ADDED","object":{...}}` with `type` one of `ADDED`, `MODIFIED`,
+/// `DELETED`, `BOOKMARK` and `ERROR`. Bookmarks are decoded as [`Bookmark`] (type meta,
+/// resourceVersion and annotations only, never as a full object) and errors as [`Status`].
+///
+/// # Examples
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kubeclient_machinery::{Object, WatchEvent};
+///
+/// let line = br#"{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"7"}}}"#;
+/// let event = WatchEvent::<ConfigMap>::from_json(line).unwrap();
+/// let WatchEvent::Added(cm) = &event else { panic!("expected ADDED") };
+/// assert_eq!(cm.resource_version(), "7");
+/// assert_eq!(event.resource_version(), Some("7"));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub enum WatchEvent<K> {
+    /// The object was created, entered the watch's selector, or is part of the initial state.
+    Added(K),
+    /// The object changed (including gaining a `deletionTimestamp`).
+    Modified(K),
+    /// The object left storage (final state, deletion resourceVersion) or left the selector.
+    Deleted(K),
+    /// No event at or below this resourceVersion remains unsent: a valid resume point.
+    Bookmark(Bookmark),
+    /// The server ended the stream with an error, e.g. 410 Expired for a too-old
+    /// resourceVersion. Boxed: errors are rare and a Status is large.
+    Error(Box<Status>),
+}
+
+/// The object of a `BOOKMARK` event: only its type, `metadata.resourceVersion` and
+/// `metadata.annotations` mean anything.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Bookmark {
+    /// `apiVersion` and `kind` of the watched resource.
+    pub types: TypeMeta,
+    /// The resourceVersion to resume from.
+    pub resource_version: String,
+    /// Annotations; [`INITIAL_EVENTS_END_ANNOTATION`] marks the end of the initial events.
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl Bookmark {
+    /// Whether this bookmark ends the initial events of a watch-list stream.
+    #[must_use]
+    pub fn is_initial_events_end(&self) -> bool {
+        self.annotations
+            .get(INITIAL_EVENTS_END_ANNOTATION)
+            .is_some_and(|value| value == "true")
+    }
+}
+
+/// A watch event that could not be decoded. The stream itself may go on: the next line
+/// is independent of this one.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WatchDecodeError {
+    /// The line is not a JSON watch event, or its object does not decode as the watched
+    /// type. `snippet` is the start of the line.
+    #[error("malformed watch event ({source}); the event starts with: {snippet}")]
+    Malformed {
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+        /// The first bytes of the offending line, for the log.
+        snippet: String,
+    },
+    /// `type` is not one of ADDED, MODIFIED, DELETED, BOOKMARK, ERROR.
+    #[error(
+        "unknown watch event type {0:?} (expected ADDED, MODIFIED, DELETED, BOOKMARK or ERROR)"
+    )]
+    UnknownType(String),
+    /// A single event is larger than the decoder's limit; it was skipped. Raise the limit
+    /// with `WatchStreamDecoder::with_max_event_len` if objects really are this large.
+    #[error(
+        "watch event of more than {max} bytes skipped (the limit is set by WatchStreamDecoder::with_max_event_len)"
+    )]
+    TooLarge {
+        /// The limit in bytes.
+        max: usize,
+    },
+}
+
+/// The envelope, decoded without touching the object (which stays raw JSON text borrowed
+/// from the input), so the object is decoded exactly once, straight into its type.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "type", borrow)]
+    event_type: Cow<'a, str>,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BookmarkObject {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    metadata: BookmarkMeta,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BookmarkMeta {
+    #[serde(default)]
+    resource_version: Option<String>,
+    #[serde(default)]
+    annotations: Option<BTreeMap<String, String>>,
+}
+
+impl<K: DeserializeOwned> WatchEvent<K> {
+    /// Decodes one event from its JSON text (one line of a watch body).
+    ///
+    /// # Errors
+    ///
+    /// [`WatchDecodeError::Malformed`] for invalid JSON or an object that does not decode
+    /// as `K`; [`WatchDecodeError::UnknownType`] for an unknown `type`.
+    pub fn from_json(line: &[u8]) -> Result<Self, WatchDecodeError> {
+        let malformed = |source| WatchDecodeError::Malformed {
+            source,
+            snippet: snippet(line),
+        };
+        let envelope: Envelope<'_> = serde_json::from_slice(line).map_err(malformed)?;
+        let object = envelope.object.get();
+        let decode = || serde_json::from_str::<K>(object).map_err(malformed);
+        Ok(match envelope.event_type.as_ref() {
+            "ADDED" => WatchEvent::Added(decode()?),
+            "MODIFIED" => WatchEvent::Modified(decode()?),
+            "DELETED" => WatchEvent::Deleted(decode()?),
+            "BOOKMARK" => {
+                let raw: BookmarkObject = serde_json::from_str(object).map_err(malformed)?;
+                WatchEvent::Bookmark(Bookmark {
+                    types: TypeMeta {
+                        api_version: raw.api_version,
+                        kind: raw.kind,
+                    },
+                    resource_version: raw.metadata.resource_version.unwrap_or_default(),
+                    annotations: raw.metadata.annotations.unwrap_or_default(),
+                })
+            }
+            "ERROR" => {
+                WatchEvent::Error(Box::new(serde_json::from_str(object).map_err(malformed)?))
+            }
+            other => return Err(WatchDecodeError::UnknownType(other.to_owned())),
+        })
+    }
+}
+
+impl<K> WatchEvent<K> {
+    /// The wire name of the event type, e.g. `ADDED`.
+    #[must_use]
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            WatchEvent::Added(_) => "ADDED",
+            WatchEvent::Modified(_) => "MODIFIED",
+            WatchEvent::Deleted(_) => "DELETED",
+            WatchEvent::Bookmark(_) => "BOOKMARK",
+            WatchEvent::Error(_) => "ERROR",
+        }
+    }
+
+    /// The object of an ADDED, MODIFIED or DELETED event.
+    #[must_use]
+    pub fn object(&self) -> Option<&K> {
+        match self {
+            WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) => {
+                Some(obj)
+            }
+            WatchEvent::Bookmark(_) | WatchEvent::Error(_) => None,
+        }
+    }
+}
+
+impl<K: crate::Object> WatchEvent<K> {
+    /// The resourceVersion this event moves the watch to (objects and bookmarks), if any.
+    #[must_use]
+    pub fn resource_version(&self) -> Option<&str> {
+        match self {
+            WatchEvent::Bookmark(bookmark) => Some(bookmark.resource_version.as_str()),
+            WatchEvent::Error(_) => None,
+            WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) => {
+                Some(obj.resource_version())
+            }
+        }
+    }
+}
+
+impl<K: Serialize> Serialize for WatchEvent<K> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("type", self.type_name())?;
+        match self {
+            WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) => {
+                map.serialize_entry("object", obj)?;
+            }
+            WatchEvent::Bookmark(bookmark) => {
+                map.serialize_entry("object", &BookmarkWire(bookmark))?
+            }
+            WatchEvent::Error(status) => map.serialize_entry("object", status)?,
+        }
+        map.end()
+    }
+}
+
+/// A bookmark's wire form: `{"kind":..,"apiVersion":..,"metadata":{"resourceVersion":..}}`.
+struct BookmarkWire<'a>(&'a Bookmark);
+
+impl Serialize for BookmarkWire<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Meta<'a> {
+            resource_version: &'a str,
+            #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+            annotations: &'a BTreeMap<String, String>,
+        }
+        let bookmark = self.0;
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("kind", &bookmark.types.kind)?;
+        map.serialize_entry("apiVersion", &bookmark.types.api_version)?;
+        map.serialize_entry(
+            "metadata",
+            &Meta {
+                resource_version: &bookmark.resource_version,
+                annotations: &bookmark.annotations,
+            },
+        )?;
+        map.end()
+    }
+}
+
+/// The first 120 bytes of a line, lossily as text, for error messages.
+fn snippet(line: &[u8]) -> String {
+    let end = line.len().min(120);
+    let mut text = String::from_utf8_lossy(&line[..end]).into_owned();
+    if line.len() > end {
+        text.push_str("...");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DynamicObject, Object};
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    const ADDED: &str = r#"{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"app-config","namespace":"default","uid":"6f0e5c0e-9d1c-4f3e-9a57-2f7c3b1f0a11","resourceVersion":"48190","creationTimestamp":"2024-05-01T10:00:00Z"},"data":{"mode":"fast"}}}"#;
+    const BOOKMARK: &str = r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"48213","annotations":{"k8s.io/initial-events-end":"true"}}}}"#;
+    const ERROR: &str = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1200 (1350)","reason":"Expired","code":410}}"#;
+
+    #[test]
+    fn events_round_trip_their_exact_wire_form() {
+        // Bookmarks and errors come back byte for byte.
+        for line in [BOOKMARK, ERROR] {
+            let event = WatchEvent::<DynamicObject>::from_json(line.as_bytes()).unwrap();
+            assert_eq!(serde_json::to_string(&event).unwrap(), line);
+        }
+        // Objects keep every field; k8s-openapi writes metadata keys alphabetically.
+        let event = WatchEvent::<DynamicObject>::from_json(ADDED.as_bytes()).unwrap();
+        let written: serde_json::Value = serde_json::to_value(&event).unwrap();
+        let original: serde_json::Value = serde_json::from_str(ADDED).unwrap();
+        assert_eq!(written, original);
+        assert!(serde_json::to_string(&event).unwrap().starts_with(
+            r#"{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":"#
+        ));
+    }
+
+    #[test]
+    fn typed_objects_decode_straight_into_their_type() {
+        let event = WatchEvent::<ConfigMap>::from_json(ADDED.as_bytes()).unwrap();
+        let WatchEvent::Added(cm) = event else {
+            panic!("expected ADDED")
+        };
+        assert_eq!(cm.name(), "app-config");
+        assert_eq!(cm.data.unwrap()["mode"], "fast");
+    }
+
+    #[test]
+    fn bookmarks_decode_without_the_full_object() {
+        // A 1.31 Pod bookmark carries zero-valued required fields; they are ignored.
+        let pod_bookmark = br#"{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"48302","creationTimestamp":null},"spec":{"containers":null},"status":{}}}"#;
+        let event = WatchEvent::<ConfigMap>::from_json(pod_bookmark).unwrap();
+        let WatchEvent::Bookmark(bookmark) = &event else {
+            panic!("expected BOOKMARK")
+        };
+        assert_eq!(bookmark.resource_version, "48302");
+        assert!(!bookmark.is_initial_events_end());
+        assert_eq!(event.resource_version(), Some("48302"));
+
+        let WatchEvent::Bookmark(end) =
+            WatchEvent::<ConfigMap>::from_json(BOOKMARK.as_bytes()).unwrap()
+        else {
+            panic!("expected BOOKMARK")
+        };
+        assert!(end.is_initial_events_end());
+    }
+
+    #[test]
+    fn error_events_carry_the_status() {
+        let WatchEvent::Error(status) =
+            WatchEvent::<ConfigMap>::from_json(ERROR.as_bytes()).unwrap()
+        else {
+            panic!("expected ERROR")
+        };
+        assert_eq!(status.code, 410);
+        assert_eq!(status.reason, "Expired");
+    }
+
+    #[test]
+    fn bad_input_is_an_error_never_a_panic() {
+        let cases: &[&[u8]] = &[
+            b"",
+            b"{",
+            b"null",
+            br#"{"type":"ADDED"}"#,
+            br#"{"object":{}}"#,
+            br#"{"type":"ADDED","object":{"metadata":{"name":5}}}"#,
+            br#"{"type":"ADDED","object":{}} trailing"#,
+            b"\xff\xfe",
+        ];
+        for line in cases {
+            let err = WatchEvent::<ConfigMap>::from_json(line).unwrap_err();
+            assert!(matches!(err, WatchDecodeError::Malformed { .. }), "{err}");
+        }
+        let err =
+            WatchEvent::<ConfigMap>::from_json(br#"{"type":"SNAPSHOT","object":{}}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"unknown watch event type "SNAPSHOT" (expected ADDED, MODIFIED, DELETED, BOOKMARK or ERROR)"#
+        );
+    }
+}
