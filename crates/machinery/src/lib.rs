@@ -45,3 +45,8 @@ pub use meta::{
 pub use selector::{FieldSelector, LabelSelector, SelectorError};
 pub use status::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
 pub use watch::{Bookmark, WatchDecodeError, WatchEvent, WatchStreamDecoder};
+
+/// The workspace README's examples, compiled and run as doc tests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;
