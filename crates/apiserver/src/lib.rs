@@ -1,4 +1,3 @@
-//! An embedded Kubernetes-compatible API server.
-//!
-//! **Status: skeleton.** Nothing is served yet; the server (storage, registry, handlers,
-//! fault injection) is tracked as an open issue. See the workspace README for the status table.
+//! An embedded, in-memory, Kubernetes-compatible API server.
+
+pub mod storage;

@@ -1,0 +1,523 @@
+//! [`Store`]: the in-memory MVCC store.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use kubeclient_machinery::GroupResource;
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc};
+
+use super::object::set_resource_version;
+use super::{Change, ChangeKind, StoredObject};
+
+/// What a write decided to do with the object under its key.
+#[derive(Debug)]
+pub enum Write {
+    /// Store a new object (the key must be free).
+    Create(Value),
+    /// Replace the stored object. If the result equals the stored object (a no-op write),
+    /// nothing is stored, no revision is used and no event is sent.
+    Update(Value),
+    /// Remove the stored object.
+    Delete,
+    /// Do nothing (e.g. a dry run); the current object is returned.
+    Unchanged,
+}
+
+/// The result of [`Store::write`].
+#[derive(Debug)]
+pub struct WriteOutcome {
+    /// The object after the write (`None` after a delete or when there was none).
+    pub object: Option<Arc<StoredObject>>,
+    /// The object before the write.
+    pub previous: Option<Arc<StoredObject>>,
+    /// The recorded change; `None` for no-op and unchanged writes.
+    pub change: Option<Arc<Change>>,
+}
+
+/// What a list reads.
+pub struct ListRequest<'a> {
+    /// `None`: the latest state. `Some(rv)`: the state exactly at `rv`.
+    pub at: Option<u64>,
+    /// Only keys with this prefix (`"ns/"` for one namespace), or all.
+    pub prefix: &'a str,
+    /// Start after this key (a continue token's position).
+    pub start_after: Option<&'a str>,
+    /// At most this many items; 0 for no limit.
+    pub limit: usize,
+    /// Which objects to return.
+    pub filter: &'a dyn Fn(&StoredObject) -> bool,
+}
+
+/// One page of a list.
+#[derive(Debug)]
+pub struct ListPage {
+    /// The revision the list was served at.
+    pub revision: u64,
+    /// The matching objects, in key order.
+    pub items: Vec<Arc<StoredObject>>,
+    /// Set when the limit cut the list short: the last key scanned, to continue after.
+    pub continue_after: Option<String>,
+    /// How many objects (matching or not) are after `continue_after`.
+    pub remaining: u64,
+}
+
+/// Where a watch starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchFrom {
+    /// At the current revision; with `initial`, the current objects come first.
+    Now {
+        /// Send the current objects as the initial state.
+        initial: bool,
+    },
+    /// Every change after this revision.
+    After(u64),
+}
+
+/// A registered watch: what to send first, then the live changes.
+#[derive(Debug)]
+pub struct WatchSubscription {
+    /// The revision the watch started at.
+    pub revision: u64,
+    /// The initial state (only for `WatchFrom::Now { initial: true }`), in key order.
+    pub initial: Vec<Arc<StoredObject>>,
+    /// Changes from the history after the requested revision.
+    pub backlog: Vec<Arc<Change>>,
+    /// Live changes, in revision order. Ends when the watch is dropped by the server.
+    pub changes: mpsc::UnboundedReceiver<Arc<Change>>,
+    /// Changes at or below this revision must be skipped.
+    pub after: u64,
+}
+
+/// A consistent view of one resource at the current revision.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The revision.
+    pub revision: u64,
+    /// The objects, in key order.
+    pub objects: Vec<Arc<StoredObject>>,
+}
+
+/// Storage failures that clients see as API errors.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StorageError {
+    /// The requested revision is older than the kept history (410 Expired).
+    #[error("too old resource version: {requested} ({oldest})")]
+    Expired {
+        /// The requested revision.
+        requested: u64,
+        /// The oldest revision that can still be served.
+        oldest: u64,
+    },
+    /// The requested revision is newer than the store (504 with `ResourceVersionTooLarge`).
+    #[error("Too large resource version: {requested}, current: {current}")]
+    TooLarge {
+        /// The requested revision.
+        requested: u64,
+        /// The current revision.
+        current: u64,
+    },
+}
+
+/// The in-memory MVCC store shared by every resource.
+///
+/// Invariants (guarded by `inner`):
+/// - `revision` only grows; every stored change has a distinct `rv` in `1..=revision`, and
+///   every object's `rv` is the `rv` of its last change.
+/// - per table, `history` holds exactly the changes with `rv > history_start`, in order,
+///   at most `history_window` of them.
+/// - a watcher registered at revision R has been sent every change with `rv > R`
+///   (registration and fan-out happen under the same lock).
+#[derive(Debug)]
+pub struct Store {
+    inner: Mutex<Inner>,
+    /// Mirrors `inner.revision` for lock-free reads.
+    revision: AtomicU64,
+    /// Woken on every write, for reads waiting for a revision.
+    written: Notify,
+}
+
+#[derive(Debug)]
+struct Inner {
+    revision: u64,
+    /// Every revision at or below this one is compacted for all resources.
+    compacted: u64,
+    history_window: usize,
+    tables: HashMap<GroupResource, Table>,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    objects: BTreeMap<String, Arc<StoredObject>>,
+    history: VecDeque<Arc<Change>>,
+    history_start: u64,
+    watchers: Vec<mpsc::UnboundedSender<Arc<Change>>>,
+}
+
+impl Inner {
+    fn oldest_servable(&self, table: Option<&Table>) -> u64 {
+        self.compacted.max(table.map_or(0, |t| t.history_start))
+    }
+}
+
+impl Store {
+    /// An empty store keeping the last `history_window` changes of each resource.
+    pub fn new(history_window: usize) -> Self {
+        Store {
+            inner: Mutex::new(Inner {
+                revision: 0,
+                compacted: 0,
+                history_window: history_window.max(1),
+                tables: HashMap::new(),
+            }),
+            revision: AtomicU64::new(0),
+            written: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave a half-applied write: writes mutate
+        // only after every fallible step. So a poisoned lock is still consistent.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The current revision.
+    pub fn revision(&self) -> u64 {
+        self.revision.load(Ordering::Acquire)
+    }
+
+    /// Waits until the revision reaches `rv`, at most `timeout`. Returns whether it did.
+    pub async fn wait_for_revision(&self, rv: u64, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.written.notified();
+            if self.revision() >= rv {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.revision() >= rv;
+            }
+        }
+    }
+
+    /// The stored object under `key`.
+    pub fn get(&self, resource: &GroupResource, key: &str) -> Option<Arc<StoredObject>> {
+        self.lock().tables.get(resource)?.objects.get(key).cloned()
+    }
+
+    /// Every object of a resource with a key prefix, at the current revision.
+    pub fn snapshot(&self, resource: &GroupResource, prefix: &str) -> Snapshot {
+        let inner = self.lock();
+        let objects = inner
+            .tables
+            .get(resource)
+            .map(|table| {
+                prefixed(&table.objects, prefix, None)
+                    .map(|(_, o)| o.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Snapshot {
+            revision: inner.revision,
+            objects,
+        }
+    }
+
+    /// Applies one write atomically. `decide` sees the current object (if any) and says
+    /// what to do; it runs under the store lock, so nothing changes in between.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `decide` returns; nothing is written then.
+    pub fn write<E>(
+        &self,
+        resource: &GroupResource,
+        key: &str,
+        decide: impl FnOnce(Option<&Arc<StoredObject>>) -> Result<Write, E>,
+    ) -> Result<WriteOutcome, E> {
+        let mut inner = self.lock();
+        let current = inner
+            .tables
+            .get(resource)
+            .and_then(|table| table.objects.get(key))
+            .cloned();
+        let decision = decide(current.as_ref())?;
+        let next_rv = inner.revision + 1;
+        let (kind, new) = match decision {
+            Write::Unchanged => {
+                return Ok(WriteOutcome {
+                    object: current.clone(),
+                    previous: current,
+                    change: None,
+                });
+            }
+            Write::Create(value) => (
+                ChangeKind::Created,
+                Some(Arc::new(StoredObject::new(value, next_rv))),
+            ),
+            Write::Update(mut value) => {
+                if let Some(current) = &current {
+                    set_resource_version(&mut value, current.rv);
+                    if value == current.value {
+                        return Ok(WriteOutcome {
+                            object: Some(current.clone()),
+                            previous: Some(current.clone()),
+                            change: None,
+                        });
+                    }
+                }
+                (
+                    ChangeKind::Updated,
+                    Some(Arc::new(StoredObject::new(value, next_rv))),
+                )
+            }
+            Write::Delete => {
+                if current.is_none() {
+                    return Ok(WriteOutcome {
+                        object: None,
+                        previous: None,
+                        change: None,
+                    });
+                }
+                (ChangeKind::Deleted, None)
+            }
+        };
+        inner.revision = next_rv;
+        let window = inner.history_window;
+        let change = Arc::new(Change::new(
+            next_rv,
+            kind,
+            key.to_owned(),
+            current.clone(),
+            new.clone(),
+        ));
+        let table = inner.tables.entry(resource.clone()).or_default();
+        match &new {
+            Some(object) => {
+                table.objects.insert(key.to_owned(), object.clone());
+            }
+            None => {
+                table.objects.remove(key);
+            }
+        }
+        table.history.push_back(change.clone());
+        while table.history.len() > window {
+            if let Some(evicted) = table.history.pop_front() {
+                table.history_start = evicted.rv;
+            }
+        }
+        table
+            .watchers
+            .retain(|watcher| watcher.send(change.clone()).is_ok());
+        self.revision.store(next_rv, Ordering::Release);
+        drop(inner);
+        self.written.notify_waiters();
+        Ok(WriteOutcome {
+            object: new,
+            previous: current,
+            change: Some(change),
+        })
+    }
+
+    /// Reads one page of a list.
+    ///
+    /// # Errors
+    ///
+    /// [`StorageError::Expired`] when `at` is older than the history;
+    /// [`StorageError::TooLarge`] when it is newer than the store.
+    pub fn list(
+        &self,
+        resource: &GroupResource,
+        request: &ListRequest<'_>,
+    ) -> Result<ListPage, StorageError> {
+        let inner = self.lock();
+        let table = inner.tables.get(resource);
+        let revision = request.at.unwrap_or(inner.revision);
+        if revision > inner.revision {
+            return Err(StorageError::TooLarge {
+                requested: revision,
+                current: inner.revision,
+            });
+        }
+        let empty = BTreeMap::new();
+        let objects = table.map_or(&empty, |t| &t.objects);
+        if revision == inner.revision {
+            return Ok(page(
+                prefixed(objects, request.prefix, request.start_after),
+                request,
+                revision,
+            ));
+        }
+        let oldest = inner.oldest_servable(table);
+        if revision < oldest {
+            return Err(StorageError::Expired {
+                requested: revision,
+                oldest,
+            });
+        }
+        // Rebuild the state at `revision`: every key changed since then takes the state it
+        // had before its first later change.
+        let mut at_revision: BTreeMap<String, Arc<StoredObject>> =
+            prefixed(objects, request.prefix, None)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+        let mut seen = std::collections::HashSet::new();
+        for change in table
+            .iter()
+            .flat_map(|t| t.history.iter())
+            .filter(|c| c.rv > revision)
+        {
+            if !change.key.starts_with(request.prefix) || !seen.insert(change.key.as_str()) {
+                continue;
+            }
+            match &change.prev {
+                Some(prev) => at_revision.insert(change.key.clone(), prev.clone()),
+                None => at_revision.remove(&change.key),
+            };
+        }
+        Ok(page(
+            prefixed(&at_revision, request.prefix, request.start_after),
+            request,
+            revision,
+        ))
+    }
+
+    /// Registers a watch.
+    ///
+    /// # Errors
+    ///
+    /// [`StorageError::Expired`] when `from` is older than the history.
+    pub fn watch(
+        &self,
+        resource: &GroupResource,
+        prefix: &str,
+        from: WatchFrom,
+    ) -> Result<WatchSubscription, StorageError> {
+        let mut inner = self.lock();
+        let revision = inner.revision;
+        let oldest = inner.oldest_servable(inner.tables.get(resource));
+        let (sender, changes) = mpsc::unbounded_channel();
+        let table = inner.tables.entry(resource.clone()).or_default();
+        let (initial, backlog, after) = match from {
+            WatchFrom::Now { initial } => {
+                let objects = if initial {
+                    prefixed(&table.objects, prefix, None)
+                        .map(|(_, o)| o.clone())
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                (objects, Vec::new(), revision)
+            }
+            WatchFrom::After(rv) => {
+                if rv < oldest {
+                    return Err(StorageError::Expired {
+                        requested: rv,
+                        oldest,
+                    });
+                }
+                let backlog = table
+                    .history
+                    .iter()
+                    .filter(|change| change.rv > rv && change.key.starts_with(prefix))
+                    .cloned()
+                    .collect();
+                (Vec::new(), backlog, rv)
+            }
+        };
+        table.watchers.push(sender);
+        Ok(WatchSubscription {
+            revision,
+            initial,
+            backlog,
+            changes,
+            after,
+        })
+    }
+
+    /// Forgets all history: watches and exact lists from any earlier revision get 410.
+    pub fn compact(&self) {
+        let mut inner = self.lock();
+        inner.compacted = inner.revision;
+        let revision = inner.revision;
+        for table in inner.tables.values_mut() {
+            table.history.clear();
+            table.history_start = revision;
+        }
+    }
+
+    /// Ends every open watch (their streams finish cleanly; clients re-watch).
+    pub fn drop_watchers(&self) {
+        for table in self.lock().tables.values_mut() {
+            table.watchers.clear();
+        }
+    }
+
+    /// Ends the watches of one resource (e.g. when its CRD is deleted).
+    pub fn drop_watchers_of(&self, resource: &GroupResource) {
+        if let Some(table) = self.lock().tables.get_mut(resource) {
+            table.watchers.clear();
+        }
+    }
+
+    /// The number of open watches of a resource (for tests and metrics).
+    pub fn watcher_count(&self, resource: &GroupResource) -> usize {
+        self.lock().tables.get_mut(resource).map_or(0, |table| {
+            table.watchers.retain(|watcher| !watcher.is_closed());
+            table.watchers.len()
+        })
+    }
+}
+
+/// The entries with `prefix`, starting after `start_after` when given.
+fn prefixed<'a>(
+    objects: &'a BTreeMap<String, Arc<StoredObject>>,
+    prefix: &'a str,
+    start_after: Option<&'a str>,
+) -> impl Iterator<Item = (&'a String, &'a Arc<StoredObject>)> + 'a {
+    let lower = match start_after {
+        Some(key) if key >= prefix => Bound::Excluded(key),
+        _ => Bound::Included(prefix),
+    };
+    objects
+        .range::<str, _>((lower, Bound::Unbounded))
+        .take_while(move |(key, _)| key.starts_with(prefix))
+}
+
+fn page<'a>(
+    entries: impl Iterator<Item = (&'a String, &'a Arc<StoredObject>)>,
+    request: &ListRequest<'_>,
+    revision: u64,
+) -> ListPage {
+    let mut items = Vec::new();
+    let mut continue_after = None;
+    let mut remaining = 0u64;
+    let mut last_key: Option<&String> = None;
+    let mut entries = entries.peekable();
+    while let Some((key, object)) = entries.next() {
+        if request.limit > 0 && items.len() == request.limit {
+            // Full page: there is more only if a later entry exists.
+            continue_after = last_key.cloned();
+            remaining = 1 + entries.count() as u64;
+            break;
+        }
+        last_key = Some(key);
+        if (request.filter)(object) {
+            items.push(object.clone());
+        }
+    }
+    ListPage {
+        revision,
+        items,
+        continue_after,
+        remaining,
+    }
+}
+
+#[cfg(test)]
+mod tests;
