@@ -189,7 +189,15 @@ impl Requirement {
     /// Whether `labels` satisfy this requirement (Go's `Requirement.Matches`).
     #[must_use]
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let label = labels.get(&self.key);
+        self.matches_with(&|key| labels.get(key).map(String::as_str))
+    }
+
+    /// [`matches`](Self::matches) over any label source: `label(key)` returns the value
+    /// of a label, if set. Lets callers match labels they hold in another form (e.g.
+    /// JSON) without building a map.
+    #[must_use]
+    pub fn matches_with<'a>(&self, label: &dyn Fn(&str) -> Option<&'a str>) -> bool {
+        let label = label(&self.key);
         match self.operator {
             Operator::Equals | Operator::DoubleEquals | Operator::In => {
                 label.is_some_and(|value| self.has_value(value))
@@ -389,7 +397,23 @@ impl LabelSelector {
     /// Whether `labels` satisfy every requirement.
     #[must_use]
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        !self.matches_nothing && self.requirements.iter().all(|req| req.matches(labels))
+        self.matches_with(&|key| labels.get(key).map(String::as_str))
+    }
+
+    /// [`matches`](Self::matches) over any label source: `label(key)` returns the value
+    /// of a label, if set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kubeclient_machinery::LabelSelector;
+    /// let labels = serde_json::json!({"app": "web"});
+    /// let selector: LabelSelector = "app=web".parse().unwrap();
+    /// assert!(selector.matches_with(&|key| labels.get(key).and_then(|v| v.as_str())));
+    /// ```
+    #[must_use]
+    pub fn matches_with<'a>(&self, label: &dyn Fn(&str) -> Option<&'a str>) -> bool {
+        !self.matches_nothing && self.requirements.iter().all(|req| req.matches_with(label))
     }
 
     /// The single value `key` must have, if the selector pins it (`key=v`, `key==v` or

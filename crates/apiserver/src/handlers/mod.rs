@@ -1,0 +1,228 @@
+//! HTTP request handling: routing, authentication, content negotiation, and one module
+//! per group of verbs.
+
+mod negotiate;
+mod object;
+mod query;
+mod read;
+mod response;
+mod route;
+mod table;
+mod watch;
+mod write;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use kubeclient_machinery::{Status, StatusReason};
+use serde_json::json;
+
+use crate::faults::Fault;
+use crate::registry::{discovery, openapi, ResourceDef};
+use crate::state::State;
+pub use response::Body;
+use response::{fail, json, status_response, text, HandlerResult};
+use route::{route, ResourcePath, Route};
+
+/// The largest request body accepted (the API server's default, 3 MiB).
+const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// What a resource handler needs from the request, read once.
+pub(crate) struct Call {
+    pub state: Arc<State>,
+    pub resource: Arc<ResourceDef>,
+    pub path: ResourcePath,
+    pub query: query::Query,
+    pub accept: Option<String>,
+    pub content_type: String,
+    pub user_agent: String,
+    pub body: Bytes,
+}
+
+/// Serves one request. `client_certificate_verified` is true when TLS verified a client
+/// certificate against the server's CA.
+pub async fn handle<B>(state: Arc<State>, request: Request<B>, client_certificate_verified: bool) -> Response<Body>
+where
+    B: hyper::body::Body + Send,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let path = request.uri().path().to_owned();
+    let route = route(&path);
+    tracing::debug!(method = %request.method(), uri = %request.uri(), "request");
+    let public = matches!(route, Route::Health | Route::Version);
+    if let Some(token) = &state.config.token
+        && !public
+        && !client_certificate_verified
+    {
+        let presented = request
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if presented != Some(token.as_str()) {
+            return status_response(&Status::failure(StatusReason::Unauthorized, "Unauthorized"));
+        }
+    }
+    let registry = &state.registry;
+    match route {
+        Route::Root => json(
+            StatusCode::OK,
+            &json!({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3", "/readyz", "/version"]}),
+        ),
+        Route::Version => json(
+            StatusCode::OK,
+            &json!({
+                "major": "1", "minor": "37", "gitVersion": "v1.37.0-kubeclient", "gitCommit": "0000000000000000000000000000000000000000",
+                "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.0", "compiler": "gc",
+                "platform": format!("{}/{}", std::env::consts::OS, if cfg!(target_arch = "x86_64") { "amd64" } else { std::env::consts::ARCH }),
+            }),
+        ),
+        Route::Health => text(StatusCode::OK, "ok"),
+        Route::CoreVersions => json(StatusCode::OK, &discovery::api_versions(&state.config.server_address)),
+        Route::GroupList => json(StatusCode::OK, &discovery::api_group_list(registry)),
+        Route::Group(group) if registry.serves(&group, None) => json(StatusCode::OK, &discovery::api_group(registry, &group)),
+        Route::ResourceList { group, version } if registry.serves(&group, Some(&version)) => {
+            json(StatusCode::OK, &discovery::api_resource_list(registry, &group, &version))
+        }
+        Route::OpenApiV2 => response::with_body(
+            StatusCode::OK,
+            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+            response::full(Bytes::new()),
+        ),
+        Route::OpenApiV3Index => json(StatusCode::OK, &openapi::v3_index(registry)),
+        Route::OpenApiV3Document(key) => match openapi::v3_document(registry, &key) {
+            Some(document) => json(StatusCode::OK, &document),
+            None => not_found_text(),
+        },
+        Route::Admin(action) if state.config.admin_enabled => {
+            let count = query::Query::parse(request.uri().query())
+                .get("count")
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(1);
+            admin(&state, request.method(), &action, count)
+        }
+        Route::Resource(path) => match resource_request(state, request, path).await {
+            Ok(response) | Err(response) => response,
+        },
+        Route::UnknownUnderApi => not_found_status(),
+        Route::Group(_) | Route::ResourceList { .. } | Route::Admin(_) | Route::Unknown => not_found_text(),
+    }
+}
+
+fn not_found_text() -> Response<Body> {
+    text(StatusCode::NOT_FOUND, "404 page not found\n")
+}
+
+fn not_found_status() -> Response<Body> {
+    status_response(&Status::failure(
+        StatusReason::NotFound,
+        "the server could not find the requested resource",
+    ))
+}
+
+/// `POST /_kubeclient/faults/{kind}?count=N` and friends, for `kubeclient serve --enable-faults`.
+fn admin(state: &State, method: &Method, action: &str, count: usize) -> Response<Body> {
+    if method != Method::POST {
+        return status_response(&Status::failure(
+            StatusReason::MethodNotAllowed,
+            "admin paths accept POST only",
+        ));
+    }
+    match action {
+        "faults/drop-watches" => state.store.drop_watchers(),
+        "faults/compact" => state.store.compact(),
+        "faults/clear" => state.faults.clear(),
+        "faults/too-many-requests" => state.faults.fail_next(count, Fault::TooManyRequests { retry_after_seconds: 1 }),
+        "faults/internal-error" => state.faults.fail_next(count, Fault::InternalError),
+        "faults/expired" => state.faults.fail_next(count, Fault::Expired),
+        _ => return not_found_text(),
+    }
+    json(StatusCode::OK, &json!({"done": action}))
+}
+
+async fn resource_request<B>(state: Arc<State>, request: Request<B>, path: ResourcePath) -> Result<Response<Body>, Response<Body>>
+where
+    B: hyper::body::Body + Send,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let Some(resource) = state.registry.lookup(&path.group, &path.version, &path.resource) else {
+        return Err(if state.registry.serves(&path.group, Some(&path.version)) {
+            not_found_status()
+        } else {
+            not_found_text()
+        });
+    };
+    if (path.namespace.is_some() && !resource.namespaced)
+        || path.subresource.as_deref().is_some_and(|sub| !serves_subresource(&resource, sub))
+    {
+        return Err(not_found_status());
+    }
+    let query = query::Query::parse(request.uri().query());
+    let is_watch = query.flag("watch") || path.watch_prefix;
+    if let Some(fault) = state.faults.take() {
+        return Err(if is_watch && fault == Fault::Expired && *request.method() == Method::GET {
+            watch::error_stream(fault.status())
+        } else {
+            status_response(&fault.status())
+        });
+    }
+    let delay = state.faults.delay();
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    let header = |name| request.headers().get(name).and_then(|v: &http::HeaderValue| v.to_str().ok()).map(str::to_owned);
+    let accept = header(http::header::ACCEPT);
+    let content_type = header(CONTENT_TYPE).unwrap_or_default();
+    let user_agent = header(USER_AGENT).unwrap_or_default();
+    let method = request.method().clone();
+    let body = match Limited::new(request.into_body(), MAX_BODY_BYTES).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(err) => {
+            let too_large = err.to_string().contains("length limit");
+            return Err(status_response(&if too_large {
+                Status::failure(StatusReason::RequestEntityTooLarge, "Request entity too large: limit is 3145728")
+            } else {
+                Status::bad_request(format!("unable to read the request body: {err}"))
+            }));
+        }
+    };
+    let call = Call {
+        state,
+        resource,
+        path,
+        query,
+        accept,
+        content_type,
+        user_agent,
+        body,
+    };
+    let has_name = call.path.name.is_some();
+    let result: HandlerResult<Response<Body>> = match (method, has_name) {
+        (Method::GET | Method::HEAD, _) if is_watch => watch::watch(call).await,
+        (Method::GET | Method::HEAD, true) => read::get(&call),
+        (Method::GET | Method::HEAD, false) => read::list(&call).await,
+        (Method::POST, false) => write::create(&call),
+        (Method::PUT, true) => write::update(&call),
+        (Method::PATCH, true) => write::patch(&call),
+        (Method::DELETE, true) => write::delete(&call),
+        (Method::DELETE, false) => write::delete_collection(&call),
+        _ => Err(fail(Status::failure(
+            StatusReason::MethodNotAllowed,
+            "the server does not allow this method on the requested resource",
+        ))),
+    };
+    result.map_err(|status| status_response(&status))
+}
+
+fn serves_subresource(resource: &ResourceDef, subresource: &str) -> bool {
+    match subresource {
+        "status" => resource.status_subresource,
+        "scale" => resource.scale.is_some(),
+        _ => false,
+    }
+}

@@ -1,0 +1,159 @@
+//! Content negotiation (apiserver-semantics §8.1): which representation a request gets.
+//! Only JSON is served; protobuf and YAML clauses are skipped, so a client that also
+//! accepts JSON gets JSON, and one that accepts nothing servable gets 406.
+
+use kubeclient_machinery::{Status, StatusReason};
+
+/// The representation of a response body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// The objects themselves.
+    Json,
+    /// A `meta.k8s.io` Table (what `kubectl get` asks for).
+    Table,
+    /// `PartialObjectMetadata` (single objects and watch events).
+    PartialObjectMetadata,
+    /// `PartialObjectMetadataList` (lists).
+    PartialObjectMetadataList,
+}
+
+/// What the request reads, which decides the transformations allowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// One object.
+    Object,
+    /// A list.
+    List,
+    /// A watch stream.
+    Watch,
+}
+
+struct Clause<'a> {
+    media_type: &'a str,
+    params: Vec<(&'a str, &'a str)>,
+    quality: f32,
+}
+
+fn parse_accept(accept: &str) -> Vec<Clause<'_>> {
+    let mut clauses: Vec<Clause<'_>> = accept
+        .split(',')
+        .filter_map(|clause| {
+            let mut parts = clause.split(';').map(str::trim);
+            let media_type = parts.next().filter(|m| !m.is_empty())?;
+            let mut quality = 1.0;
+            let mut params = Vec::new();
+            for param in parts {
+                let (name, value) = param.split_once('=').unwrap_or((param, ""));
+                if name.trim() == "q" {
+                    quality = value.trim().parse().unwrap_or(0.0);
+                } else {
+                    params.push((name.trim(), value.trim()));
+                }
+            }
+            Some(Clause { media_type, params, quality })
+        })
+        .filter(|clause| clause.quality > 0.0)
+        .collect();
+    // Higher quality first; among equals, specific types before wildcards; otherwise keep order.
+    clauses.sort_by(|a, b| {
+        b.quality
+            .partial_cmp(&a.quality)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.media_type.contains('*').cmp(&b.media_type.contains('*')))
+    });
+    clauses
+}
+
+fn acceptable(clause: &Clause<'_>, target: Target) -> Option<Output> {
+    if !matches!(clause.media_type, "application/json" | "application/*" | "*/*") {
+        return None;
+    }
+    let mut output = Output::Json;
+    let (mut as_kind, mut group, mut version) = (None, None, None);
+    for (name, value) in &clause.params {
+        match *name {
+            "as" => as_kind = Some(*value),
+            "g" => group = Some(*value),
+            "v" => version = Some(*value),
+            "stream" if *value == "watch" => {}
+            "pretty" | "charset" | "stream" | "profile" => {}
+            _ => return None,
+        }
+    }
+    if let Some(as_kind) = as_kind {
+        if group != Some("meta.k8s.io") || !matches!(version, Some("v1" | "v1beta1")) {
+            return None;
+        }
+        output = match (as_kind, target) {
+            ("Table", _) => Output::Table,
+            ("PartialObjectMetadata", Target::Object | Target::Watch) => Output::PartialObjectMetadata,
+            ("PartialObjectMetadataList", Target::List) => Output::PartialObjectMetadataList,
+            _ => return None,
+        };
+    }
+    Some(output)
+}
+
+/// Picks the representation for an `Accept` header.
+///
+/// # Errors
+///
+/// A 406 NotAcceptable Status when no clause can be served.
+pub(crate) fn negotiate(accept: Option<&str>, target: Target) -> Result<Output, Box<Status>> {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Ok(Output::Json);
+    };
+    parse_accept(accept)
+        .iter()
+        .find_map(|clause| acceptable(clause, target))
+        .ok_or_else(|| {
+            let media = if target == Target::Watch {
+                "application/json;stream=watch"
+            } else {
+                "application/json"
+            };
+            Box::new(Status::failure(
+                StatusReason::NotAcceptable,
+                format!("only the following media types are accepted: {media}"),
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KUBECTL_GET: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+    const METADATA_LIST: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+
+    #[test]
+    fn kubectl_get_gets_a_table() {
+        assert_eq!(negotiate(Some(KUBECTL_GET), Target::List).unwrap(), Output::Table);
+        assert_eq!(negotiate(Some(KUBECTL_GET), Target::Watch).unwrap(), Output::Table);
+    }
+
+    #[test]
+    fn metadata_clients_get_partial_object_metadata() {
+        assert_eq!(negotiate(Some(METADATA_LIST), Target::List).unwrap(), Output::PartialObjectMetadataList);
+        let single = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(negotiate(Some(single), Target::Watch).unwrap(), Output::PartialObjectMetadata);
+        // PartialObjectMetadata for a list falls through to the plain clause.
+        assert_eq!(negotiate(Some(single), Target::List).unwrap(), Output::Json);
+    }
+
+    #[test]
+    fn protobuf_with_json_fallback_gets_json_and_protobuf_alone_is_refused() {
+        let typed = "application/vnd.kubernetes.protobuf,application/json";
+        assert_eq!(negotiate(Some(typed), Target::Object).unwrap(), Output::Json);
+        let err = negotiate(Some("application/vnd.kubernetes.protobuf"), Target::Object).unwrap_err();
+        assert_eq!(err.code, 406);
+        assert_eq!(negotiate(None, Target::Object).unwrap(), Output::Json);
+        assert_eq!(negotiate(Some("*/*"), Target::Object).unwrap(), Output::Json);
+    }
+
+    #[test]
+    fn aggregated_discovery_clause_is_skipped_for_plain_json() {
+        let discovery = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(negotiate(Some(discovery), Target::Object).unwrap(), Output::Json);
+    }
+}

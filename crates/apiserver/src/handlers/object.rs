@@ -1,0 +1,340 @@
+//! Helpers shared by the verb handlers: body decoding, keys, names, selectors, options.
+
+use std::borrow::Cow;
+
+use kubeclient_machinery::selector::{FieldLookup, JsonFields};
+use kubeclient_machinery::{FieldSelector, GroupResource, LabelSelector, Status, StatusCause, StatusReason};
+use serde_json::Value;
+
+use super::response::{fail, HandlerResult};
+use super::Call;
+use crate::registry::{FieldSelectors, ResourceDef};
+use crate::storage::StoredObject;
+
+/// The current time as the API server writes `metav1.Time`: RFC 3339, UTC, seconds.
+pub(crate) fn now() -> String {
+    let seconds = jiff::Timestamp::now().as_second();
+    jiff::Timestamp::from_second(seconds)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_owned())
+}
+
+/// The store key of an object.
+pub(crate) fn store_key(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(namespace) if !namespace.is_empty() => format!("{namespace}/{name}"),
+        _ => name.to_owned(),
+    }
+}
+
+/// A string under `metadata`.
+pub(crate) fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {
+    object
+        .get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// `metadata` of an object, created (or replaced, if it was not a map) when needed.
+pub(crate) fn metadata_mut(object: &mut serde_json::Map<String, Value>) -> &mut serde_json::Map<String, Value> {
+    let metadata = object
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if !metadata.is_object() {
+        *metadata = Value::Object(serde_json::Map::new());
+    }
+    match metadata {
+        Value::Object(map) => map,
+        // Just made an object above.
+        _ => unreachable!("metadata is an object"),
+    }
+}
+
+impl Call {
+    /// The group and resource, for Status messages.
+    pub(crate) fn group_resource(&self) -> GroupResource {
+        self.resource.group_resource()
+    }
+
+    /// 404 for the named object.
+    pub(crate) fn not_found(&self, name: &str) -> Box<Status> {
+        fail(Status::not_found(&self.group_resource(), name))
+    }
+
+    /// The request body as JSON (JSON or YAML bodies; an empty Content-Type is JSON).
+    pub(crate) fn decode_body(&self) -> HandlerResult<Value> {
+        let media = self.content_type.split(';').next().unwrap_or("").trim();
+        let value: Value = match media {
+            "" | "application/json" | "application/merge-patch+json" | "application/json-patch+json"
+            | "application/strategic-merge-patch+json" => serde_json::from_slice(&self.body).map_err(|err| {
+                fail(Status::bad_request(format!("the body of the request could not be decoded as JSON: {err}")))
+            })?,
+            "application/yaml" | "application/apply-patch+yaml" => {
+                let text = std::str::from_utf8(&self.body)
+                    .map_err(|_| fail(Status::bad_request("the body of the request is not UTF-8")))?;
+                serde_saphyr::from_str(text).map_err(|err| {
+                    fail(Status::bad_request(format!("the body of the request could not be decoded as YAML: {err}")))
+                })?
+            }
+            other => {
+                return Err(fail(Status::failure(
+                    StatusReason::UnsupportedMediaType,
+                    format!(
+                        "the body of the request was in an unknown format ({other}) - accepted media types include: application/json, application/yaml"
+                    ),
+                )));
+            }
+        };
+        Ok(value)
+    }
+
+    /// `fieldManager`, or the User-Agent up to its first `/` (as the API server defaults it).
+    pub(crate) fn field_manager(&self) -> String {
+        if let Some(manager) = self.query.non_empty("fieldManager") {
+            return manager.to_owned();
+        }
+        let agent: String = self
+            .user_agent
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(128)
+            .collect();
+        if agent.is_empty() { "unknown".to_owned() } else { agent }
+    }
+
+    /// Whether `dryRun=All` was asked.
+    ///
+    /// # Errors
+    ///
+    /// 422 for any other `dryRun` value.
+    pub(crate) fn dry_run(&self) -> HandlerResult<bool> {
+        dry_run_value(self.query.get("dryRun"))
+    }
+
+    /// The selectors of a list, watch or deletecollection, as one filter.
+    ///
+    /// # Errors
+    ///
+    /// 400 for an unparsable selector or an unsupported field.
+    pub(crate) fn selector_filter(&self) -> HandlerResult<ObjectFilter> {
+        let labels: LabelSelector = self
+            .query
+            .get("labelSelector")
+            .unwrap_or("")
+            .parse()
+            .map_err(|err| fail(Status::bad_request(format!("{err}"))))?;
+        let fields: FieldSelector = self
+            .query
+            .get("fieldSelector")
+            .unwrap_or("")
+            .parse()
+            .map_err(|err| fail(Status::bad_request(format!("{err}"))))?;
+        match &self.resource.field_selectors {
+            FieldSelectors::Builtin(specs) => fields
+                .check_supported(specs)
+                .map_err(|err| fail(Status::bad_request(err.to_string())))?,
+            FieldSelectors::Custom(selectable) => {
+                if let Some(term) = fields.terms().iter().find(|t| {
+                    !matches!(t.field.as_str(), "metadata.name" | "metadata.namespace") && !selectable.contains(&t.field)
+                }) {
+                    return Err(fail(Status::bad_request(format!(
+                        "{:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+                        term.field
+                    ))));
+                }
+            }
+        }
+        Ok(ObjectFilter {
+            labels,
+            fields,
+            field_selectors: self.resource.field_selectors.clone(),
+            name: None,
+        })
+    }
+}
+
+/// `dryRun` must be absent or `All`.
+pub(crate) fn dry_run_value(value: Option<&str>) -> HandlerResult<bool> {
+    match value {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(fail(Status::invalid(
+            "meta.k8s.io",
+            "DryRunOptions",
+            "",
+            vec![StatusCause::new(
+                "FieldValueNotSupported",
+                &format!("Unsupported value: {other:?}: supported values: \"All\""),
+                "dryRun",
+            )],
+        ))),
+    }
+}
+
+/// Label and field selectors applied to stored objects.
+#[derive(Debug)]
+pub(crate) struct ObjectFilter {
+    labels: LabelSelector,
+    fields: FieldSelector,
+    field_selectors: FieldSelectors,
+    /// A name the object must have (a watch on one object's path).
+    name: Option<String>,
+}
+
+struct CustomFields<'a> {
+    object: &'a Value,
+}
+
+impl FieldLookup for CustomFields<'_> {
+    fn field_value(&self, field: &str) -> Option<Cow<'_, str>> {
+        let mut value = self.object;
+        for segment in field.split('.') {
+            value = value.get(segment)?;
+        }
+        match value {
+            Value::String(s) => Some(Cow::Borrowed(s)),
+            Value::Bool(b) => Some(Cow::Owned(b.to_string())),
+            Value::Number(n) => Some(Cow::Owned(n.to_string())),
+            _ => None,
+        }
+    }
+}
+
+impl ObjectFilter {
+    /// Whether the filter selects everything.
+    pub(crate) fn is_everything(&self) -> bool {
+        self.labels.is_empty() && self.fields.is_empty() && self.name.is_none()
+    }
+
+    /// This filter, also requiring `metadata.name == name`.
+    pub(crate) fn with_name(mut self, name: &str) -> Self {
+        self.name = Some(name.to_owned());
+        self
+    }
+
+    /// Whether an object is selected.
+    pub(crate) fn matches(&self, object: &StoredObject) -> bool {
+        self.matches_value(&object.value)
+    }
+
+    /// Whether an object (as JSON) is selected.
+    pub(crate) fn matches_value(&self, object: &Value) -> bool {
+        if self.name.as_deref().is_some_and(|name| meta_str(object, "name") != name) {
+            return false;
+        }
+        if !self.labels.is_empty() {
+            let labels = object.get("metadata").and_then(|m| m.get("labels"));
+            if !self
+                .labels
+                .matches_with(&|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
+            {
+                return false;
+            }
+        }
+        if self.fields.is_empty() {
+            return true;
+        }
+        match &self.field_selectors {
+            FieldSelectors::Builtin(specs) => self.fields.matches(&JsonFields::new(object, specs)),
+            FieldSelectors::Custom(_) => self.fields.matches(&CustomFields { object }),
+        }
+    }
+
+    /// The name a `metadata.name=` term pins, if any (lets a list read one key).
+    pub(crate) fn exact_name(&self) -> Option<&str> {
+        self.name
+            .as_deref()
+            .or_else(|| self.fields.requires_exact_match("metadata.name"))
+    }
+}
+
+/// Checks a name as the API server does for most resources (a DNS-1123 subdomain; a
+/// DNS-1123 label for namespaces).
+pub(crate) fn validate_name(resource: &ResourceDef, name: &str) -> HandlerResult<()> {
+    let label_only = resource.plural == "namespaces";
+    let max = if label_only { 63 } else { 253 };
+    let valid_label = |label: &str| {
+        let bytes = label.as_bytes();
+        match (bytes.first(), bytes.last()) {
+            (Some(first), Some(last)) => {
+                first.is_ascii_alphanumeric()
+                    && last.is_ascii_alphanumeric()
+                    && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+            }
+            _ => false,
+        }
+    };
+    let valid = name.len() <= max
+        && if label_only {
+            valid_label(name)
+        } else {
+            name.split('.').all(valid_label)
+        };
+    if valid {
+        return Ok(());
+    }
+    let message = if label_only {
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+    } else {
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    };
+    Err(fail(Status::invalid(
+        &resource.group,
+        &resource.kind,
+        name,
+        vec![StatusCause::new(
+            "FieldValueInvalid",
+            &format!("Invalid value: {name:?}: {message}"),
+            "metadata.name",
+        )],
+    )))
+}
+
+/// A name from `generateName`: the prefix (cut to 58 characters) plus 5 random characters.
+pub(crate) fn generate_name(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let prefix: String = prefix.chars().take(58).collect();
+    let suffix: String = (0..5)
+        .map(|_| char::from(ALPHABET[fastrand::usize(..ALPHABET.len())]))
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+
+    #[test]
+    fn names_are_checked_like_the_api_server() {
+        let registry = Registry::new();
+        let configmaps = registry.lookup("", "v1", "configmaps").unwrap();
+        let namespaces = registry.lookup("", "v1", "namespaces").unwrap();
+        assert!(validate_name(&configmaps, "app.config-1").is_ok());
+        assert!(validate_name(&configmaps, "App").is_err());
+        assert!(validate_name(&configmaps, "-a").is_err());
+        assert!(validate_name(&namespaces, "a.b").is_err());
+        let err = validate_name(&configmaps, "Bad_Name").unwrap_err();
+        assert_eq!(err.code, 422);
+        assert!(err.message.starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value"), "{}", err.message);
+    }
+
+    #[test]
+    fn generated_names_keep_the_prefix_and_add_five_characters() {
+        let name = generate_name("web-");
+        assert_eq!(name.len(), 9);
+        assert!(name.starts_with("web-"));
+        assert_eq!(generate_name(&"x".repeat(100)).len(), 63);
+    }
+
+    #[test]
+    fn dry_run_accepts_only_all() {
+        assert!(!dry_run_value(None).unwrap());
+        assert!(dry_run_value(Some("All")).unwrap());
+        assert_eq!(dry_run_value(Some("Some")).unwrap_err().code, 422);
+    }
+}

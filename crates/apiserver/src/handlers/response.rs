@@ -1,0 +1,80 @@
+//! Response building: JSON bodies, Status errors (with `Retry-After`), plain text, and
+//! streaming bodies for watches.
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use http::{Response, StatusCode};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use kubeclient_machinery::Status;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+/// The body type of every response.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// A request failure: the Status to answer with.
+pub(crate) type HandlerResult<T> = Result<T, Box<Status>>;
+
+/// A full body.
+pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+/// A streaming body fed by a channel of chunks; the body ends when the sender is dropped.
+pub(crate) fn streaming(chunks: mpsc::Receiver<Bytes>) -> Body {
+    let stream = futures_util::stream::unfold(chunks, |mut chunks| async move {
+        let chunk = chunks.recv().await?;
+        Some((Ok::<_, Infallible>(Frame::data(chunk)), chunks))
+    });
+    BodyExt::boxed(StreamBody::new(stream))
+}
+
+/// A response with a body and content type.
+pub(crate) fn with_body(status: StatusCode, content_type: &'static str, body: Body) -> Response<Body> {
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+/// A JSON response from bytes already encoded.
+pub(crate) fn json_bytes(status: StatusCode, bytes: impl Into<Bytes>) -> Response<Body> {
+    with_body(status, "application/json", full(bytes))
+}
+
+/// A JSON response from a value.
+pub(crate) fn json<T: Serialize>(status: StatusCode, value: &T) -> Response<Body> {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => json_bytes(status, bytes),
+        Err(err) => status_response(&Status::internal_error(&err.to_string())),
+    }
+}
+
+/// A plain-text response.
+pub(crate) fn text(status: StatusCode, body: &'static str) -> Response<Body> {
+    with_body(status, "text/plain; charset=utf-8", full(body))
+}
+
+/// A Status response: the HTTP code is the Status code (500 if absent), and a positive
+/// `retryAfterSeconds` becomes a `Retry-After` header.
+pub(crate) fn status_response(status: &Status) -> Response<Body> {
+    let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = json(code, status);
+    if let Some(seconds) = status.details.as_ref().map(|d| d.retry_after_seconds).filter(|s| *s > 0)
+        && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
+    {
+        response.headers_mut().insert(RETRY_AFTER, value);
+    }
+    response
+}
+
+/// Boxes a Status as a handler error.
+pub(crate) fn fail(status: Status) -> Box<Status> {
+    Box::new(status)
+}

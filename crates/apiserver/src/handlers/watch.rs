@@ -1,0 +1,281 @@
+//! WATCH: a long-running streamed response of newline-delimited JSON events
+//! (apiserver-semantics §5).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use kubeclient_machinery::Status;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use super::negotiate::{negotiate, Output, Target};
+use super::object::ObjectFilter;
+use super::read::{list_options_invalid, parse_rv};
+use super::response::{fail, streaming, with_body, Body, HandlerResult};
+use super::table::{self, IncludeObject};
+use super::Call;
+use crate::registry::ResourceDef;
+use crate::state::State;
+use crate::storage::{event_line, Change, ChangeKind, StorageError, StoredObject, WatchFrom, WatchSubscription};
+
+/// How long a watch-list waits for a resourceVersion newer than the store.
+const TOO_LARGE_RV_WAIT: Duration = Duration::from_secs(3);
+/// Buffered event lines per watch before the writer waits for the client.
+const WATCH_BUFFER: usize = 256;
+
+/// A 200 response whose body is one ERROR event, then the end (how real servers report
+/// storage errors after a watch has been accepted).
+pub(crate) fn error_stream(status: Status) -> Response<Body> {
+    let (sender, receiver) = mpsc::channel(1);
+    let line = error_line(&status);
+    // The channel has room for this one line; the body ends when `sender` drops.
+    let _ = sender.try_send(line);
+    with_body(StatusCode::OK, "application/json", streaming(receiver))
+}
+
+fn error_line(status: &Status) -> Bytes {
+    let object = serde_json::to_vec(status).unwrap_or_default();
+    event_line("ERROR", &object)
+}
+
+/// Serves a watch.
+pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
+    let output = negotiate(call.accept.as_deref(), Target::Watch)?;
+    let send_initial = call.query.get("sendInitialEvents").map(|_| call.query.flag("sendInitialEvents"));
+    let rv_match = call.query.get("resourceVersionMatch").unwrap_or("");
+    match (send_initial, rv_match) {
+        (None, m) if !m.is_empty() => {
+            return Err(list_options_invalid(
+                "resourceVersionMatch",
+                "FieldValueForbidden",
+                "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        (Some(_), m) if m != "NotOlderThan" => {
+            return Err(list_options_invalid(
+                "sendInitialEvents",
+                "FieldValueForbidden",
+                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        _ => {}
+    }
+    let requested_rv = parse_rv(call.query.get("resourceVersion"))?;
+    let mut filter = call.selector_filter()?;
+    if call.path.watch_prefix
+        && let Some(name) = call.path.name.as_deref()
+    {
+        if filter.exact_name().is_some_and(|pinned| pinned != name) {
+            return Err(fail(Status::bad_request("fieldSelector metadata.name doesn't match requested name")));
+        }
+        filter = filter.with_name(name);
+    }
+    let include = IncludeObject::parse(call.query.get("includeObject")).unwrap_or(IncludeObject::Metadata);
+    let bookmarks = call.query.flag("allowWatchBookmarks");
+    let timeout = match call.query.non_empty("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()) {
+        Some(seconds) => Duration::from_secs(seconds),
+        // The API server picks [min-request-timeout, 2x) with a 1800 s default.
+        None => Duration::from_secs(1800 + fastrand::u64(0..1800)),
+    };
+    let store = &call.state.store;
+    let (from, initial_events_end) = match (send_initial, requested_rv) {
+        (Some(true), rv) => {
+            if let Some(rv) = rv.filter(|rv| *rv > 0)
+                && store.revision() < rv
+                && !store.wait_for_revision(rv, TOO_LARGE_RV_WAIT).await
+            {
+                return Ok(error_stream(Status::resource_version_too_large(
+                    &rv.to_string(),
+                    &store.revision().to_string(),
+                )));
+            }
+            (WatchFrom::Now { initial: true }, bookmarks)
+        }
+        (Some(false), None | Some(0)) => (WatchFrom::Now { initial: false }, false),
+        // Like 1.34+ servers: a plain watch from "" or "0" gets the initial state, then
+        // (when bookmarks are allowed) the initial-events-end bookmark.
+        (None, None | Some(0)) => (WatchFrom::Now { initial: true }, bookmarks),
+        (_, Some(rv)) => (WatchFrom::After(rv), false),
+    };
+    let prefix = call.path.namespace.as_ref().map(|ns| format!("{ns}/")).unwrap_or_default();
+    let subscription = match store.watch(&call.group_resource(), &prefix, from) {
+        Ok(subscription) => subscription,
+        Err(StorageError::Expired { requested, oldest }) => {
+            return Ok(error_stream(Status::expired(format!("too old resource version: {requested} ({oldest})"))));
+        }
+        Err(StorageError::TooLarge { requested, current }) => {
+            return Ok(error_stream(Status::resource_version_too_large(&requested.to_string(), &current.to_string())));
+        }
+    };
+    let (sender, receiver) = mpsc::channel(WATCH_BUFFER);
+    let stream = WatchStream {
+        state: call.state.clone(),
+        filter,
+        encoder: Encoder {
+            output,
+            include,
+            resource: call.resource.clone(),
+            columns_sent: false,
+        },
+        sender,
+        bookmarks,
+        initial_events_end,
+        timeout,
+    };
+    tokio::spawn(stream.run(subscription));
+    Ok(with_body(StatusCode::OK, "application/json", streaming(receiver)))
+}
+
+/// Turns objects into event lines in the negotiated representation.
+struct Encoder {
+    output: Output,
+    include: IncludeObject,
+    resource: Arc<ResourceDef>,
+    /// Tables carry `columnDefinitions` in the first event only.
+    columns_sent: bool,
+}
+
+impl Encoder {
+    /// The line for an event; `shared` is the pre-encoded JSON line, used when the
+    /// representation is plain JSON so every watcher shares one encoding.
+    fn line(&mut self, event_type: &str, object: &StoredObject, shared: Option<Bytes>) -> Bytes {
+        match self.output {
+            Output::Json => shared.unwrap_or_else(|| event_line(event_type, &object.bytes)),
+            Output::PartialObjectMetadata | Output::PartialObjectMetadataList => {
+                let converted = table::partial_object_metadata(&object.value);
+                event_line(event_type, &serde_json::to_vec(&converted).unwrap_or_default())
+            }
+            Output::Table => {
+                let with_columns = !self.columns_sent;
+                self.columns_sent = true;
+                let metadata = json!({"resourceVersion": object.rv.to_string()});
+                let converted =
+                    table::table(&self.resource, std::iter::once(&object.value), self.include, metadata, with_columns);
+                event_line(event_type, &serde_json::to_vec(&converted).unwrap_or_default())
+            }
+        }
+    }
+
+    /// A bookmark line, or `None` for Tables (kubectl never asks for bookmarks).
+    fn bookmark(&self, revision: u64, initial_events_end: bool) -> Option<Bytes> {
+        let (kind, api_version) = match self.output {
+            Output::Json => (self.resource.kind.clone(), self.resource.api_version()),
+            Output::PartialObjectMetadata | Output::PartialObjectMetadataList => {
+                ("PartialObjectMetadata".to_owned(), "meta.k8s.io/v1".to_owned())
+            }
+            Output::Table => return None,
+        };
+        let mut metadata = json!({"resourceVersion": revision.to_string()});
+        if initial_events_end {
+            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let object = json!({"kind": kind, "apiVersion": api_version, "metadata": metadata});
+        Some(event_line("BOOKMARK", &serde_json::to_vec(&object).unwrap_or_default()))
+    }
+}
+
+/// One running watch: reads changes, writes lines, until the client leaves, the timeout
+/// passes or the server drops the watch.
+struct WatchStream {
+    state: Arc<State>,
+    filter: ObjectFilter,
+    encoder: Encoder,
+    sender: mpsc::Sender<Bytes>,
+    bookmarks: bool,
+    initial_events_end: bool,
+    timeout: Duration,
+}
+
+impl WatchStream {
+    async fn send(&self, line: Bytes) -> bool {
+        self.sender.send(line).await.is_ok()
+    }
+
+    /// The event a change means for this watch's selectors, if any.
+    fn event_for(&mut self, change: &Change) -> Option<Bytes> {
+        let matches = |object: Option<&Arc<StoredObject>>| object.is_some_and(|o| self.filter.matches(o));
+        let (was, is) = (matches(change.prev.as_ref()), matches(change.new.as_ref()));
+        match (change.kind, was, is) {
+            (ChangeKind::Created, _, true) | (ChangeKind::Updated, false, true) => {
+                let object = change.new.as_ref()?;
+                Some(self.encoder.line("ADDED", object, change.added_line()))
+            }
+            (ChangeKind::Updated, true, true) => {
+                let object = change.new.as_ref()?;
+                Some(self.encoder.line("MODIFIED", object, change.modified_line()))
+            }
+            (ChangeKind::Updated | ChangeKind::Deleted, true, false) => {
+                let object = change.prev_at_rv()?.clone();
+                Some(self.encoder.line("DELETED", &object, change.deleted_line()))
+            }
+            _ => None,
+        }
+    }
+
+    async fn run(mut self, mut subscription: WatchSubscription) {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let initial = std::mem::take(&mut subscription.initial);
+        for object in &initial {
+            if self.filter.matches(object) {
+                let line = self.encoder.line("ADDED", object, None);
+                if !self.send(line).await {
+                    return;
+                }
+            }
+        }
+        if self.initial_events_end
+            && let Some(line) = self.encoder.bookmark(subscription.revision, true)
+            && !self.send(line).await
+        {
+            return;
+        }
+        let after = subscription.after;
+        for change in std::mem::take(&mut subscription.backlog) {
+            if change.rv > after
+                && let Some(line) = self.event_for(&change)
+                && !self.send(line).await
+            {
+                return;
+            }
+        }
+        let interval = self.state.config.bookmark_interval;
+        let mut bookmark_tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        loop {
+            tokio::select! {
+                change = subscription.changes.recv() => {
+                    let Some(change) = change else { return };
+                    if change.rv > after
+                        && let Some(line) = self.event_for(&change)
+                        && !self.send(line).await
+                    {
+                        return;
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => return,
+                _ = bookmark_tick.tick(), if self.bookmarks => {
+                    // Every change up to this revision has already been queued to us
+                    // (fan-out happens before the revision is published): drain, then
+                    // the bookmark is a valid resume point.
+                    let revision = self.state.store.revision();
+                    while let Ok(change) = subscription.changes.try_recv() {
+                        if change.rv > after
+                            && let Some(line) = self.event_for(&change)
+                            && !self.send(line).await
+                        {
+                            return;
+                        }
+                    }
+                    if let Some(line) = self.encoder.bookmark(revision.max(after), false)
+                        && !self.send(line).await
+                    {
+                        return;
+                    }
+                }
+                () = self.sender.closed() => return,
+            }
+        }
+    }
+}
+

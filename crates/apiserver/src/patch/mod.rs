@@ -1,0 +1,5 @@
+//! Patch machinery: strategic merge patch for built-in types, and managedFields /
+//! server-side apply field ownership.
+
+pub mod managed_fields;
+pub mod strategic_merge;

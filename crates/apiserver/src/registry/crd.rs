@@ -1,0 +1,210 @@
+//! Turning a CustomResourceDefinition into served resources, and the status the server
+//! gives it.
+
+use serde_json::{json, Value};
+
+use super::resource::{FieldSelectors, PrinterColumn, ResourceDef, ScaleSpec, Special};
+
+fn str_field<'a>(value: &'a Value, path: &[&str]) -> &'a str {
+    path.iter()
+        .try_fold(value, |v, key| v.get(key))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn string_list(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// The resources a CRD serves, one per served version. `Err` names what is missing.
+///
+/// # Errors
+///
+/// A message (for a 422) when the CRD lacks its group, names or versions.
+pub fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, String> {
+    let spec = crd.get("spec").ok_or("spec: Required value")?;
+    let group = str_field(spec, &["group"]);
+    let names = spec.get("names").ok_or("spec.names: Required value")?;
+    let plural = str_field(names, &["plural"]);
+    let kind = str_field(names, &["kind"]);
+    if group.is_empty() {
+        return Err("spec.group: Required value".to_owned());
+    }
+    if plural.is_empty() {
+        return Err("spec.names.plural: Required value".to_owned());
+    }
+    if kind.is_empty() {
+        return Err("spec.names.kind: Required value".to_owned());
+    }
+    let expected_name = format!("{plural}.{group}");
+    let name = str_field(crd, &["metadata", "name"]);
+    if name != expected_name {
+        return Err(format!(
+            "metadata.name: Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"
+        ));
+    }
+    let singular = match str_field(names, &["singular"]) {
+        "" => kind.to_ascii_lowercase(),
+        s => s.to_owned(),
+    };
+    let list_kind = match str_field(names, &["listKind"]) {
+        "" => format!("{kind}List"),
+        s => s.to_owned(),
+    };
+    let namespaced = str_field(spec, &["scope"]) != "Cluster";
+    let versions = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .filter(|v| !v.is_empty())
+        .ok_or("spec.versions: Required value")?;
+    let mut resources = Vec::new();
+    for version in versions {
+        if version.get("served").and_then(Value::as_bool) == Some(false) {
+            continue;
+        }
+        let version_name = str_field(version, &["name"]);
+        if version_name.is_empty() {
+            return Err("spec.versions[].name: Required value".to_owned());
+        }
+        let subresources = version.get("subresources");
+        let scale = subresources.and_then(|s| s.get("scale")).map(|scale| ScaleSpec {
+            spec_replicas_path: str_field(scale, &["specReplicasPath"]).to_owned(),
+            status_replicas_path: str_field(scale, &["statusReplicasPath"]).to_owned(),
+            label_selector_path: scale
+                .get("labelSelectorPath")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        });
+        let printer_columns = version
+            .get("additionalPrinterColumns")
+            .and_then(Value::as_array)
+            .map(|columns| {
+                columns
+                    .iter()
+                    .map(|c| PrinterColumn {
+                        name: str_field(c, &["name"]).to_owned(),
+                        column_type: str_field(c, &["type"]).to_owned(),
+                        format: str_field(c, &["format"]).to_owned(),
+                        description: str_field(c, &["description"]).to_owned(),
+                        priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                        json_path: str_field(c, &["jsonPath"]).to_owned(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let selectable = version
+            .get("selectableFields")
+            .and_then(Value::as_array)
+            .map(|fields| {
+                fields
+                    .iter()
+                    .map(|f| str_field(f, &["jsonPath"]).trim_start_matches('.').to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        resources.push(ResourceDef {
+            group: group.to_owned(),
+            version: version_name.to_owned(),
+            plural: plural.to_owned(),
+            singular: singular.clone(),
+            kind: kind.to_owned(),
+            list_kind: list_kind.clone(),
+            namespaced,
+            verbs: ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
+                .iter()
+                .map(|v| (*v).to_owned())
+                .collect(),
+            short_names: string_list(names.get("shortNames")),
+            categories: string_list(names.get("categories")),
+            status_subresource: subresources.and_then(|s| s.get("status")).is_some(),
+            scale,
+            tracks_generation: true,
+            builtin: false,
+            field_selectors: FieldSelectors::Custom(selectable),
+            printer_columns,
+            special: Special::None,
+        });
+    }
+    Ok(resources)
+}
+
+/// The status the API server gives an accepted CRD: names accepted, established, and the
+/// storage version recorded.
+pub fn crd_status(crd: &Value, now: &str) -> Value {
+    let names = crd.get("spec").and_then(|s| s.get("names")).cloned().unwrap_or(json!({}));
+    let storage_versions: Vec<Value> = crd
+        .get("spec")
+        .and_then(|s| s.get("versions"))
+        .and_then(Value::as_array)
+        .map(|versions| {
+            versions
+                .iter()
+                .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                .filter_map(|v| v.get("name").cloned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let condition = |kind: &str, reason: &str, message: &str| {
+        json!({"type": kind, "status": "True", "lastTransitionTime": now, "reason": reason, "message": message})
+    };
+    json!({
+        "conditions": [
+            condition("NamesAccepted", "NoConflicts", "no conflicts found"),
+            condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+        ],
+        "acceptedNames": names,
+        "storedVersions": storage_versions,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn widget_crd() -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"]},
+                "versions": [
+                    {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                     "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]},
+                    {"name": "v1beta1", "served": false, "storage": false}
+                ]
+            }
+        })
+    }
+
+    #[test]
+    fn served_versions_become_resources() {
+        let resources = crd_resources(&widget_crd()).unwrap();
+        assert_eq!(resources.len(), 1);
+        let widgets = &resources[0];
+        assert_eq!((widgets.plural.as_str(), widgets.singular.as_str(), widgets.list_kind.as_str()), ("widgets", "widget", "WidgetList"));
+        assert!(widgets.namespaced && widgets.status_subresource && !widgets.builtin);
+        assert_eq!(widgets.short_names, ["wd"]);
+        assert_eq!(widgets.printer_columns[0].json_path, ".spec.size");
+    }
+
+    #[test]
+    fn a_crd_without_names_is_rejected_with_the_field() {
+        let mut crd = widget_crd();
+        crd["spec"]["names"]["plural"] = json!("");
+        assert_eq!(crd_resources(&crd).unwrap_err(), "spec.names.plural: Required value");
+        let mut crd = widget_crd();
+        crd["metadata"]["name"] = json!("wrong");
+        assert!(crd_resources(&crd).unwrap_err().starts_with("metadata.name: Invalid value"));
+    }
+
+    #[test]
+    fn status_marks_the_crd_established() {
+        let status = crd_status(&widget_crd(), "2024-01-01T00:00:00Z");
+        assert_eq!(status["conditions"][1]["type"], "Established");
+        assert_eq!(status["storedVersions"], json!(["v1"]));
+    }
+}

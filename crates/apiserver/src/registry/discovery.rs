@@ -1,0 +1,149 @@
+//! Legacy (unaggregated) discovery documents: `/api`, `/apis`, `/apis/{g}`, `/api/v1`,
+//! `/apis/{g}/{v}` (apiserver-semantics §2.1). Aggregated discovery is not served: the
+//! server answers those requests with the legacy JSON and a plain `application/json`
+//! Content-Type, which every client accepts (§2.2).
+
+use serde_json::{json, Value};
+
+use super::{Registry, ResourceDef};
+
+/// `GET /api`: the core group's versions.
+pub fn api_versions(server_address: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    })
+}
+
+fn group_versions(registry: &Registry, group: &str) -> Vec<String> {
+    let mut versions: Vec<String> = Vec::new();
+    for resource in registry.all().iter().filter(|r| r.group == group) {
+        if !versions.contains(&resource.version) {
+            versions.push(resource.version.clone());
+        }
+    }
+    versions
+}
+
+fn group_document(registry: &Registry, group: &str) -> Value {
+    let versions: Vec<Value> = group_versions(registry, group)
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
+    let preferred = versions.first().cloned().unwrap_or(Value::Null);
+    json!({"name": group, "versions": versions, "preferredVersion": preferred})
+}
+
+/// `GET /apis`: every named group.
+pub fn api_group_list(registry: &Registry) -> Value {
+    let mut groups: Vec<String> = Vec::new();
+    for resource in registry.all().iter().filter(|r| !r.group.is_empty()) {
+        if !groups.contains(&resource.group) {
+            groups.push(resource.group.clone());
+        }
+    }
+    let groups: Vec<Value> = groups.iter().map(|g| group_document(registry, g)).collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `GET /apis/{group}`.
+pub fn api_group(registry: &Registry, group: &str) -> Value {
+    let mut document = group_document(registry, group);
+    if let Some(object) = document.as_object_mut() {
+        object.insert("kind".to_owned(), json!("APIGroup"));
+        object.insert("apiVersion".to_owned(), json!("v1"));
+    }
+    document
+}
+
+fn resource_entry(resource: &ResourceDef) -> Value {
+    let mut entry = json!({
+        "name": resource.plural,
+        "singularName": resource.singular,
+        "namespaced": resource.namespaced,
+        "kind": resource.kind,
+        "verbs": resource.verbs,
+    });
+    if let Some(object) = entry.as_object_mut() {
+        if !resource.short_names.is_empty() {
+            object.insert("shortNames".to_owned(), json!(resource.short_names));
+        }
+        if !resource.categories.is_empty() {
+            object.insert("categories".to_owned(), json!(resource.categories));
+        }
+    }
+    entry
+}
+
+/// `GET /api/v1` or `GET /apis/{group}/{version}`: the resources and their subresources.
+pub fn api_resource_list(registry: &Registry, group: &str, version: &str) -> Value {
+    let group_version = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
+    let mut resources = Vec::new();
+    for resource in registry.all().iter().filter(|r| r.group == group && r.version == version) {
+        resources.push(resource_entry(resource));
+        if resource.status_subresource {
+            resources.push(json!({
+                "name": format!("{}/status", resource.plural),
+                "singularName": "",
+                "namespaced": resource.namespaced,
+                "kind": resource.kind,
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+        if resource.scale.is_some() {
+            resources.push(json!({
+                "name": format!("{}/scale", resource.plural),
+                "singularName": "",
+                "namespaced": resource.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+    }
+    let mut document = json!({"kind": "APIResourceList", "groupVersion": group_version, "resources": resources});
+    if !group.is_empty()
+        && let Some(object) = document.as_object_mut()
+    {
+        object.insert("apiVersion".to_owned(), json!("v1"));
+    }
+    document
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_resource_list_has_subresources_and_no_api_version() {
+        let list = api_resource_list(&Registry::new(), "", "v1");
+        assert!(list.get("apiVersion").is_none());
+        let names: Vec<&str> = list["resources"].as_array().unwrap().iter().filter_map(|r| r["name"].as_str()).collect();
+        assert!(names.contains(&"pods") && names.contains(&"pods/status"));
+        let pods = &list["resources"][names.iter().position(|n| *n == "pods").unwrap()];
+        assert_eq!(pods["shortNames"], json!(["po"]));
+        assert_eq!(pods["categories"], json!(["all"]));
+    }
+
+    #[test]
+    fn group_list_names_every_group_with_its_preferred_version() {
+        let list = api_group_list(&Registry::new());
+        let apps = list["groups"].as_array().unwrap().iter().find(|g| g["name"] == "apps").unwrap();
+        assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
+        assert!(list["groups"].as_array().unwrap().iter().all(|g| g["name"] != ""));
+    }
+
+    #[test]
+    fn scale_subresources_name_the_autoscaling_kind() {
+        let list = api_resource_list(&Registry::new(), "apps", "v1");
+        let scale = list["resources"].as_array().unwrap().iter().find(|r| r["name"] == "deployments/scale").unwrap();
+        assert_eq!(scale["kind"], "Scale");
+        assert_eq!(scale["group"], "autoscaling");
+    }
+}

@@ -1,0 +1,114 @@
+//! [`ResourceDef`]: everything the server knows about one served resource.
+
+use kubeclient_machinery::selector::FieldSpec;
+use kubeclient_machinery::{GroupResource, GroupVersion};
+
+/// Behaviour specific to a few built-in kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Special {
+    /// No special behaviour.
+    None,
+    /// Namespaces: `status.phase: Active` on create; deleting one deletes its contents.
+    Namespace,
+    /// CustomResourceDefinitions: creating one serves a new resource.
+    CustomResourceDefinition,
+}
+
+/// A printer column of a custom resource (`additionalPrinterColumns`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrinterColumn {
+    /// Column title.
+    pub name: String,
+    /// OpenAPI type: `string`, `integer`, `number`, `boolean` or `date`.
+    pub column_type: String,
+    /// Optional format.
+    pub format: String,
+    /// Description.
+    pub description: String,
+    /// Priority (0 shown by default, more with `-o wide`).
+    pub priority: i64,
+    /// A simple JSONPath (`.spec.replicas`).
+    pub json_path: String,
+}
+
+/// One served resource in one group version.
+#[derive(Clone, Debug)]
+pub struct ResourceDef {
+    /// The group; empty for the core group.
+    pub group: String,
+    /// The version.
+    pub version: String,
+    /// The plural resource name used in URLs.
+    pub plural: String,
+    /// The singular name.
+    pub singular: String,
+    /// The kind of its objects.
+    pub kind: String,
+    /// The kind of its lists.
+    pub list_kind: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Verbs served, as discovery lists them.
+    pub verbs: Vec<String>,
+    /// Short names (`kubectl get deploy`).
+    pub short_names: Vec<String>,
+    /// Categories (`all`).
+    pub categories: Vec<String>,
+    /// Whether `/status` is a separate subresource (the main resource ignores status).
+    pub status_subresource: bool,
+    /// Whether `/scale` is served, with the JSON paths of replicas and selector.
+    pub scale: Option<ScaleSpec>,
+    /// Whether `metadata.generation` is maintained.
+    pub tracks_generation: bool,
+    /// Built-in types accept strategic merge patches; custom resources do not.
+    pub builtin: bool,
+    /// The fields field selectors may use.
+    pub field_selectors: FieldSelectors,
+    /// Extra table columns (custom resources).
+    pub printer_columns: Vec<PrinterColumn>,
+    /// Kind-specific behaviour.
+    pub special: Special,
+}
+
+/// The fields a resource can be selected by.
+#[derive(Clone, Debug)]
+pub enum FieldSelectors {
+    /// A built-in table from `kubeclient-machinery`.
+    Builtin(&'static [FieldSpec]),
+    /// `metadata.name`, `metadata.namespace` and a CRD's `selectableFields` (JSON paths
+    /// without the leading dot).
+    Custom(Vec<String>),
+}
+
+/// Where a `/scale` subresource reads and writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScaleSpec {
+    /// Path of the desired replicas, e.g. `.spec.replicas`.
+    pub spec_replicas_path: String,
+    /// Path of the observed replicas, e.g. `.status.replicas`.
+    pub status_replicas_path: String,
+    /// Path of the label selector string, if any.
+    pub label_selector_path: Option<String>,
+}
+
+impl ResourceDef {
+    /// The group and resource: the storage identity shared by all versions.
+    pub fn group_resource(&self) -> GroupResource {
+        GroupResource::new(&self.group, &self.plural)
+    }
+
+    /// The group version it is served in.
+    pub fn group_version(&self) -> GroupVersion {
+        GroupVersion::new(&self.group, &self.version)
+    }
+
+    /// `apiVersion` of its objects.
+    pub fn api_version(&self) -> String {
+        self.group_version().to_string()
+    }
+
+    /// Whether the verb is served.
+    pub fn supports(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
+    }
+}
