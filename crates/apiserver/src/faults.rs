@@ -4,8 +4,8 @@
 //! --enable-faults`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kubeclient_machinery::{Status, StatusReason};
@@ -28,12 +28,17 @@ impl Fault {
     /// The Status this fault answers with.
     pub fn status(&self) -> Status {
         match self {
-            Fault::TooManyRequests { retry_after_seconds } => Status::too_many_requests(
+            Fault::TooManyRequests {
+                retry_after_seconds,
+            } => Status::too_many_requests(
                 "injected fault: too many requests, please try again later",
                 i32::try_from(*retry_after_seconds).unwrap_or(i32::MAX),
             ),
             Fault::InternalError => Status::internal_error("injected fault"),
-            Fault::Expired => Status::failure(StatusReason::Expired, "injected fault: too old resource version"),
+            Fault::Expired => Status::failure(
+                StatusReason::Expired,
+                "injected fault: too old resource version",
+            ),
         }
     }
 }
@@ -49,29 +54,43 @@ pub struct Faults {
 impl Faults {
     /// Answers the next `count` resource requests with `fault`.
     pub fn fail_next(&self, count: usize, fault: Fault) {
-        let mut queued = self.queued.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut queued = self
+            .queued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         queued.extend(std::iter::repeat_n(fault, count));
     }
 
     /// Delays every resource response by `delay` (zero to stop).
     pub fn set_delay(&self, delay: Duration) {
-        self.delay_millis
-            .store(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.delay_millis.store(
+            u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
     }
 
     /// Removes queued faults and the delay.
     pub fn clear(&self) {
-        self.queued.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        self.queued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
         self.set_delay(Duration::ZERO);
     }
 
     /// The number of queued faults.
     pub fn pending(&self) -> usize {
-        self.queued.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len()
+        self.queued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
     }
 
     pub(crate) fn take(&self) -> Option<Fault> {
-        self.queued.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop_front()
+        self.queued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop_front()
     }
 
     pub(crate) fn delay(&self) -> Duration {
@@ -87,12 +106,23 @@ mod tests {
     fn faults_are_taken_in_order_and_cleared() {
         let faults = Faults::default();
         faults.fail_next(2, Fault::InternalError);
-        faults.fail_next(1, Fault::TooManyRequests { retry_after_seconds: 2 });
+        faults.fail_next(
+            1,
+            Fault::TooManyRequests {
+                retry_after_seconds: 2,
+            },
+        );
         assert_eq!(faults.pending(), 3);
         assert_eq!(faults.take(), Some(Fault::InternalError));
         assert_eq!(faults.take(), Some(Fault::InternalError));
         let throttled = faults.take().unwrap().status();
-        assert_eq!((throttled.code, throttled.details.unwrap().retry_after_seconds), (429, 2));
+        assert_eq!(
+            (
+                throttled.code,
+                throttled.details.unwrap().retry_after_seconds
+            ),
+            (429, 2)
+        );
         assert_eq!(faults.take(), None);
         faults.fail_next(1, Fault::Expired);
         faults.set_delay(Duration::from_millis(5));

@@ -1,15 +1,56 @@
 //! The `kubeclient` command.
 //!
-//! **Status: skeleton.** No subcommand works yet (`demo`, `serve`, `watch`, `get` and `bench`
-//! are tracked as open issues). It says so and exits with status 2 rather than pretending.
+//! Exit codes: 0 success, 1 the command failed, 2 bad usage.
+
+mod commands;
 
 use std::process::ExitCode;
 
+use clap::{Parser, Subcommand};
+
+/// kubeclient: client-go for Rust, with an embedded Kubernetes API server.
+#[derive(Debug, Parser)]
+#[command(name = "kubeclient", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the embedded Kubernetes-compatible API server until Ctrl-C.
+    Serve(commands::serve::ServeArgs),
+}
+
 fn main() -> ExitCode {
-    eprintln!(
-        "kubeclient {}: no subcommand is implemented yet (demo, serve, watch, get and bench are \
-         tracked as open issues); see README.md for what works today",
-        env!("CARGO_PKG_VERSION")
-    );
-    ExitCode::from(2)
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KUBECLIENT_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("kubeclient: cannot start the async runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => commands::serve::run(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("kubeclient: {err}");
+            ExitCode::from(1)
+        }
+    }
 }

@@ -21,11 +21,16 @@ use kubeclient_machinery::{Status, StatusReason};
 use serde_json::json;
 
 use crate::faults::Fault;
-use crate::registry::{discovery, openapi, ResourceDef};
+use crate::registry::{ResourceDef, discovery, openapi};
 use crate::state::State;
 pub use response::Body;
-use response::{fail, json, status_response, text, HandlerResult};
-use route::{route, ResourcePath, Route};
+
+/// The current time as the API server writes it (RFC 3339, seconds).
+pub fn now_rfc3339() -> String {
+    object::now()
+}
+use response::{HandlerResult, fail, json, status_response, text};
+use route::{ResourcePath, Route, route};
 
 /// The largest request body accepted (the API server's default, 3 MiB).
 const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -44,7 +49,11 @@ pub(crate) struct Call {
 
 /// Serves one request. `client_certificate_verified` is true when TLS verified a client
 /// certificate against the server's CA.
-pub async fn handle<B>(state: Arc<State>, request: Request<B>, client_certificate_verified: bool) -> Response<Body>
+pub async fn handle<B>(
+    state: Arc<State>,
+    request: Request<B>,
+    client_certificate_verified: bool,
+) -> Response<Body>
 where
     B: hyper::body::Body + Send,
     B::Data: Send,
@@ -82,12 +91,18 @@ where
             }),
         ),
         Route::Health => text(StatusCode::OK, "ok"),
-        Route::CoreVersions => json(StatusCode::OK, &discovery::api_versions(&state.config.server_address)),
+        Route::CoreVersions => json(
+            StatusCode::OK,
+            &discovery::api_versions(&state.config.server_address),
+        ),
         Route::GroupList => json(StatusCode::OK, &discovery::api_group_list(registry)),
-        Route::Group(group) if registry.serves(&group, None) => json(StatusCode::OK, &discovery::api_group(registry, &group)),
-        Route::ResourceList { group, version } if registry.serves(&group, Some(&version)) => {
-            json(StatusCode::OK, &discovery::api_resource_list(registry, &group, &version))
+        Route::Group(group) if registry.serves(&group, None) => {
+            json(StatusCode::OK, &discovery::api_group(registry, &group))
         }
+        Route::ResourceList { group, version } if registry.serves(&group, Some(&version)) => json(
+            StatusCode::OK,
+            &discovery::api_resource_list(registry, &group, &version),
+        ),
         Route::OpenApiV2 => response::with_body(
             StatusCode::OK,
             "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
@@ -109,7 +124,9 @@ where
             Ok(response) | Err(response) => response,
         },
         Route::UnknownUnderApi => not_found_status(),
-        Route::Group(_) | Route::ResourceList { .. } | Route::Admin(_) | Route::Unknown => not_found_text(),
+        Route::Group(_) | Route::ResourceList { .. } | Route::Admin(_) | Route::Unknown => {
+            not_found_text()
+        }
     }
 }
 
@@ -136,7 +153,12 @@ fn admin(state: &State, method: &Method, action: &str, count: usize) -> Response
         "faults/drop-watches" => state.store.drop_watchers(),
         "faults/compact" => state.store.compact(),
         "faults/clear" => state.faults.clear(),
-        "faults/too-many-requests" => state.faults.fail_next(count, Fault::TooManyRequests { retry_after_seconds: 1 }),
+        "faults/too-many-requests" => state.faults.fail_next(
+            count,
+            Fault::TooManyRequests {
+                retry_after_seconds: 1,
+            },
+        ),
         "faults/internal-error" => state.faults.fail_next(count, Fault::InternalError),
         "faults/expired" => state.faults.fail_next(count, Fault::Expired),
         _ => return not_found_text(),
@@ -144,13 +166,20 @@ fn admin(state: &State, method: &Method, action: &str, count: usize) -> Response
     json(StatusCode::OK, &json!({"done": action}))
 }
 
-async fn resource_request<B>(state: Arc<State>, request: Request<B>, path: ResourcePath) -> Result<Response<Body>, Response<Body>>
+async fn resource_request<B>(
+    state: Arc<State>,
+    request: Request<B>,
+    path: ResourcePath,
+) -> Result<Response<Body>, Response<Body>>
 where
     B: hyper::body::Body + Send,
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let Some(resource) = state.registry.lookup(&path.group, &path.version, &path.resource) else {
+    let Some(resource) = state
+        .registry
+        .lookup(&path.group, &path.version, &path.resource)
+    else {
         return Err(if state.registry.serves(&path.group, Some(&path.version)) {
             not_found_status()
         } else {
@@ -158,34 +187,51 @@ where
         });
     };
     if (path.namespace.is_some() && !resource.namespaced)
-        || path.subresource.as_deref().is_some_and(|sub| !serves_subresource(&resource, sub))
+        || path
+            .subresource
+            .as_deref()
+            .is_some_and(|sub| !serves_subresource(&resource, sub))
     {
         return Err(not_found_status());
     }
     let query = query::Query::parse(request.uri().query());
     let is_watch = query.flag("watch") || path.watch_prefix;
     if let Some(fault) = state.faults.take() {
-        return Err(if is_watch && fault == Fault::Expired && *request.method() == Method::GET {
-            watch::error_stream(fault.status())
-        } else {
-            status_response(&fault.status())
-        });
+        return Err(
+            if is_watch && fault == Fault::Expired && *request.method() == Method::GET {
+                watch::error_stream(fault.status())
+            } else {
+                status_response(&fault.status())
+            },
+        );
     }
     let delay = state.faults.delay();
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
-    let header = |name| request.headers().get(name).and_then(|v: &http::HeaderValue| v.to_str().ok()).map(str::to_owned);
+    let header = |name| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v: &http::HeaderValue| v.to_str().ok())
+            .map(str::to_owned)
+    };
     let accept = header(http::header::ACCEPT);
     let content_type = header(CONTENT_TYPE).unwrap_or_default();
     let user_agent = header(USER_AGENT).unwrap_or_default();
     let method = request.method().clone();
-    let body = match Limited::new(request.into_body(), MAX_BODY_BYTES).collect().await {
+    let body = match Limited::new(request.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
         Ok(collected) => collected.to_bytes(),
         Err(err) => {
             let too_large = err.to_string().contains("length limit");
             return Err(status_response(&if too_large {
-                Status::failure(StatusReason::RequestEntityTooLarge, "Request entity too large: limit is 3145728")
+                Status::failure(
+                    StatusReason::RequestEntityTooLarge,
+                    "Request entity too large: limit is 3145728",
+                )
             } else {
                 Status::bad_request(format!("unable to read the request body: {err}"))
             }));

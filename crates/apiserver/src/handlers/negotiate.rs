@@ -50,7 +50,11 @@ fn parse_accept(accept: &str) -> Vec<Clause<'_>> {
                     params.push((name.trim(), value.trim()));
                 }
             }
-            Some(Clause { media_type, params, quality })
+            Some(Clause {
+                media_type,
+                params,
+                quality,
+            })
         })
         .filter(|clause| clause.quality > 0.0)
         .collect();
@@ -65,7 +69,10 @@ fn parse_accept(accept: &str) -> Vec<Clause<'_>> {
 }
 
 fn acceptable(clause: &Clause<'_>, target: Target) -> Option<Output> {
-    if !matches!(clause.media_type, "application/json" | "application/*" | "*/*") {
+    if !matches!(
+        clause.media_type,
+        "application/json" | "application/*" | "*/*"
+    ) {
         return None;
     }
     let mut output = Output::Json;
@@ -86,7 +93,9 @@ fn acceptable(clause: &Clause<'_>, target: Target) -> Option<Output> {
         }
         output = match (as_kind, target) {
             ("Table", _) => Output::Table,
-            ("PartialObjectMetadata", Target::Object | Target::Watch) => Output::PartialObjectMetadata,
+            ("PartialObjectMetadata", Target::Object | Target::Watch) => {
+                Output::PartialObjectMetadata
+            }
             ("PartialObjectMetadataList", Target::List) => Output::PartialObjectMetadataList,
             _ => return None,
         };
@@ -128,15 +137,28 @@ mod tests {
 
     #[test]
     fn kubectl_get_gets_a_table() {
-        assert_eq!(negotiate(Some(KUBECTL_GET), Target::List).unwrap(), Output::Table);
-        assert_eq!(negotiate(Some(KUBECTL_GET), Target::Watch).unwrap(), Output::Table);
+        assert_eq!(
+            negotiate(Some(KUBECTL_GET), Target::List).unwrap(),
+            Output::Table
+        );
+        assert_eq!(
+            negotiate(Some(KUBECTL_GET), Target::Watch).unwrap(),
+            Output::Table
+        );
     }
 
     #[test]
     fn metadata_clients_get_partial_object_metadata() {
-        assert_eq!(negotiate(Some(METADATA_LIST), Target::List).unwrap(), Output::PartialObjectMetadataList);
-        let single = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
-        assert_eq!(negotiate(Some(single), Target::Watch).unwrap(), Output::PartialObjectMetadata);
+        assert_eq!(
+            negotiate(Some(METADATA_LIST), Target::List).unwrap(),
+            Output::PartialObjectMetadataList
+        );
+        let single =
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(
+            negotiate(Some(single), Target::Watch).unwrap(),
+            Output::PartialObjectMetadata
+        );
         // PartialObjectMetadata for a list falls through to the plain clause.
         assert_eq!(negotiate(Some(single), Target::List).unwrap(), Output::Json);
     }
@@ -144,16 +166,27 @@ mod tests {
     #[test]
     fn protobuf_with_json_fallback_gets_json_and_protobuf_alone_is_refused() {
         let typed = "application/vnd.kubernetes.protobuf,application/json";
-        assert_eq!(negotiate(Some(typed), Target::Object).unwrap(), Output::Json);
-        let err = negotiate(Some("application/vnd.kubernetes.protobuf"), Target::Object).unwrap_err();
+        assert_eq!(
+            negotiate(Some(typed), Target::Object).unwrap(),
+            Output::Json
+        );
+        let err =
+            negotiate(Some("application/vnd.kubernetes.protobuf"), Target::Object).unwrap_err();
         assert_eq!(err.code, 406);
         assert_eq!(negotiate(None, Target::Object).unwrap(), Output::Json);
-        assert_eq!(negotiate(Some("*/*"), Target::Object).unwrap(), Output::Json);
+        assert_eq!(
+            negotiate(Some("*/*"), Target::Object).unwrap(),
+            Output::Json
+        );
     }
 
     #[test]
     fn aggregated_discovery_clause_is_skipped_for_plain_json() {
-        let discovery = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
-        assert_eq!(negotiate(Some(discovery), Target::Object).unwrap(), Output::Json);
+        let discovery =
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(
+            negotiate(Some(discovery), Target::Object).unwrap(),
+            Output::Json
+        );
     }
 }

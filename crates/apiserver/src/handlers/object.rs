@@ -3,11 +3,13 @@
 use std::borrow::Cow;
 
 use kubeclient_machinery::selector::{FieldLookup, JsonFields};
-use kubeclient_machinery::{FieldSelector, GroupResource, LabelSelector, Status, StatusCause, StatusReason};
+use kubeclient_machinery::{
+    FieldSelector, GroupResource, LabelSelector, Status, StatusCause, StatusReason,
+};
 use serde_json::Value;
 
-use super::response::{fail, HandlerResult};
 use super::Call;
+use super::response::{HandlerResult, fail};
 use crate::registry::{FieldSelectors, ResourceDef};
 use crate::storage::StoredObject;
 
@@ -37,7 +39,9 @@ pub(crate) fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {
 }
 
 /// `metadata` of an object, created (or replaced, if it was not a map) when needed.
-pub(crate) fn metadata_mut(object: &mut serde_json::Map<String, Value>) -> &mut serde_json::Map<String, Value> {
+pub(crate) fn metadata_mut(
+    object: &mut serde_json::Map<String, Value>,
+) -> &mut serde_json::Map<String, Value> {
     let metadata = object
         .entry("metadata")
         .or_insert_with(|| Value::Object(serde_json::Map::new()));
@@ -66,15 +70,24 @@ impl Call {
     pub(crate) fn decode_body(&self) -> HandlerResult<Value> {
         let media = self.content_type.split(';').next().unwrap_or("").trim();
         let value: Value = match media {
-            "" | "application/json" | "application/merge-patch+json" | "application/json-patch+json"
-            | "application/strategic-merge-patch+json" => serde_json::from_slice(&self.body).map_err(|err| {
-                fail(Status::bad_request(format!("the body of the request could not be decoded as JSON: {err}")))
-            })?,
+            ""
+            | "application/json"
+            | "application/merge-patch+json"
+            | "application/json-patch+json"
+            | "application/strategic-merge-patch+json" => serde_json::from_slice(&self.body)
+                .map_err(|err| {
+                    fail(Status::bad_request(format!(
+                        "the body of the request could not be decoded as JSON: {err}"
+                    )))
+                })?,
             "application/yaml" | "application/apply-patch+yaml" => {
-                let text = std::str::from_utf8(&self.body)
-                    .map_err(|_| fail(Status::bad_request("the body of the request is not UTF-8")))?;
+                let text = std::str::from_utf8(&self.body).map_err(|_| {
+                    fail(Status::bad_request("the body of the request is not UTF-8"))
+                })?;
                 serde_saphyr::from_str(text).map_err(|err| {
-                    fail(Status::bad_request(format!("the body of the request could not be decoded as YAML: {err}")))
+                    fail(Status::bad_request(format!(
+                        "the body of the request could not be decoded as YAML: {err}"
+                    )))
                 })?
             }
             other => {
@@ -103,7 +116,11 @@ impl Call {
             .filter(|c| !c.is_control())
             .take(128)
             .collect();
-        if agent.is_empty() { "unknown".to_owned() } else { agent }
+        if agent.is_empty() {
+            "unknown".to_owned()
+        } else {
+            agent
+        }
     }
 
     /// Whether `dryRun=All` was asked.
@@ -139,7 +156,8 @@ impl Call {
                 .map_err(|err| fail(Status::bad_request(err.to_string())))?,
             FieldSelectors::Custom(selectable) => {
                 if let Some(term) = fields.terms().iter().find(|t| {
-                    !matches!(t.field.as_str(), "metadata.name" | "metadata.namespace") && !selectable.contains(&t.field)
+                    !matches!(t.field.as_str(), "metadata.name" | "metadata.namespace")
+                        && !selectable.contains(&t.field)
                 }) {
                     return Err(fail(Status::bad_request(format!(
                         "{:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
@@ -223,7 +241,11 @@ impl ObjectFilter {
 
     /// Whether an object (as JSON) is selected.
     pub(crate) fn matches_value(&self, object: &Value) -> bool {
-        if self.name.as_deref().is_some_and(|name| meta_str(object, "name") != name) {
+        if self
+            .name
+            .as_deref()
+            .is_some_and(|name| meta_str(object, "name") != name)
+        {
             return false;
         }
         if !self.labels.is_empty() {
@@ -263,7 +285,9 @@ pub(crate) fn validate_name(resource: &ResourceDef, name: &str) -> HandlerResult
             (Some(first), Some(last)) => {
                 first.is_ascii_alphanumeric()
                     && last.is_ascii_alphanumeric()
-                    && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+                    && bytes
+                        .iter()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
             }
             _ => false,
         }
@@ -320,7 +344,12 @@ mod tests {
         assert!(validate_name(&namespaces, "a.b").is_err());
         let err = validate_name(&configmaps, "Bad_Name").unwrap_err();
         assert_eq!(err.code, 422);
-        assert!(err.message.starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value"), "{}", err.message);
+        assert!(
+            err.message
+                .starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

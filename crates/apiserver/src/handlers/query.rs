@@ -12,7 +12,11 @@ impl Query {
     /// Parses a raw query string (`a=1&b=2`).
     pub(crate) fn parse(raw: Option<&str>) -> Self {
         let params = raw
-            .map(|raw| form_urlencoded::parse(raw.as_bytes()).into_owned().collect())
+            .map(|raw| {
+                form_urlencoded::parse(raw.as_bytes())
+                    .into_owned()
+                    .collect()
+            })
             .unwrap_or_default();
         Query { params }
     }

@@ -7,13 +7,13 @@ use base64::Engine as _;
 use bytes::{BufMut, BytesMut};
 use http::{Response, StatusCode};
 use kubeclient_machinery::{Status, StatusCause};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use super::negotiate::{negotiate, Output, Target};
-use super::object::store_key;
-use super::response::{fail, json, json_bytes, Body, HandlerResult};
-use super::table::{self, IncludeObject};
 use super::Call;
+use super::negotiate::{Output, Target, negotiate};
+use super::object::store_key;
+use super::response::{Body, HandlerResult, fail, json, json_bytes};
+use super::table::{self, IncludeObject};
 use crate::storage::{ListRequest, StorageError, StoredObject};
 
 /// How long a list waits for a resourceVersion newer than the store (as the watch cache does).
@@ -30,17 +30,29 @@ pub(crate) fn get(call: &Call) -> HandlerResult<Response<Body>> {
         .get(&call.group_resource(), &key)
         .ok_or_else(|| call.not_found(name))?;
     if call.path.subresource.as_deref() == Some("scale") {
-        return Ok(json(StatusCode::OK, &super::write::scale_of(call, &object.value)));
+        return Ok(json(
+            StatusCode::OK,
+            &super::write::scale_of(call, &object.value),
+        ));
     }
     Ok(match output {
         Output::Json => json_bytes(StatusCode::OK, object.bytes.clone()),
-        Output::PartialObjectMetadata => json(StatusCode::OK, &table::partial_object_metadata(&object.value)),
+        Output::PartialObjectMetadata => json(
+            StatusCode::OK,
+            &table::partial_object_metadata(&object.value),
+        ),
         Output::Table | Output::PartialObjectMetadataList => {
             let include = include_object(call)?;
             let metadata = json!({"resourceVersion": object.rv.to_string()});
             json(
                 StatusCode::OK,
-                &table::table(&call.resource, std::iter::once(&object.value), include, metadata, true),
+                &table::table(
+                    &call.resource,
+                    std::iter::once(&object.value),
+                    include,
+                    metadata,
+                    true,
+                ),
             )
         }
     })
@@ -90,7 +102,11 @@ fn encode_continue(revision: Option<u64>, after_key: &str) -> String {
 }
 
 fn decode_continue(token: &str) -> HandlerResult<ContinueToken> {
-    let invalid = |why: &str| fail(Status::bad_request(format!("invalid continue token: continue key is not valid: {why}")));
+    let invalid = |why: &str| {
+        fail(Status::bad_request(format!(
+            "invalid continue token: continue key is not valid: {why}"
+        )))
+    };
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token.trim_end_matches('='))
         .map_err(|_| invalid("not base64"))?;
@@ -98,8 +114,14 @@ fn decode_continue(token: &str) -> HandlerResult<ContinueToken> {
     if value.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
         return Err(invalid("unsupported version"));
     }
-    let rv = value.get("rv").and_then(Value::as_i64).ok_or_else(|| invalid("no resource version"))?;
-    let start = value.get("start").and_then(Value::as_str).ok_or_else(|| invalid("no start key"))?;
+    let rv = value
+        .get("rv")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| invalid("no resource version"))?;
+    let start = value
+        .get("start")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("no start key"))?;
     Ok(ContinueToken {
         revision: u64::try_from(rv).ok().filter(|rv| *rv > 0),
         after_key: start.trim_end_matches('\u{0}').to_owned(),
@@ -132,7 +154,9 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
         return Err(list_options_invalid(
             "resourceVersionMatch",
             "FieldValueNotSupported",
-            &format!("Unsupported value: {rv_match:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""),
+            &format!(
+                "Unsupported value: {rv_match:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""
+            ),
         ));
     }
     if !rv_match.is_empty() && continue_token.is_some() {
@@ -157,7 +181,9 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
         ));
     }
     if continue_token.is_some() && !matches!(rv_text, "" | "0") {
-        return Err(fail(Status::bad_request("specifying resource version is not allowed when using continue")));
+        return Err(fail(Status::bad_request(
+            "specifying resource version is not allowed when using continue",
+        )));
     }
     let requested_rv = parse_rv(Some(rv_text))?;
     let filter = call.selector_filter()?;
@@ -178,7 +204,10 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
             (Some(rv), "") if limit > 0 => (Some(rv), None, limit),
             (Some(rv), _) => {
                 if store.revision() < rv && !store.wait_for_revision(rv, TOO_LARGE_RV_WAIT).await {
-                    return Err(fail(Status::resource_version_too_large(&rv.to_string(), &store.revision().to_string())));
+                    return Err(fail(Status::resource_version_too_large(
+                        &rv.to_string(),
+                        &store.revision().to_string(),
+                    )));
                 }
                 (None, None, limit)
             }
@@ -188,7 +217,12 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
     if at == Some(store.revision()) {
         at = None;
     }
-    let namespace_prefix = call.path.namespace.as_ref().map(|ns| format!("{ns}/")).unwrap_or_default();
+    let namespace_prefix = call
+        .path
+        .namespace
+        .as_ref()
+        .map(|ns| format!("{ns}/"))
+        .unwrap_or_default();
     let prefix = match (call.path.namespace.as_deref(), filter.exact_name()) {
         (Some(ns), Some(name)) => format!("{ns}/{name}"),
         _ => namespace_prefix.clone(),
@@ -217,7 +251,10 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
             }));
         }
         Err(StorageError::TooLarge { requested, current }) => {
-            return Err(fail(Status::resource_version_too_large(&requested.to_string(), &current.to_string())));
+            return Err(fail(Status::resource_version_too_large(
+                &requested.to_string(),
+                &current.to_string(),
+            )));
         }
     };
     let mut metadata = json!({"resourceVersion": page.revision.to_string()});
@@ -230,7 +267,9 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
     Ok(match output {
         Output::Json => {
             let resource = &call.resource;
-            let mut body = BytesMut::with_capacity(128 + page.items.iter().map(|o| o.bytes.len() + 1).sum::<usize>());
+            let mut body = BytesMut::with_capacity(
+                128 + page.items.iter().map(|o| o.bytes.len() + 1).sum::<usize>(),
+            );
             body.put_slice(
                 format!(
                     "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
@@ -250,7 +289,11 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
             json_bytes(StatusCode::OK, body.freeze())
         }
         Output::PartialObjectMetadataList | Output::PartialObjectMetadata => {
-            let items: Vec<Value> = page.items.iter().map(|o| table::partial_object_metadata(&o.value)).collect();
+            let items: Vec<Value> = page
+                .items
+                .iter()
+                .map(|o| table::partial_object_metadata(&o.value))
+                .collect();
             json(
                 StatusCode::OK,
                 &json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "items": items}),
@@ -260,7 +303,13 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
             let include = include_object(call)?;
             json(
                 StatusCode::OK,
-                &table::table(&call.resource, page.items.iter().map(|o| &o.value), include, metadata, true),
+                &table::table(
+                    &call.resource,
+                    page.items.iter().map(|o| &o.value),
+                    include,
+                    metadata,
+                    true,
+                ),
             )
         }
     })
@@ -274,7 +323,10 @@ mod tests {
     fn continue_tokens_round_trip_and_bad_ones_are_rejected() {
         let token = encode_continue(Some(42), "ns/web-1");
         let decoded = decode_continue(&token).unwrap();
-        assert_eq!((decoded.revision, decoded.after_key.as_str()), (Some(42), "ns/web-1"));
+        assert_eq!(
+            (decoded.revision, decoded.after_key.as_str()),
+            (Some(42), "ns/web-1")
+        );
         let latest = decode_continue(&encode_continue(None, "a")).unwrap();
         assert_eq!(latest.revision, None);
         let err = decode_continue("!!!").unwrap_err();
@@ -287,6 +339,9 @@ mod tests {
         assert_eq!(parse_rv(Some("12")).unwrap(), Some(12));
         assert_eq!(parse_rv(Some("")).unwrap(), None);
         let err = parse_rv(Some("abc")).unwrap_err();
-        assert_eq!(err.message, r#"invalid resource version: strconv.ParseUint: parsing "abc": invalid syntax"#);
+        assert_eq!(
+            err.message,
+            r#"invalid resource version: strconv.ParseUint: parsing "abc": invalid syntax"#
+        );
     }
 }

@@ -4,7 +4,7 @@
 use std::convert::Infallible;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use http::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use http::{Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
@@ -34,7 +34,11 @@ pub(crate) fn streaming(chunks: mpsc::Receiver<Bytes>) -> Body {
 }
 
 /// A response with a body and content type.
-pub(crate) fn with_body(status: StatusCode, content_type: &'static str, body: Body) -> Response<Body> {
+pub(crate) fn with_body(
+    status: StatusCode,
+    content_type: &'static str,
+    body: Body,
+) -> Response<Body> {
     let mut response = Response::new(body);
     *response.status_mut() = status;
     response
@@ -66,7 +70,11 @@ pub(crate) fn text(status: StatusCode, body: &'static str) -> Response<Body> {
 pub(crate) fn status_response(status: &Status) -> Response<Body> {
     let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = json(code, status);
-    if let Some(seconds) = status.details.as_ref().map(|d| d.retry_after_seconds).filter(|s| *s > 0)
+    if let Some(seconds) = status
+        .details
+        .as_ref()
+        .map(|d| d.retry_after_seconds)
+        .filter(|s| *s > 0)
         && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
     {
         response.headers_mut().insert(RETRY_AFTER, value);

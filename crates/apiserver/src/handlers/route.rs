@@ -155,7 +155,10 @@ mod tests {
     #[test]
     fn namespaced_collections_items_and_subresources() {
         let pods = resource("/api/v1/namespaces/prod/pods");
-        assert_eq!((pods.namespace.as_deref(), pods.resource.as_str(), pods.name), (Some("prod"), "pods", None));
+        assert_eq!(
+            (pods.namespace.as_deref(), pods.resource.as_str(), pods.name),
+            (Some("prod"), "pods", None)
+        );
         let status = resource("/apis/apps/v1/namespaces/prod/deployments/web/status");
         assert_eq!(status.group, "apps");
         assert_eq!(status.name.as_deref(), Some("web"));
@@ -165,7 +168,10 @@ mod tests {
     #[test]
     fn namespace_paths_are_the_namespace_object() {
         let ns = resource("/api/v1/namespaces/foo");
-        assert_eq!((ns.resource.as_str(), ns.name.as_deref(), ns.namespace), ("namespaces", Some("foo"), None));
+        assert_eq!(
+            (ns.resource.as_str(), ns.name.as_deref(), ns.namespace),
+            ("namespaces", Some("foo"), None)
+        );
         let status = resource("/api/v1/namespaces/foo/status");
         assert_eq!(status.subresource.as_deref(), Some("status"));
         let all = resource("/api/v1/namespaces");
@@ -186,10 +192,18 @@ mod tests {
         assert_eq!(route("/"), Route::Root);
         assert_eq!(route("/apis"), Route::GroupList);
         assert_eq!(route("/apis/apps"), Route::Group("apps".into()));
-        assert_eq!(route("/openapi/v3/apis/apps/v1"), Route::OpenApiV3Document("apis/apps/v1".into()));
+        assert_eq!(
+            route("/openapi/v3/apis/apps/v1"),
+            Route::OpenApiV3Document("apis/apps/v1".into())
+        );
         assert_eq!(route("/foo"), Route::Unknown);
         assert_eq!(route("/api/v2"), Route::UnknownUnderApi);
         assert_eq!(route("/api/v1/a/b/c/d"), Route::UnknownUnderApi);
-        assert_eq!(resource("/api/v1/namespaces/ns/configmaps/a%20b").name.as_deref(), Some("a b"));
+        assert_eq!(
+            resource("/api/v1/namespaces/ns/configmaps/a%20b")
+                .name
+                .as_deref(),
+            Some("a b")
+        );
     }
 }

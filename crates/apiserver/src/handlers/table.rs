@@ -1,7 +1,7 @@
 //! Table and PartialObjectMetadata representations (apiserver-semantics §8.4, §8.5).
 
 use jiff::Timestamp;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::registry::ResourceDef;
 
@@ -53,7 +53,13 @@ pub(crate) fn column_definitions(resource: &ResourceDef) -> Value {
         0,
     )];
     for printer in &resource.printer_columns {
-        columns.push(column(&printer.name, &printer.column_type, &printer.format, &printer.description, printer.priority));
+        columns.push(column(
+            &printer.name,
+            &printer.column_type,
+            &printer.format,
+            &printer.description,
+            printer.priority,
+        ));
     }
     if resource.builtin {
         columns.push(column(
@@ -64,7 +70,13 @@ pub(crate) fn column_definitions(resource: &ResourceDef) -> Value {
             0,
         ));
     } else {
-        columns.push(column("Age", "date", "", "Time since the object was created.", 0));
+        columns.push(column(
+            "Age",
+            "date",
+            "",
+            "Time since the object was created.",
+            0,
+        ));
     }
     Value::Array(columns)
 }
@@ -72,7 +84,11 @@ pub(crate) fn column_definitions(resource: &ResourceDef) -> Value {
 /// A simple JSONPath (`.spec.replicas`, `.status.conditions[0].type`) lookup.
 fn json_path<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
     let mut current = object;
-    for segment in path.trim_start_matches('.').split('.').filter(|s| !s.is_empty()) {
+    for segment in path
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|s| !s.is_empty())
+    {
         let (field, index) = match segment.split_once('[') {
             Some((field, rest)) => (field, rest.trim_end_matches(']').parse::<usize>().ok()),
             None => (segment, None),
@@ -90,7 +106,10 @@ fn age(created: &str) -> String {
     let Ok(created) = created.parse::<Timestamp>() else {
         return "<unknown>".to_owned();
     };
-    let seconds = Timestamp::now().as_second().saturating_sub(created.as_second()).max(0);
+    let seconds = Timestamp::now()
+        .as_second()
+        .saturating_sub(created.as_second())
+        .max(0);
     match seconds {
         0..120 => format!("{seconds}s"),
         120..7200 => format!("{}m", seconds / 60),
@@ -102,14 +121,19 @@ fn age(created: &str) -> String {
 /// One row of the table.
 pub(crate) fn row(resource: &ResourceDef, object: &Value, include: IncludeObject) -> Value {
     let metadata = object.get("metadata");
-    let name = metadata.and_then(|m| m.get("name")).cloned().unwrap_or(Value::Null);
+    let name = metadata
+        .and_then(|m| m.get("name"))
+        .cloned()
+        .unwrap_or(Value::Null);
     let created = metadata
         .and_then(|m| m.get("creationTimestamp"))
         .and_then(Value::as_str)
         .unwrap_or("");
     let mut cells = vec![name];
     for printer in &resource.printer_columns {
-        let cell = json_path(object, &printer.json_path).cloned().unwrap_or(Value::Null);
+        let cell = json_path(object, &printer.json_path)
+            .cloned()
+            .unwrap_or(Value::Null);
         cells.push(if printer.column_type == "date" {
             cell.as_str().map_or(Value::Null, |t| Value::String(age(t)))
         } else {
@@ -139,7 +163,9 @@ pub(crate) fn table<'a>(
     list_metadata: Value,
     with_columns: bool,
 ) -> Value {
-    let rows: Vec<Value> = objects.map(|object| row(resource, object, include)).collect();
+    let rows: Vec<Value> = objects
+        .map(|object| row(resource, object, include))
+        .collect();
     json!({
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
@@ -159,15 +185,27 @@ mod tests {
         let registry = Registry::new();
         let configmaps = registry.lookup("", "v1", "configmaps").unwrap();
         let object = json!({"metadata": {"name": "a", "creationTimestamp": "2024-05-01T10:00:00Z"}, "data": {}});
-        let table = table(&configmaps, std::iter::once(&object), IncludeObject::Metadata, json!({"resourceVersion": "5"}), true);
-        assert_eq!(table["columnDefinitions"].as_array().unwrap().len(), table["rows"][0]["cells"].as_array().unwrap().len());
+        let table = table(
+            &configmaps,
+            std::iter::once(&object),
+            IncludeObject::Metadata,
+            json!({"resourceVersion": "5"}),
+            true,
+        );
+        assert_eq!(
+            table["columnDefinitions"].as_array().unwrap().len(),
+            table["rows"][0]["cells"].as_array().unwrap().len()
+        );
         assert_eq!(table["rows"][0]["cells"][0], "a");
         assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
     }
 
     #[test]
     fn include_object_values_are_checked() {
-        assert_eq!(IncludeObject::parse(Some("Object")), Ok(IncludeObject::Object));
+        assert_eq!(
+            IncludeObject::parse(Some("Object")),
+            Ok(IncludeObject::Object)
+        );
         assert_eq!(IncludeObject::parse(None), Ok(IncludeObject::Metadata));
         assert_eq!(IncludeObject::parse(Some("All")), Err("All".to_owned()));
     }

@@ -10,15 +10,17 @@ use kubeclient_machinery::Status;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::negotiate::{negotiate, Output, Target};
+use super::Call;
+use super::negotiate::{Output, Target, negotiate};
 use super::object::ObjectFilter;
 use super::read::{list_options_invalid, parse_rv};
-use super::response::{fail, streaming, with_body, Body, HandlerResult};
+use super::response::{Body, HandlerResult, fail, streaming, with_body};
 use super::table::{self, IncludeObject};
-use super::Call;
 use crate::registry::ResourceDef;
 use crate::state::State;
-use crate::storage::{event_line, Change, ChangeKind, StorageError, StoredObject, WatchFrom, WatchSubscription};
+use crate::storage::{
+    Change, ChangeKind, StorageError, StoredObject, WatchFrom, WatchSubscription, event_line,
+};
 
 /// How long a watch-list waits for a resourceVersion newer than the store.
 const TOO_LARGE_RV_WAIT: Duration = Duration::from_secs(3);
@@ -43,7 +45,10 @@ fn error_line(status: &Status) -> Bytes {
 /// Serves a watch.
 pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
     let output = negotiate(call.accept.as_deref(), Target::Watch)?;
-    let send_initial = call.query.get("sendInitialEvents").map(|_| call.query.flag("sendInitialEvents"));
+    let send_initial = call
+        .query
+        .get("sendInitialEvents")
+        .map(|_| call.query.flag("sendInitialEvents"));
     let rv_match = call.query.get("resourceVersionMatch").unwrap_or("");
     match (send_initial, rv_match) {
         (None, m) if !m.is_empty() => {
@@ -68,13 +73,20 @@ pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
         && let Some(name) = call.path.name.as_deref()
     {
         if filter.exact_name().is_some_and(|pinned| pinned != name) {
-            return Err(fail(Status::bad_request("fieldSelector metadata.name doesn't match requested name")));
+            return Err(fail(Status::bad_request(
+                "fieldSelector metadata.name doesn't match requested name",
+            )));
         }
         filter = filter.with_name(name);
     }
-    let include = IncludeObject::parse(call.query.get("includeObject")).unwrap_or(IncludeObject::Metadata);
+    let include =
+        IncludeObject::parse(call.query.get("includeObject")).unwrap_or(IncludeObject::Metadata);
     let bookmarks = call.query.flag("allowWatchBookmarks");
-    let timeout = match call.query.non_empty("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()) {
+    let timeout = match call
+        .query
+        .non_empty("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+    {
         Some(seconds) => Duration::from_secs(seconds),
         // The API server picks [min-request-timeout, 2x) with a 1800 s default.
         None => Duration::from_secs(1800 + fastrand::u64(0..1800)),
@@ -99,14 +111,24 @@ pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
         (None, None | Some(0)) => (WatchFrom::Now { initial: true }, bookmarks),
         (_, Some(rv)) => (WatchFrom::After(rv), false),
     };
-    let prefix = call.path.namespace.as_ref().map(|ns| format!("{ns}/")).unwrap_or_default();
+    let prefix = call
+        .path
+        .namespace
+        .as_ref()
+        .map(|ns| format!("{ns}/"))
+        .unwrap_or_default();
     let subscription = match store.watch(&call.group_resource(), &prefix, from) {
         Ok(subscription) => subscription,
         Err(StorageError::Expired { requested, oldest }) => {
-            return Ok(error_stream(Status::expired(format!("too old resource version: {requested} ({oldest})"))));
+            return Ok(error_stream(Status::expired(format!(
+                "too old resource version: {requested} ({oldest})"
+            ))));
         }
         Err(StorageError::TooLarge { requested, current }) => {
-            return Ok(error_stream(Status::resource_version_too_large(&requested.to_string(), &current.to_string())));
+            return Ok(error_stream(Status::resource_version_too_large(
+                &requested.to_string(),
+                &current.to_string(),
+            )));
         }
     };
     let (sender, receiver) = mpsc::channel(WATCH_BUFFER);
@@ -125,7 +147,11 @@ pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
         timeout,
     };
     tokio::spawn(stream.run(subscription));
-    Ok(with_body(StatusCode::OK, "application/json", streaming(receiver)))
+    Ok(with_body(
+        StatusCode::OK,
+        "application/json",
+        streaming(receiver),
+    ))
 }
 
 /// Turns objects into event lines in the negotiated representation.
@@ -145,15 +171,26 @@ impl Encoder {
             Output::Json => shared.unwrap_or_else(|| event_line(event_type, &object.bytes)),
             Output::PartialObjectMetadata | Output::PartialObjectMetadataList => {
                 let converted = table::partial_object_metadata(&object.value);
-                event_line(event_type, &serde_json::to_vec(&converted).unwrap_or_default())
+                event_line(
+                    event_type,
+                    &serde_json::to_vec(&converted).unwrap_or_default(),
+                )
             }
             Output::Table => {
                 let with_columns = !self.columns_sent;
                 self.columns_sent = true;
                 let metadata = json!({"resourceVersion": object.rv.to_string()});
-                let converted =
-                    table::table(&self.resource, std::iter::once(&object.value), self.include, metadata, with_columns);
-                event_line(event_type, &serde_json::to_vec(&converted).unwrap_or_default())
+                let converted = table::table(
+                    &self.resource,
+                    std::iter::once(&object.value),
+                    self.include,
+                    metadata,
+                    with_columns,
+                );
+                event_line(
+                    event_type,
+                    &serde_json::to_vec(&converted).unwrap_or_default(),
+                )
             }
         }
     }
@@ -162,9 +199,10 @@ impl Encoder {
     fn bookmark(&self, revision: u64, initial_events_end: bool) -> Option<Bytes> {
         let (kind, api_version) = match self.output {
             Output::Json => (self.resource.kind.clone(), self.resource.api_version()),
-            Output::PartialObjectMetadata | Output::PartialObjectMetadataList => {
-                ("PartialObjectMetadata".to_owned(), "meta.k8s.io/v1".to_owned())
-            }
+            Output::PartialObjectMetadata | Output::PartialObjectMetadataList => (
+                "PartialObjectMetadata".to_owned(),
+                "meta.k8s.io/v1".to_owned(),
+            ),
             Output::Table => return None,
         };
         let mut metadata = json!({"resourceVersion": revision.to_string()});
@@ -172,7 +210,10 @@ impl Encoder {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let object = json!({"kind": kind, "apiVersion": api_version, "metadata": metadata});
-        Some(event_line("BOOKMARK", &serde_json::to_vec(&object).unwrap_or_default()))
+        Some(event_line(
+            "BOOKMARK",
+            &serde_json::to_vec(&object).unwrap_or_default(),
+        ))
     }
 }
 
@@ -195,7 +236,8 @@ impl WatchStream {
 
     /// The event a change means for this watch's selectors, if any.
     fn event_for(&mut self, change: &Change) -> Option<Bytes> {
-        let matches = |object: Option<&Arc<StoredObject>>| object.is_some_and(|o| self.filter.matches(o));
+        let matches =
+            |object: Option<&Arc<StoredObject>>| object.is_some_and(|o| self.filter.matches(o));
         let (was, is) = (matches(change.prev.as_ref()), matches(change.new.as_ref()));
         match (change.kind, was, is) {
             (ChangeKind::Created, _, true) | (ChangeKind::Updated, false, true) => {
@@ -204,7 +246,10 @@ impl WatchStream {
             }
             (ChangeKind::Updated, true, true) => {
                 let object = change.new.as_ref()?;
-                Some(self.encoder.line("MODIFIED", object, change.modified_line()))
+                Some(
+                    self.encoder
+                        .line("MODIFIED", object, change.modified_line()),
+                )
             }
             (ChangeKind::Updated | ChangeKind::Deleted, true, false) => {
                 let object = change.prev_at_rv()?.clone();
@@ -241,7 +286,8 @@ impl WatchStream {
             }
         }
         let interval = self.state.config.bookmark_interval;
-        let mut bookmark_tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        let mut bookmark_tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         loop {
             tokio::select! {
                 change = subscription.changes.recv() => {
@@ -278,4 +324,3 @@ impl WatchStream {
         }
     }
 }
-

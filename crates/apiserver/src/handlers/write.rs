@@ -4,23 +4,37 @@
 
 use http::{Response, StatusCode};
 use kubeclient_machinery::{GroupResource, Status, StatusCause, StatusDetails, StatusReason};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
-use super::object::{dry_run_value, generate_name, meta_str, metadata_mut, now, store_key, validate_name};
-use super::response::{fail, json, json_bytes, Body, HandlerResult};
 use super::Call;
+use super::object::{
+    dry_run_value, generate_name, meta_str, metadata_mut, now, store_key, validate_name,
+};
+use super::response::{Body, HandlerResult, fail, json, json_bytes};
 use crate::patch::managed_fields;
-use crate::patch::strategic_merge::{builtin_list_strategy, strategic_merge, ListStrategy};
-use crate::registry::{crd_resources, crd_status, ResourceDef, Special};
+use crate::patch::strategic_merge::{ListStrategy, builtin_list_strategy, strategic_merge};
+use crate::registry::{ResourceDef, Special, crd_resources, crd_status};
 use crate::storage::{StoredObject, Write};
 
 /// The most JSON patch operations one request may carry.
 const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
 /// Fields the server owns: wiped from create bodies and carried over on updates.
-const SYSTEM_FIELDS: [&str; 5] = ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"];
+const SYSTEM_FIELDS: [&str; 5] = [
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+];
 
-fn invalid(resource: &ResourceDef, name: &str, field: &str, reason: &str, message: &str) -> Box<Status> {
+fn invalid(
+    resource: &ResourceDef,
+    name: &str,
+    field: &str,
+    reason: &str,
+    message: &str,
+) -> Box<Status> {
     fail(Status::invalid(
         &resource.group,
         &resource.kind,
@@ -90,11 +104,23 @@ impl Call {
     /// Checks (and for built-ins defaults) `apiVersion` and `kind`.
     fn check_type_meta(&self, object: &mut Map<String, Value>) -> HandlerResult<()> {
         let expected_version = self.resource.api_version();
-        let kind = object.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
-        let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_owned();
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         if kind.is_empty() || api_version.is_empty() {
             if !self.resource.builtin {
-                let missing = if kind.is_empty() { "Kind" } else { "APIVersion" };
+                let missing = if kind.is_empty() {
+                    "Kind"
+                } else {
+                    "APIVersion"
+                };
                 return Err(fail(Status::bad_request(format!(
                     "Object '{missing}' is missing in '{}'",
                     Value::Object(object.clone())
@@ -126,7 +152,11 @@ impl Call {
             return Ok(());
         }
         let url_namespace = self.path.namespace.as_deref().unwrap_or("");
-        match metadata.get("namespace").and_then(Value::as_str).unwrap_or("") {
+        match metadata
+            .get("namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+        {
             "" => {
                 metadata.insert("namespace".to_owned(), json!(url_namespace));
                 Ok(())
@@ -143,15 +173,30 @@ impl Call {
         let Some(namespace) = self.path.namespace.as_deref() else {
             return Ok(());
         };
-        match self.state.store.get(&GroupResource::new("", "namespaces"), namespace) {
-            Some(ns) if ns.value.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some() => {
+        match self
+            .state
+            .store
+            .get(&GroupResource::new("", "namespaces"), namespace)
+        {
+            Some(ns)
+                if ns
+                    .value
+                    .get("metadata")
+                    .and_then(|m| m.get("deletionTimestamp"))
+                    .is_some() =>
+            {
                 Err(fail(Status::failure(
                     StatusReason::Forbidden,
-                    format!("unable to create new content in namespace {namespace} because it is being terminated"),
+                    format!(
+                        "unable to create new content in namespace {namespace} because it is being terminated"
+                    ),
                 )))
             }
             Some(_) => Ok(()),
-            None => Err(fail(Status::not_found(&GroupResource::new("", "namespaces"), namespace))),
+            None => Err(fail(Status::not_found(
+                &GroupResource::new("", "namespaces"),
+                namespace,
+            ))),
         }
     }
 
@@ -164,7 +209,11 @@ impl Call {
 /// of the status subresource; bumps `generation` when the spec changed.
 fn carry_over(call: &Call, current: &Value, mut new: Map<String, Value>) -> Map<String, Value> {
     let resource = &call.resource;
-    let old_metadata = current.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
+    let old_metadata = current
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     if call.subresource() == Some("status") {
         // Only status changes through /status; everything else stays as stored (custom
         // resources reset even labels and annotations; built-ins too, here).
@@ -253,15 +302,29 @@ fn create_object(
     call.check_type_meta(&mut object)?;
     call.check_namespace(&mut object)?;
     let metadata = metadata_mut(&mut object);
-    if metadata.get("resourceVersion").and_then(Value::as_str).is_some_and(|rv| !rv.is_empty()) {
-        return Err(fail(Status::internal_error("resourceVersion should not be set on objects to be created")));
+    if metadata
+        .get("resourceVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|rv| !rv.is_empty())
+    {
+        return Err(fail(Status::internal_error(
+            "resourceVersion should not be set on objects to be created",
+        )));
     }
     for field in SYSTEM_FIELDS {
         metadata.remove(field);
     }
     metadata.remove("generation");
-    let explicit_name = metadata.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
-    let generate_prefix = metadata.get("generateName").and_then(Value::as_str).unwrap_or("").to_owned();
+    let explicit_name = metadata
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let generate_prefix = metadata
+        .get("generateName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     if explicit_name.is_empty() && generate_prefix.is_empty() {
         return Err(invalid(
             &resource,
@@ -293,7 +356,13 @@ fn create_object(
         Special::CustomResourceDefinition => {
             let crd = Value::Object(object.clone());
             crd_resources(&crd).map_err(|message| {
-                invalid(&resource, &explicit_name, message.split(':').next().unwrap_or(""), "FieldValueInvalid", &message)
+                invalid(
+                    &resource,
+                    &explicit_name,
+                    message.split(':').next().unwrap_or(""),
+                    "FieldValueInvalid",
+                    &message,
+                )
             })?;
             object.insert("status".to_owned(), crd_status(&crd, &time));
         }
@@ -304,7 +373,11 @@ fn create_object(
     if applied_by.is_none() {
         let (manager, api_version) = (call.field_manager(), resource.api_version());
         let keys = list_key(&resource.kind);
-        managed_fields::record_update(None, &mut value, &write_context(call, &manager, &api_version, &time, &keys));
+        managed_fields::record_update(
+            None,
+            &mut value,
+            &write_context(call, &manager, &api_version, &time, &keys),
+        );
     }
     for attempt in 0..8 {
         let name = if explicit_name.is_empty() {
@@ -319,12 +392,19 @@ fn create_object(
         }
         let key = call.key_for(&name);
         let candidate = value.clone();
-        let outcome = call.state.store.write(&call.group_resource(), &key, |current| {
-            if current.is_some() {
-                return Err(fail(Status::already_exists(&call.group_resource(), &name)));
-            }
-            Ok(if dry_run { Write::Unchanged } else { Write::Create(candidate) })
-        });
+        let outcome = call
+            .state
+            .store
+            .write(&call.group_resource(), &key, |current| {
+                if current.is_some() {
+                    return Err(fail(Status::already_exists(&call.group_resource(), &name)));
+                }
+                Ok(if dry_run {
+                    Write::Unchanged
+                } else {
+                    Write::Create(candidate)
+                })
+            });
         match outcome {
             Ok(outcome) => {
                 if dry_run {
@@ -338,11 +418,18 @@ fn create_object(
                 }
                 return Ok(json_bytes(StatusCode::CREATED, created.bytes.clone()));
             }
-            Err(status) if status.reason == "AlreadyExists" && explicit_name.is_empty() && attempt < 7 => continue,
+            Err(status)
+                if status.reason == "AlreadyExists" && explicit_name.is_empty() && attempt < 7 =>
+            {
+                continue;
+            }
             Err(status) => return Err(status),
         }
     }
-    Err(fail(Status::already_exists(&call.group_resource(), &generate_prefix)))
+    Err(fail(Status::already_exists(
+        &call.group_resource(),
+        &generate_prefix,
+    )))
 }
 
 fn register_crd(call: &Call, crd: &Value) {
@@ -360,10 +447,20 @@ enum Computed {
     Object(Map<String, Value>),
 }
 
-/// Runs an update-like write (PUT, non-apply PATCH) on an existing object.
+/// How an update-like write treats managedFields.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ownership {
+    /// Record the changed fields for the request's field manager (PUT, non-apply PATCH).
+    RecordUpdate,
+    /// The computed object already carries its managedFields (server-side apply).
+    AlreadyRecorded,
+}
+
+/// Runs an update-like write (PUT, PATCH) on an existing object.
 fn write_existing(
     call: &Call,
     require_rv: bool,
+    ownership: Ownership,
     compute: impl FnOnce(&StoredObject) -> HandlerResult<Computed>,
 ) -> HandlerResult<Response<Body>> {
     let dry_run = call.dry_run()?;
@@ -404,12 +501,14 @@ fn write_existing(
             return Err(conflict(call, &name));
         }
         let mut result = Value::Object(carry_over(call, &current.value, desired));
-        let (time, keys) = (now(), list_key(&kind));
-        managed_fields::record_update(
-            Some(&current.value),
-            &mut result,
-            &write_context(call, &manager, &api_version, &time, &keys),
-        );
+        if ownership == Ownership::RecordUpdate {
+            let (time, keys) = (now(), list_key(&kind));
+            managed_fields::record_update(
+                Some(&current.value),
+                &mut result,
+                &write_context(call, &manager, &api_version, &time, &keys),
+            );
+        }
         let write = if finalized(&result) { Write::Delete } else { Write::Update(result.clone()) };
         response_object = Some(result);
         Ok(if dry_run { Write::Unchanged } else { write })
@@ -417,13 +516,22 @@ fn write_existing(
     respond_after_update(call, outcome.object.as_deref(), response_object)
 }
 
-fn respond_after_update(call: &Call, stored: Option<&StoredObject>, computed: Option<Value>) -> HandlerResult<Response<Body>> {
+fn respond_after_update(
+    call: &Call,
+    stored: Option<&StoredObject>,
+    computed: Option<Value>,
+) -> HandlerResult<Response<Body>> {
     if call.subresource() == Some("scale") {
-        let object = stored.map(|s| s.value.clone()).or(computed).unwrap_or(Value::Null);
+        let object = stored
+            .map(|s| s.value.clone())
+            .or(computed)
+            .unwrap_or(Value::Null);
         return Ok(json(StatusCode::OK, &scale_of(call, &object)));
     }
     match (stored, computed) {
-        (Some(stored), _) if !call.dry_run()? => Ok(json_bytes(StatusCode::OK, stored.bytes.clone())),
+        (Some(stored), _) if !call.dry_run()? => {
+            Ok(json_bytes(StatusCode::OK, stored.bytes.clone()))
+        }
         (_, Some(computed)) => Ok(json(StatusCode::OK, &computed)),
         (Some(stored), None) => Ok(json_bytes(StatusCode::OK, stored.bytes.clone())),
         (None, None) => Err(fail(Status::internal_error("update produced no object"))),
@@ -437,19 +545,43 @@ pub(crate) fn update(call: &Call) -> HandlerResult<Response<Body>> {
     }
     let body = as_object(call.decode_body()?)?;
     if call.subresource() == Some("scale") {
-        let replicas = body.get("spec").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0));
-        return write_existing(call, false, |current| Ok(Computed::Object(with_replicas(call, &current.value, replicas))));
+        let replicas = body
+            .get("spec")
+            .and_then(|s| s.get("replicas"))
+            .cloned()
+            .unwrap_or(json!(0));
+        return write_existing(call, false, Ownership::RecordUpdate, |current| {
+            Ok(Computed::Object(with_replicas(
+                call,
+                &current.value,
+                replicas,
+            )))
+        });
     }
-    write_existing(call, true, |_| Ok(Computed::Object(body)))
+    write_existing(call, true, Ownership::RecordUpdate, |_| {
+        Ok(Computed::Object(body))
+    })
 }
 
 fn force_forbidden(call: &Call) -> Box<Status> {
-    invalid(&call.resource, call.name(), "force", "FieldValueForbidden", "Forbidden: may not be specified for non-apply patch")
+    invalid(
+        &call.resource,
+        call.name(),
+        "force",
+        "FieldValueForbidden",
+        "Forbidden: may not be specified for non-apply patch",
+    )
 }
 
 /// PATCH: JSON patch, merge patch, strategic merge patch (built-ins) or server-side apply.
 pub(crate) fn patch(call: &Call) -> HandlerResult<Response<Body>> {
-    let media = call.content_type.split(';').next().unwrap_or("").trim().to_owned();
+    let media = call
+        .content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_owned();
     if media != "application/apply-patch+yaml" && call.query.get("force").is_some() {
         return Err(force_forbidden(call));
     }
@@ -461,24 +593,39 @@ pub(crate) fn patch(call: &Call) -> HandlerResult<Response<Body>> {
     let unsupported = || {
         fail(Status::failure(
             StatusReason::UnsupportedMediaType,
-            format!("the body of the request was in an unknown format - accepted media types include: {accepted}"),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {accepted}"
+            ),
         ))
     };
     let kind = call.resource.kind.clone();
     match media.as_str() {
         "application/json-patch+json" => {
-            let operations: json_patch::Patch = serde_json::from_slice(&call.body)
-                .map_err(|err| fail(Status::bad_request(format!("the JSON patch could not be decoded: {err}"))))?;
+            let operations: json_patch::Patch =
+                serde_json::from_slice(&call.body).map_err(|err| {
+                    fail(Status::bad_request(format!(
+                        "the JSON patch could not be decoded: {err}"
+                    )))
+                })?;
             if operations.0.len() > MAX_JSON_PATCH_OPERATIONS {
                 return Err(fail(Status::failure(
                     StatusReason::RequestEntityTooLarge,
-                    format!("Request entity too large: The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}", operations.0.len()),
+                    format!(
+                        "Request entity too large: The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+                        operations.0.len()
+                    ),
                 )));
             }
             write_patched(call, |current| {
                 let mut document = current.clone();
                 json_patch::patch(&mut document, &operations).map_err(|err| {
-                    invalid(&call.resource, call.name(), "", "FieldValueInvalid", &format!("the JSON patch could not be applied: {err}"))
+                    invalid(
+                        &call.resource,
+                        call.name(),
+                        "",
+                        "FieldValueInvalid",
+                        &format!("the JSON patch could not be applied: {err}"),
+                    )
                 })?;
                 Ok(document)
             })
@@ -494,8 +641,14 @@ pub(crate) fn patch(call: &Call) -> HandlerResult<Response<Body>> {
         "application/strategic-merge-patch+json" if call.resource.builtin => {
             let patch = call.decode_body()?;
             write_patched(call, |current| {
-                strategic_merge(current, &patch, &|path: &[&str]| builtin_list_strategy(&kind, path))
-                    .map_err(|err| fail(Status::bad_request(format!("the strategic merge patch could not be applied: {err}"))))
+                strategic_merge(current, &patch, &|path: &[&str]| {
+                    builtin_list_strategy(&kind, path)
+                })
+                .map_err(|err| {
+                    fail(Status::bad_request(format!(
+                        "the strategic merge patch could not be applied: {err}"
+                    )))
+                })
             })
         }
         "application/apply-patch+yaml" => server_side_apply(call),
@@ -504,16 +657,28 @@ pub(crate) fn patch(call: &Call) -> HandlerResult<Response<Body>> {
 }
 
 /// A non-apply patch: the patch result, with the scale subresource mapped onto replicas.
-fn write_patched(call: &Call, apply_patch: impl FnOnce(&Value) -> HandlerResult<Value>) -> HandlerResult<Response<Body>> {
-    write_existing(call, false, |current| {
+fn write_patched(
+    call: &Call,
+    apply_patch: impl FnOnce(&Value) -> HandlerResult<Value>,
+) -> HandlerResult<Response<Body>> {
+    write_existing(call, false, Ownership::RecordUpdate, |current| {
         if call.subresource() == Some("scale") {
             let patched = apply_patch(&scale_of(call, &current.value))?;
-            let replicas = patched.get("spec").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0));
-            return Ok(Computed::Object(with_replicas(call, &current.value, replicas)));
+            let replicas = patched
+                .get("spec")
+                .and_then(|s| s.get("replicas"))
+                .cloned()
+                .unwrap_or(json!(0));
+            return Ok(Computed::Object(with_replicas(
+                call,
+                &current.value,
+                replicas,
+            )));
         }
         let mut patched = as_object(apply_patch(&current.value)?)?;
         // A patch that does not name a resourceVersion applies to the current object.
-        let patch_names_rv = meta_str(&Value::Object(patched.clone()), "resourceVersion") != current.rv.to_string();
+        let patch_names_rv =
+            meta_str(&Value::Object(patched.clone()), "resourceVersion") != current.rv.to_string();
         if !patch_names_rv {
             metadata_mut(&mut patched).remove("resourceVersion");
         }
@@ -524,12 +689,24 @@ fn write_patched(call: &Call, apply_patch: impl FnOnce(&Value) -> HandlerResult<
 /// Server-side apply (`application/apply-patch+yaml`), creating the object if needed.
 fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     let Some(manager) = call.query.non_empty("fieldManager").map(str::to_owned) else {
-        return Err(invalid(&call.resource, call.name(), "fieldManager", "FieldValueRequired", "Required value: is required for apply patch"));
+        return Err(invalid(
+            &call.resource,
+            call.name(),
+            "fieldManager",
+            "FieldValueRequired",
+            "Required value: is required for apply patch",
+        ));
     };
     let force = call.query.flag("force");
     let mut applied = as_object(call.decode_body()?)?;
-    if applied.get("metadata").and_then(|m| m.get("managedFields")).is_some() {
-        return Err(fail(Status::bad_request("metadata.managedFields must be nil")));
+    if applied
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .is_some()
+    {
+        return Err(fail(Status::bad_request(
+            "metadata.managedFields must be nil",
+        )));
     }
     call.check_type_meta(&mut applied)?;
     call.check_namespace(&mut applied)?;
@@ -547,7 +724,10 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     let builtin = call.resource.builtin;
     let merge = move |live: &Value, config: &Value| -> Value {
         if builtin {
-            strategic_merge(live, config, &|path: &[&str]| builtin_list_strategy(&kind, path)).unwrap_or_else(|_| {
+            strategic_merge(live, config, &|path: &[&str]| {
+                builtin_list_strategy(&kind, path)
+            })
+            .unwrap_or_else(|_| {
                 let mut merged = live.clone();
                 json_patch::merge(&mut merged, config);
                 merged
@@ -563,12 +743,17 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     let time = now();
     let keys = list_key(&key_kind);
     let context = write_context(call, &manager, &api_version, &time, &keys);
-    if call.state.store.get(&call.group_resource(), &call.key_for(&name)).is_none() {
+    if call
+        .state
+        .store
+        .get(&call.group_resource(), &call.key_for(&name))
+        .is_none()
+    {
         let created = managed_fields::apply(None, &applied, force, &context, &merge)
             .map_err(|conflicts| conflict_status(&conflicts))?;
         return create_object(call, as_object(created)?, call.dry_run()?, Some(()));
     }
-    write_existing(call, false, |current| {
+    write_existing(call, false, Ownership::AlreadyRecorded, |current| {
         let result = managed_fields::apply(Some(&current.value), &applied, force, &context, &merge)
             .map_err(|conflicts| conflict_status(&conflicts))?;
         let mut result = as_object(result)?;
@@ -604,8 +789,11 @@ fn delete_options(call: &Call) -> HandlerResult<DeleteOptions> {
     let body: Value = if call.body.iter().all(u8::is_ascii_whitespace) {
         Value::Null
     } else {
-        serde_json::from_slice(&call.body)
-            .map_err(|err| fail(Status::bad_request(format!("the DeleteOptions body could not be decoded: {err}"))))?
+        serde_json::from_slice(&call.body).map_err(|err| {
+            fail(Status::bad_request(format!(
+                "the DeleteOptions body could not be decoded: {err}"
+            )))
+        })?
     };
     let dry_run = match body.get("dryRun").and_then(Value::as_array) {
         Some(values) => {
@@ -617,7 +805,10 @@ fn delete_options(call: &Call) -> HandlerResult<DeleteOptions> {
         }
         None => call.dry_run()?,
     };
-    if let Some(policy) = body.get("propagationPolicy").and_then(Value::as_str).or(call.query.get("propagationPolicy"))
+    if let Some(policy) = body
+        .get("propagationPolicy")
+        .and_then(Value::as_str)
+        .or(call.query.get("propagationPolicy"))
         && !matches!(policy, "Foreground" | "Background" | "Orphan")
     {
         return Err(fail(Status::invalid(
@@ -626,13 +817,20 @@ fn delete_options(call: &Call) -> HandlerResult<DeleteOptions> {
             "",
             vec![StatusCause::new(
                 "FieldValueNotSupported",
-                &format!("Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""),
+                &format!(
+                    "Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+                ),
                 "propagationPolicy",
             )],
         )));
     }
     let preconditions = body.get("preconditions");
-    let precondition = |field: &str| preconditions.and_then(|p| p.get(field)).and_then(Value::as_str).map(str::to_owned);
+    let precondition = |field: &str| {
+        preconditions
+            .and_then(|p| p.get(field))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
     Ok(DeleteOptions {
         dry_run,
         precondition_uid: precondition("uid"),
@@ -717,7 +915,10 @@ fn after_removal(call: &Call, name: &str, object: &Value) {
                 let group_resource = resource.group_resource();
                 for stored in call.state.store.snapshot(&group_resource, &prefix).objects {
                     let key = store_key(Some(name), stored.name());
-                    let _ = call.state.store.write(&group_resource, &key, |_| Ok::<_, ()>(Write::Delete));
+                    let _ = call
+                        .state
+                        .store
+                        .write(&group_resource, &key, |_| Ok::<_, ()>(Write::Delete));
                 }
             }
         }
@@ -729,7 +930,10 @@ fn after_removal(call: &Call, name: &str, object: &Value) {
                 call.state.registry.unregister(&first.group, &first.plural);
                 for stored in call.state.store.snapshot(&group_resource, "").objects {
                     let key = store_key(Some(stored.namespace()), stored.name());
-                    let _ = call.state.store.write(&group_resource, &key, |_| Ok::<_, ()>(Write::Delete));
+                    let _ = call
+                        .state
+                        .store
+                        .write(&group_resource, &key, |_| Ok::<_, ()>(Write::Delete));
                 }
                 call.state.store.drop_watchers_of(&group_resource);
             }
@@ -772,7 +976,12 @@ pub(crate) fn delete(call: &Call) -> HandlerResult<Response<Body>> {
 pub(crate) fn delete_collection(call: &Call) -> HandlerResult<Response<Body>> {
     let options = delete_options(call)?;
     let filter = call.selector_filter()?;
-    let prefix = call.path.namespace.as_ref().map(|ns| format!("{ns}/")).unwrap_or_default();
+    let prefix = call
+        .path
+        .namespace
+        .as_ref()
+        .map(|ns| format!("{ns}/"))
+        .unwrap_or_default();
     let snapshot = call.state.store.snapshot(&call.group_resource(), &prefix);
     let mut items = Vec::new();
     for object in snapshot.objects.iter().filter(|o| filter.matches(o)) {
@@ -829,9 +1038,18 @@ pub(crate) fn scale_of(call: &Call, object: &Value) -> Value {
         return Value::Null;
     };
     let metadata = object.get("metadata");
-    let pick = |field: &str| metadata.and_then(|m| m.get(field)).cloned().unwrap_or(Value::Null);
+    let pick = |field: &str| {
+        metadata
+            .and_then(|m| m.get(field))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
     let mut status = json!({"replicas": value_at(object, &scale.status_replicas_path).cloned().unwrap_or(json!(0))});
-    if let Some(selector) = scale.label_selector_path.as_deref().and_then(|p| value_at(object, p)) {
+    if let Some(selector) = scale
+        .label_selector_path
+        .as_deref()
+        .and_then(|p| value_at(object, p))
+    {
         status["selector"] = selector.clone();
     }
     json!({

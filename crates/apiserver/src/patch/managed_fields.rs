@@ -255,6 +255,7 @@ impl FieldSet {
     }
 
     /// Paths in either set.
+    #[must_use]
     pub fn union(&self, other: &FieldSet) -> FieldSet {
         FieldSet {
             paths: self.paths.union(&other.paths).cloned().collect(),
@@ -262,6 +263,7 @@ impl FieldSet {
     }
 
     /// Paths in `self` but not in `other`.
+    #[must_use]
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
         FieldSet {
             paths: self.paths.difference(&other.paths).cloned().collect(),
@@ -269,6 +271,7 @@ impl FieldSet {
     }
 
     /// Paths in both sets.
+    #[must_use]
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
         FieldSet {
             paths: self.paths.intersection(&other.paths).cloned().collect(),

@@ -1,7 +1,7 @@
 //! Turning a CustomResourceDefinition into served resources, and the status the server
 //! gives it.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::resource::{FieldSelectors, PrinterColumn, ResourceDef, ScaleSpec, Special};
 
@@ -15,7 +15,13 @@ fn str_field<'a>(value: &'a Value, path: &[&str]) -> &'a str {
 fn string_list(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
-        .map(|items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -70,14 +76,16 @@ pub fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, String> {
             return Err("spec.versions[].name: Required value".to_owned());
         }
         let subresources = version.get("subresources");
-        let scale = subresources.and_then(|s| s.get("scale")).map(|scale| ScaleSpec {
-            spec_replicas_path: str_field(scale, &["specReplicasPath"]).to_owned(),
-            status_replicas_path: str_field(scale, &["statusReplicasPath"]).to_owned(),
-            label_selector_path: scale
-                .get("labelSelectorPath")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        });
+        let scale = subresources
+            .and_then(|s| s.get("scale"))
+            .map(|scale| ScaleSpec {
+                spec_replicas_path: str_field(scale, &["specReplicasPath"]).to_owned(),
+                status_replicas_path: str_field(scale, &["statusReplicasPath"]).to_owned(),
+                label_selector_path: scale
+                    .get("labelSelectorPath")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
         let printer_columns = version
             .get("additionalPrinterColumns")
             .and_then(Value::as_array)
@@ -101,7 +109,11 @@ pub fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, String> {
             .map(|fields| {
                 fields
                     .iter()
-                    .map(|f| str_field(f, &["jsonPath"]).trim_start_matches('.').to_owned())
+                    .map(|f| {
+                        str_field(f, &["jsonPath"])
+                            .trim_start_matches('.')
+                            .to_owned()
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -113,10 +125,19 @@ pub fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, String> {
             kind: kind.to_owned(),
             list_kind: list_kind.clone(),
             namespaced,
-            verbs: ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
-                .iter()
-                .map(|v| (*v).to_owned())
-                .collect(),
+            verbs: [
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "create",
+                "update",
+                "watch",
+            ]
+            .iter()
+            .map(|v| (*v).to_owned())
+            .collect(),
             short_names: string_list(names.get("shortNames")),
             categories: string_list(names.get("categories")),
             status_subresource: subresources.and_then(|s| s.get("status")).is_some(),
@@ -134,7 +155,11 @@ pub fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, String> {
 /// The status the API server gives an accepted CRD: names accepted, established, and the
 /// storage version recorded.
 pub fn crd_status(crd: &Value, now: &str) -> Value {
-    let names = crd.get("spec").and_then(|s| s.get("names")).cloned().unwrap_or(json!({}));
+    let names = crd
+        .get("spec")
+        .and_then(|s| s.get("names"))
+        .cloned()
+        .unwrap_or(json!({}));
     let storage_versions: Vec<Value> = crd
         .get("spec")
         .and_then(|s| s.get("versions"))
@@ -147,9 +172,7 @@ pub fn crd_status(crd: &Value, now: &str) -> Value {
                 .collect()
         })
         .unwrap_or_default();
-    let condition = |kind: &str, reason: &str, message: &str| {
-        json!({"type": kind, "status": "True", "lastTransitionTime": now, "reason": reason, "message": message})
-    };
+    let condition = |kind: &str, reason: &str, message: &str| json!({"type": kind, "status": "True", "lastTransitionTime": now, "reason": reason, "message": message});
     json!({
         "conditions": [
             condition("NamesAccepted", "NoConflicts", "no conflicts found"),
@@ -185,7 +208,14 @@ mod tests {
         let resources = crd_resources(&widget_crd()).unwrap();
         assert_eq!(resources.len(), 1);
         let widgets = &resources[0];
-        assert_eq!((widgets.plural.as_str(), widgets.singular.as_str(), widgets.list_kind.as_str()), ("widgets", "widget", "WidgetList"));
+        assert_eq!(
+            (
+                widgets.plural.as_str(),
+                widgets.singular.as_str(),
+                widgets.list_kind.as_str()
+            ),
+            ("widgets", "widget", "WidgetList")
+        );
         assert!(widgets.namespaced && widgets.status_subresource && !widgets.builtin);
         assert_eq!(widgets.short_names, ["wd"]);
         assert_eq!(widgets.printer_columns[0].json_path, ".spec.size");
@@ -195,10 +225,17 @@ mod tests {
     fn a_crd_without_names_is_rejected_with_the_field() {
         let mut crd = widget_crd();
         crd["spec"]["names"]["plural"] = json!("");
-        assert_eq!(crd_resources(&crd).unwrap_err(), "spec.names.plural: Required value");
+        assert_eq!(
+            crd_resources(&crd).unwrap_err(),
+            "spec.names.plural: Required value"
+        );
         let mut crd = widget_crd();
         crd["metadata"]["name"] = json!("wrong");
-        assert!(crd_resources(&crd).unwrap_err().starts_with("metadata.name: Invalid value"));
+        assert!(
+            crd_resources(&crd)
+                .unwrap_err()
+                .starts_with("metadata.name: Invalid value")
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! server answers those requests with the legacy JSON and a plain `application/json`
 //! Content-Type, which every client accepts (§2.2).
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::{Registry, ResourceDef};
 
@@ -84,7 +84,11 @@ pub fn api_resource_list(registry: &Registry, group: &str, version: &str) -> Val
         format!("{group}/{version}")
     };
     let mut resources = Vec::new();
-    for resource in registry.all().iter().filter(|r| r.group == group && r.version == version) {
+    for resource in registry
+        .all()
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
         resources.push(resource_entry(resource));
         if resource.status_subresource {
             resources.push(json!({
@@ -107,7 +111,8 @@ pub fn api_resource_list(registry: &Registry, group: &str, version: &str) -> Val
             }));
         }
     }
-    let mut document = json!({"kind": "APIResourceList", "groupVersion": group_version, "resources": resources});
+    let mut document =
+        json!({"kind": "APIResourceList", "groupVersion": group_version, "resources": resources});
     if !group.is_empty()
         && let Some(object) = document.as_object_mut()
     {
@@ -124,7 +129,12 @@ mod tests {
     fn core_resource_list_has_subresources_and_no_api_version() {
         let list = api_resource_list(&Registry::new(), "", "v1");
         assert!(list.get("apiVersion").is_none());
-        let names: Vec<&str> = list["resources"].as_array().unwrap().iter().filter_map(|r| r["name"].as_str()).collect();
+        let names: Vec<&str> = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["name"].as_str())
+            .collect();
         assert!(names.contains(&"pods") && names.contains(&"pods/status"));
         let pods = &list["resources"][names.iter().position(|n| *n == "pods").unwrap()];
         assert_eq!(pods["shortNames"], json!(["po"]));
@@ -134,15 +144,31 @@ mod tests {
     #[test]
     fn group_list_names_every_group_with_its_preferred_version() {
         let list = api_group_list(&Registry::new());
-        let apps = list["groups"].as_array().unwrap().iter().find(|g| g["name"] == "apps").unwrap();
+        let apps = list["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == "apps")
+            .unwrap();
         assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
-        assert!(list["groups"].as_array().unwrap().iter().all(|g| g["name"] != ""));
+        assert!(
+            list["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|g| g["name"] != "")
+        );
     }
 
     #[test]
     fn scale_subresources_name_the_autoscaling_kind() {
         let list = api_resource_list(&Registry::new(), "apps", "v1");
-        let scale = list["resources"].as_array().unwrap().iter().find(|r| r["name"] == "deployments/scale").unwrap();
+        let scale = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "deployments/scale")
+            .unwrap();
         assert_eq!(scale["kind"], "Scale");
         assert_eq!(scale["group"], "autoscaling");
     }

@@ -28,12 +28,19 @@ impl Registry {
     /// The built-in resources.
     pub fn new() -> Self {
         Registry {
-            resources: RwLock::new(builtin::builtin_resources().into_iter().map(Arc::new).collect()),
+            resources: RwLock::new(
+                builtin::builtin_resources()
+                    .into_iter()
+                    .map(Arc::new)
+                    .collect(),
+            ),
         }
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<ResourceDef>>> {
-        self.resources.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.resources
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Every served resource, in registration order.
@@ -66,14 +73,20 @@ impl Registry {
 
     /// Serves (or re-serves, after an update) the versions a CRD defines.
     pub fn register(&self, group: &str, plural: &str, resources: Vec<ResourceDef>) {
-        let mut all = self.resources.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut all = self
+            .resources
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         all.retain(|r| !(r.group == group && r.plural == plural));
         all.extend(resources.into_iter().map(Arc::new));
     }
 
     /// Stops serving a resource in every version.
     pub fn unregister(&self, group: &str, plural: &str) {
-        let mut all = self.resources.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut all = self
+            .resources
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         all.retain(|r| !(r.group == group && r.plural == plural));
     }
 }

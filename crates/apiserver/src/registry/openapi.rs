@@ -5,7 +5,7 @@
 //! kubectl computes client-side apply patches from its compiled-in types (built-ins) or as
 //! merge patches (custom resources), exactly as it does when a schema is absent.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::Registry;
 
@@ -24,7 +24,10 @@ pub fn v3_index(registry: &Registry) -> Value {
         }
         let document = v3_document(registry, &key).unwrap_or(Value::Null);
         let hash = content_hash(&document.to_string());
-        paths.insert(key.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}")}));
+        paths.insert(
+            key.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}")}),
+        );
     }
     json!({"paths": paths})
 }
@@ -39,13 +42,21 @@ pub fn v3_document(registry: &Registry, key: &str) -> Option<Value> {
     };
     let mut paths = Map::new();
     let prefix = format!("/{key}");
-    for resource in registry.all().iter().filter(|r| r.group == group && r.version == version) {
+    for resource in registry
+        .all()
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
         let item_path = if resource.namespaced {
-            format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", resource.plural)
+            format!(
+                "{prefix}/namespaces/{{namespace}}/{}/{{name}}",
+                resource.plural
+            )
         } else {
             format!("{prefix}/{}/{{name}}", resource.plural)
         };
-        let gvk = json!({"group": resource.group, "version": resource.version, "kind": resource.kind});
+        let gvk =
+            json!({"group": resource.group, "version": resource.version, "kind": resource.kind});
         let operation = |id: &str| {
             json!({
                 "operationId": format!("{id}{}", resource.kind),
@@ -59,9 +70,9 @@ pub fn v3_document(registry: &Registry, key: &str) -> Option<Value> {
             })
         };
         let mut patch = operation("patch");
-        patch["parameters"]
-            .as_array_mut()
-            .map(|params| params.push(json!({"name": "force", "in": "query", "schema": {"type": "boolean", "uniqueItems": true}})));
+        if let Some(params) = patch["parameters"].as_array_mut() {
+            params.push(json!({"name": "force", "in": "query", "schema": {"type": "boolean", "uniqueItems": true}}));
+        }
         patch["requestBody"] = json!({"content": {
             "application/json-patch+json": {"schema": {"type": "object"}},
             "application/merge-patch+json": {"schema": {"type": "object"}},
@@ -100,7 +111,9 @@ mod tests {
     #[test]
     fn index_lists_every_group_version_with_a_hash() {
         let index = v3_index(&Registry::new());
-        let url = index["paths"]["apis/apps/v1"]["serverRelativeURL"].as_str().unwrap();
+        let url = index["paths"]["apis/apps/v1"]["serverRelativeURL"]
+            .as_str()
+            .unwrap();
         assert!(url.starts_with("/openapi/v3/apis/apps/v1?hash="));
         assert!(index["paths"]["api/v1"].is_object());
     }
@@ -108,9 +121,19 @@ mod tests {
     #[test]
     fn patch_operations_declare_field_validation_and_their_kind() {
         let document = v3_document(&Registry::new(), "apis/apps/v1").unwrap();
-        let patch = &document["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
-        assert_eq!(patch["x-kubernetes-group-version-kind"]["kind"], "Deployment");
-        assert!(patch["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation"));
+        let patch =
+            &document["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
+        assert_eq!(
+            patch["x-kubernetes-group-version-kind"]["kind"],
+            "Deployment"
+        );
+        assert!(
+            patch["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "fieldValidation")
+        );
         assert!(v3_document(&Registry::new(), "apis/nosuch/v1").is_none());
     }
 }

@@ -1,0 +1,379 @@
+//! The real kubectl (1.33 by default; set `KUBECTL` to another binary) against the server.
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::support::TestServer;
+
+const DEFAULT_KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
+
+static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh directory for one test's kubeconfig and kubectl cache.
+pub(crate) fn scratch_dir(label: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "kubeclient-it-{}-{label}-{}",
+        std::process::id(),
+        NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).expect("create a scratch directory");
+    dir
+}
+
+struct Kubectl {
+    binary: String,
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+    dir: PathBuf,
+}
+
+impl Kubectl {
+    fn for_server(t: &TestServer) -> Self {
+        let dir = scratch_dir("kubectl");
+        let kubeconfig = dir.join("kubeconfig");
+        t.server
+            .write_kubeconfig(&kubeconfig)
+            .expect("write the kubeconfig");
+        let binary = std::env::var("KUBECTL").unwrap_or_else(|_| DEFAULT_KUBECTL.to_owned());
+        assert!(
+            std::path::Path::new(&binary).exists(),
+            "kubectl not found at {binary}: install it or set KUBECTL to a kubectl binary"
+        );
+        Kubectl {
+            binary,
+            kubeconfig,
+            cache: dir.join("cache"),
+            dir,
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(&self.binary);
+        command
+            .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
+            .arg(format!("--cache-dir={}", self.cache.display()))
+            .args(args)
+            .kill_on_drop(true);
+        command
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} finished within 60 s"))
+            .expect("kubectl runs")
+    }
+
+    /// Runs and requires success; returns stdout.
+    async fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args).await;
+        assert!(
+            output.status.success(),
+            "kubectl {args:?} failed:\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn write(&self, name: &str, contents: &str) -> String {
+        let path = self.dir.join(name);
+        std::fs::write(&path, contents).expect("write a manifest");
+        path.display().to_string()
+    }
+}
+
+const MANIFEST: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-config, namespace: default}
+data: {mode: fast}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default, labels: {app: web}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: "nginx:1"}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1, namespace: default}
+spec: {size: 3}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn api_resources_and_version_work() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let resources = kubectl.ok(&["api-resources"]).await;
+    for expected in [
+        "deployments",
+        "configmaps",
+        "customresourcedefinitions",
+        "leases",
+    ] {
+        assert!(
+            resources.contains(expected),
+            "api-resources lists {expected}:\n{resources}"
+        );
+    }
+    assert!(
+        kubectl
+            .ok(&["version", "-o", "json"])
+            .await
+            .contains("\"gitVersion\"")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_of_a_manifest_with_a_crd_and_a_custom_resource() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let manifest = kubectl.write("manifest.yaml", MANIFEST);
+    // Like against a real cluster, kubectl maps every document before the CRD exists, so
+    // the first apply creates the CRD and reports the Widget as unknown; the second applies it.
+    let first = kubectl.run(&["apply", "-f", &manifest]).await;
+    if !first.status.success() {
+        let stderr = String::from_utf8_lossy(&first.stderr);
+        assert!(
+            stderr.contains("ensure CRDs are installed first"),
+            "unexpected apply failure: {stderr}"
+        );
+    }
+    let second = kubectl.ok(&["apply", "-f", &manifest]).await;
+    assert!(second.contains("widget.example.com/w1"), "{second}");
+    let widgets = kubectl.ok(&["get", "wd"]).await;
+    assert!(
+        widgets.contains("w1") && widgets.contains("SIZE"),
+        "{widgets}"
+    );
+    let yaml = kubectl
+        .ok(&["get", "deployment", "web", "-o", "yaml"])
+        .await;
+    assert!(
+        yaml.contains("image: nginx:1") && yaml.contains("generation: 1"),
+        "{yaml}"
+    );
+    // Re-applying a changed manifest sends a strategic merge patch.
+    let changed = kubectl.write("changed.yaml", &MANIFEST.replace("nginx:1", "nginx:2"));
+    kubectl.ok(&["apply", "-f", &changed]).await;
+    let image = kubectl
+        .ok(&[
+            "get",
+            "deployment",
+            "web",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image} {.metadata.generation}",
+        ])
+        .await;
+    assert_eq!(image, "nginx:2 2");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn label_and_every_patch_type() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    kubectl
+        .ok(&[
+            "apply",
+            "-f",
+            &kubectl.write(
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: '1'}\n",
+            ),
+        ])
+        .await;
+    kubectl
+        .ok(&["label", "configmap", "cm", "tier=backend"])
+        .await;
+    kubectl
+        .ok(&[
+            "patch",
+            "configmap",
+            "cm",
+            "--type=json",
+            "-p",
+            r#"[{"op":"add","path":"/data/j","value":"2"}]"#,
+        ])
+        .await;
+    kubectl
+        .ok(&[
+            "patch",
+            "configmap",
+            "cm",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"m":"3"}}"#,
+        ])
+        .await;
+    kubectl
+        .ok(&[
+            "patch",
+            "configmap",
+            "cm",
+            "--type=strategic",
+            "-p",
+            r#"{"data":{"s":"4"}}"#,
+        ])
+        .await;
+    let state = kubectl
+        .ok(&[
+            "get",
+            "configmap",
+            "cm",
+            "-o",
+            "jsonpath={.metadata.labels.tier} {.data}",
+        ])
+        .await;
+    assert_eq!(state, r#"backend {"a":"1","j":"2","m":"3","s":"4"}"#);
+    let ssa = kubectl.write(
+        "ssa.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: 'changed'}\n",
+    );
+    let conflict = kubectl
+        .run(&[
+            "apply",
+            "--server-side",
+            "--field-manager=other",
+            "-f",
+            &ssa,
+        ])
+        .await;
+    assert!(
+        !conflict.status.success(),
+        "a conflicting server-side apply fails"
+    );
+    assert!(String::from_utf8_lossy(&conflict.stderr).contains("conflict"));
+    kubectl
+        .ok(&[
+            "apply",
+            "--server-side",
+            "--field-manager=other",
+            "--force-conflicts",
+            "-f",
+            &ssa,
+        ])
+        .await;
+    assert_eq!(
+        kubectl
+            .ok(&["get", "configmap", "cm", "-o", "jsonpath={.data.a}"])
+            .await,
+        "changed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_watch_sees_a_later_change() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    kubectl
+        .ok(&[
+            "apply",
+            "-f",
+            &kubectl.write(
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: first}\n",
+            ),
+        ])
+        .await;
+    let watcher = kubectl
+        .command(&["get", "configmaps", "--watch", "--request-timeout=0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl get -w starts");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    kubectl
+        .ok(&[
+            "apply",
+            "-f",
+            &kubectl.write(
+                "cm2.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: second}\n",
+            ),
+        ])
+        .await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    t.server.drop_watches(); // kubectl get -w exits when its stream ends
+    let output = tokio::time::timeout(Duration::from_secs(20), watcher.wait_with_output())
+        .await
+        .expect("kubectl get -w exits after the stream ends")
+        .expect("kubectl get -w output");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("first") && stdout.contains("second"),
+        "watch output:\n{stdout}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_waits_for_a_finalizer_and_wait_for_delete_returns() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let manifest =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, finalizers: [example.com/hold]}\n";
+    kubectl
+        .ok(&["apply", "-f", &kubectl.write("held.yaml", manifest)])
+        .await;
+    kubectl
+        .ok(&["delete", "configmap", "held", "--wait=false"])
+        .await;
+    let deletion = kubectl
+        .ok(&[
+            "get",
+            "configmap",
+            "held",
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ])
+        .await;
+    assert!(!deletion.is_empty(), "the object is marked for deletion");
+    let waiter = kubectl
+        .command(&["wait", "--for=delete", "configmap/held", "--timeout=30s"])
+        .output();
+    let releaser = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        kubectl
+            .ok(&[
+                "patch",
+                "configmap",
+                "held",
+                "--type=json",
+                "-p",
+                r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+            ])
+            .await
+    };
+    let (waited, _) = tokio::join!(waiter, releaser);
+    let waited = waited.expect("kubectl wait runs");
+    assert!(
+        waited.status.success(),
+        "kubectl wait: {}",
+        String::from_utf8_lossy(&waited.stderr)
+    );
+    let gone = kubectl.run(&["get", "configmap", "held"]).await;
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("NotFound"));
+}

@@ -1,0 +1,12 @@
+//! Integration tests of the embedded API server over real HTTP.
+//!
+//! - `http`: the API semantics clients depend on, checked request by request.
+//! - `watch`: watch streams: resume, 410, bookmarks, watch-list, selectors.
+//! - `kubectl`: the real kubectl 1.33 drives the server.
+//! - `python`: the official Python client drives the server.
+
+mod http;
+mod kubectl;
+mod python;
+mod support;
+mod watch;
