@@ -377,3 +377,46 @@ async fn delete_waits_for_a_finalizer_and_wait_for_delete_returns() {
     let gone = kubectl.run(&["get", "configmap", "held"]).await;
     assert!(String::from_utf8_lossy(&gone.stderr).contains("NotFound"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_with_the_generated_ca_and_a_token_or_a_client_certificate() {
+    use base64::Engine as _;
+    let t = TestServer::start_with(kubeclient_apiserver::ApiServer::builder().tls(true).token("s3cret")).await;
+    assert!(t.server.url().starts_with("https://"));
+    let kubectl = Kubectl::for_server(&t);
+    assert!(kubectl.ok(&["get", "namespaces"]).await.contains("kube-system"));
+
+    // A client certificate signed by the server's CA authenticates without the token.
+    let pair = t
+        .server
+        .issue_client_certificate("alice", &["developers"])
+        .expect("a client certificate")
+        .expect("TLS is on");
+    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let ca = t.server.ca_certificate_pem().expect("a CA");
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority-data: {}\ncontexts:\n- name: c\n  context: {{cluster: c, user: alice}}\ncurrent-context: c\nusers:\n- name: alice\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n",
+        t.server.url(),
+        b64(ca),
+        b64(&pair.certificate_pem),
+        b64(&pair.key_pem)
+    );
+    let path = kubectl.write("cert-kubeconfig", &kubeconfig);
+    let output = kubectl.run(&[&format!("--kubeconfig={path}"), "get", "namespaces"]).await;
+    assert!(output.status.success(), "client certificate auth: {}", String::from_utf8_lossy(&output.stderr));
+
+    // Without credentials the API answers 401 (kubectl then prompts for a username, and
+    // with no terminal reads EOF).
+    let anonymous = kubectl.write(
+        "anonymous-kubeconfig",
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority-data: {}\ncontexts:\n- name: c\n  context: {{cluster: c, user: nobody}}\ncurrent-context: c\nusers:\n- name: nobody\n  user: {{}}\n",
+            t.server.url(),
+            b64(ca)
+        ),
+    );
+    let denied = kubectl.run(&[&format!("--kubeconfig={anonymous}"), "get", "namespaces"]).await;
+    assert!(!denied.status.success());
+    let said = format!("{}{}", String::from_utf8_lossy(&denied.stdout), String::from_utf8_lossy(&denied.stderr));
+    assert!(said.contains("Unauthorized") || said.contains("Username"), "{said}");
+}
