@@ -46,7 +46,3 @@ pub use selector::{FieldSelector, LabelSelector, SelectorError};
 pub use status::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
 pub use watch::{Bookmark, WatchDecodeError, WatchEvent, WatchStreamDecoder};
 
-/// The workspace README's examples, compiled and run as doc tests so they stay true.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeExamples;
