@@ -1,9 +1,43 @@
 //! kubeclient: client-go's architecture in Rust.
 //!
-//! **Status: skeleton.** Only the shared vocabulary exists so far, re-exported from
-//! [`kubeclient_machinery`] as [`machinery`]. The REST client, clientset, dynamic client,
-//! discovery, cache (Store, Indexer, DeltaFIFO, Reflector, SharedIndexInformer), informer
-//! factories and work queues are tracked as open issues; see the workspace README for
-//! the status table.
+//! Start here:
+//! - [`Config`] and [`config`]: kubeconfig files, contexts, in-cluster service accounts,
+//!   tokens, client certificates, exec plugins (client-go's `clientcmd`).
+//! - [`Client`] and [`rest`]: the HTTP client with TLS, HTTP/2, rate limiting, retries and
+//!   Status errors (client-go's `rest`).
+//! - [`Api`]: the typed client for every `k8s-openapi` type and, with an
+//!   [`ApiResource`](machinery::ApiResource), for [`DynamicObject`](machinery::DynamicObject)s
+//!   (client-go's clientset and dynamic client).
+//! - [`discovery`]: the server's groups and resources, and a REST mapper.
+//!
+//! Informers, listers and work queues are being built (see the workspace README).
+//!
+//! # Example
+//!
+//! ```no_run
+//! use futures_util::TryStreamExt;
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kubeclient::{Api, Client, ListParams, WatchParams};
+//!
+//! # async fn run() -> kubeclient::Result<()> {
+//! let client = Client::try_default().await?;
+//! let pods: Api<Pod> = Api::default_namespaced(client);
+//! let list = pods.list(&ListParams::default()).await?;
+//! let mut events = pods.watch(&WatchParams::default(), &list.metadata.resource_version.unwrap_or_default()).await?;
+//! while let Some(event) = events.try_next().await? {
+//!     println!("{} {:?}", event.type_name(), event.object().map(|p| p.metadata.name.clone()));
+//! }
+//! # Ok(()) }
+//! ```
 
+pub mod api;
+pub mod config;
+pub mod discovery;
+mod error;
+pub mod rest;
+
+pub use api::{Api, DeleteParams, Deleted, ListParams, ObjectList, Patch, PatchParams, PostParams, WatchParams};
+pub use config::Config;
+pub use error::{Error, Result};
 pub use kubeclient_machinery as machinery;
+pub use rest::Client;

@@ -1,0 +1,396 @@
+//! Client configuration, as client-go's `clientcmd` and `rest.InClusterConfig` build it:
+//! kubeconfig files (precedence, merging, contexts), in-cluster service accounts, and the
+//! credentials each can name (tokens, token files, client certificates, basic auth, exec
+//! plugins).
+//!
+//! # Examples
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), kubeclient::config::ConfigError> {
+//! // KUBECONFIG, ~/.kube/config, or the in-cluster service account, like kubectl.
+//! let config = kubeclient::Config::infer().await?;
+//! println!("talking to {}", config.cluster_url);
+//! # Ok(()) }
+//! ```
+
+pub(crate) mod exec;
+mod kubeconfig;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::Engine as _;
+
+pub use exec::{ExecCredential, ExecError};
+pub use kubeconfig::{AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
+
+/// Where a service account's files are mounted in a pod.
+pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// The default client-side rate limit: queries per second. client-go's default is 5 (burst
+/// 10), which throttles informer-heavy programs; kubectl uses 50 (burst 300). We use 50/100.
+pub const DEFAULT_QPS: f32 = 50.0;
+/// The default client-side burst.
+pub const DEFAULT_BURST: u32 = 100;
+
+/// How requests authenticate. `Debug` never shows secrets.
+#[derive(Clone, Default, PartialEq)]
+pub enum Credentials {
+    /// No credentials.
+    #[default]
+    None,
+    /// A bearer token.
+    Token(String),
+    /// A bearer token read from a file, re-read when the file changes (rotated
+    /// service-account tokens).
+    TokenFile(PathBuf),
+    /// HTTP basic auth.
+    Basic {
+        /// User name.
+        username: String,
+        /// Password.
+        password: String,
+    },
+    /// An exec plugin that prints an `ExecCredential`.
+    Exec(Box<ExecConfig>),
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credentials::None => f.write_str("None"),
+            Credentials::Token(_) => f.write_str("Token(<redacted>)"),
+            Credentials::TokenFile(path) => f.debug_tuple("TokenFile").field(path).finish(),
+            Credentials::Basic { username, .. } => {
+                f.debug_struct("Basic").field("username", username).field("password", &"<redacted>").finish()
+            }
+            Credentials::Exec(exec) => f.debug_tuple("Exec").field(&exec.command).finish(),
+        }
+    }
+}
+
+/// A client certificate and key (PEM). `Debug` never shows the key.
+#[derive(Clone, PartialEq)]
+pub struct ClientIdentity {
+    /// The certificate chain, PEM.
+    pub certificate_pem: Vec<u8>,
+    /// The private key, PEM.
+    pub key_pem: Vec<u8>,
+}
+
+impl std::fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientIdentity").field("key_pem", &"<redacted>").finish_non_exhaustive()
+    }
+}
+
+/// Everything needed to talk to one API server as one user.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The API server URL, e.g. `https://10.0.0.1:6443`.
+    pub cluster_url: http::Uri,
+    /// The namespace used when none is given.
+    pub default_namespace: String,
+    /// Extra root certificates (PEM) to trust; when empty the system roots are used.
+    pub root_certificates_pem: Vec<u8>,
+    /// Skip server certificate verification. Insecure: for test clusters only.
+    pub accept_invalid_certs: bool,
+    /// The name to verify the server certificate against, if not the URL's host.
+    pub tls_server_name: Option<String>,
+    /// A proxy URL from the kubeconfig (`HTTPS_PROXY` applies when unset).
+    pub proxy_url: Option<String>,
+    /// How requests authenticate.
+    pub credentials: Credentials,
+    /// A client certificate for TLS authentication.
+    pub client_identity: Option<ClientIdentity>,
+    /// Per-request timeout (watches excepted). Default 30 s... none for watches.
+    pub timeout: Option<Duration>,
+    /// Client-side rate limit in queries per second; 0 disables it. Default [`DEFAULT_QPS`].
+    pub qps: f32,
+    /// Client-side burst. Default [`DEFAULT_BURST`].
+    pub burst: u32,
+}
+
+/// Why a configuration could not be loaded. Every message says which file or field and
+/// what to do next.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A kubeconfig file could not be read.
+    #[error("cannot read kubeconfig {path}: {source} (check the path in KUBECONFIG or --kubeconfig)")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A kubeconfig file is not valid YAML of the expected shape.
+    #[error("cannot parse {}: {message} (is it a kubeconfig file? `kubectl config view` shows what kubectl sees)", path.as_ref().map_or_else(|| "the kubeconfig".to_owned(), |p| format!("kubeconfig {}", p.display())))]
+    Parse {
+        /// The file, if read from one.
+        path: Option<PathBuf>,
+        /// What is wrong.
+        message: String,
+    },
+    /// No kubeconfig and not running in a cluster.
+    #[error("no configuration found: set KUBECONFIG, create ~/.kube/config, or run inside a pod with a service account")]
+    NotFound,
+    /// The kubeconfig names no context to use.
+    #[error("{source_name} has no current-context; pick one with a context option or `kubectl config use-context NAME`")]
+    NoCurrentContext {
+        /// Where the config came from.
+        source_name: String,
+    },
+    /// A named entry does not exist.
+    #[error("{source_name}: {kind} {name:?} not found (known: {known}); check the name or run `kubectl config get-contexts`")]
+    NotDefined {
+        /// Where the config came from.
+        source_name: String,
+        /// `context`, `cluster` or `user`.
+        kind: &'static str,
+        /// The missing name.
+        name: String,
+        /// The names that exist.
+        known: String,
+    },
+    /// A field has an unusable value.
+    #[error("{source_name}: {field}: {message}")]
+    InvalidField {
+        /// Where the config came from.
+        source_name: String,
+        /// The field, e.g. `clusters[kind].server`.
+        field: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// In-cluster configuration failed.
+    #[error("in-cluster configuration: {0}")]
+    InCluster(String),
+}
+
+/// Which entries of a kubeconfig to use; empty fields follow the file.
+#[derive(Clone, Debug, Default)]
+pub struct KubeconfigOptions {
+    /// The context (default: `current-context`).
+    pub context: Option<String>,
+    /// Override the context's cluster.
+    pub cluster: Option<String>,
+    /// Override the context's user.
+    pub user: Option<String>,
+}
+
+impl Config {
+    /// A configuration for a URL with no credentials and default settings.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = kubeclient::Config::new("http://127.0.0.1:8080".parse().unwrap());
+    /// assert_eq!(config.default_namespace, "default");
+    /// ```
+    #[must_use]
+    pub fn new(cluster_url: http::Uri) -> Self {
+        Config {
+            cluster_url,
+            default_namespace: "default".to_owned(),
+            root_certificates_pem: Vec::new(),
+            accept_invalid_certs: false,
+            tls_server_name: None,
+            proxy_url: None,
+            credentials: Credentials::None,
+            client_identity: None,
+            timeout: Some(Duration::from_secs(30)),
+            qps: DEFAULT_QPS,
+            burst: DEFAULT_BURST,
+        }
+    }
+
+    /// The configuration kubectl would use: `KUBECONFIG` or `~/.kube/config` (current
+    /// context), else the in-cluster service account.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the file and field at fault, or [`ConfigError::NotFound`].
+    pub async fn infer() -> Result<Self, ConfigError> {
+        match Kubeconfig::from_default_locations()? {
+            Some(kubeconfig) => Config::from_kubeconfig(&kubeconfig, &KubeconfigOptions::default()),
+            None if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() => Config::incluster(),
+            None => Err(ConfigError::NotFound),
+        }
+    }
+
+    /// The configuration of one context of a kubeconfig.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the missing entry or bad field.
+    pub fn from_kubeconfig(kubeconfig: &Kubeconfig, options: &KubeconfigOptions) -> Result<Self, ConfigError> {
+        let source_name = kubeconfig.describe_sources();
+        let context_name = match options.context.as_deref().or(kubeconfig.current_context.as_deref()) {
+            Some(name) if !name.is_empty() => name.to_owned(),
+            _ => return Err(ConfigError::NoCurrentContext { source_name }),
+        };
+        let not_defined = |kind, name: &str, known: Vec<&str>| ConfigError::NotDefined {
+            source_name: source_name.clone(),
+            kind,
+            name: name.to_owned(),
+            known: if known.is_empty() { "none".to_owned() } else { known.join(", ") },
+        };
+        let context = kubeconfig
+            .contexts
+            .iter()
+            .find(|c| c.name == context_name)
+            .and_then(|c| c.context.clone())
+            .ok_or_else(|| not_defined("context", &context_name, kubeconfig.contexts.iter().map(|c| c.name.as_str()).collect()))?;
+        let cluster_name = options.cluster.clone().unwrap_or_else(|| context.cluster.clone());
+        let cluster = kubeconfig
+            .clusters
+            .iter()
+            .find(|c| c.name == cluster_name)
+            .and_then(|c| c.cluster.clone())
+            .ok_or_else(|| not_defined("cluster", &cluster_name, kubeconfig.clusters.iter().map(|c| c.name.as_str()).collect()))?;
+        let user_name = options.user.clone().unwrap_or_else(|| context.user.clone());
+        let user = if user_name.is_empty() {
+            AuthInfo::default()
+        } else {
+            kubeconfig
+                .auth_infos
+                .iter()
+                .find(|u| u.name == user_name)
+                .map(|u| u.user.clone().unwrap_or_default())
+                .ok_or_else(|| not_defined("user", &user_name, kubeconfig.auth_infos.iter().map(|u| u.name.as_str()).collect()))?
+        };
+        let invalid = |field: String, message: String| ConfigError::InvalidField {
+            source_name: source_name.clone(),
+            field,
+            message,
+        };
+        let server = cluster.server.clone().filter(|s| !s.is_empty()).ok_or_else(|| {
+            invalid(format!("clusters[{cluster_name}].server"), "missing; set it to the API server URL, e.g. https://host:6443".to_owned())
+        })?;
+        let cluster_url: http::Uri = server
+            .parse()
+            .map_err(|err| invalid(format!("clusters[{cluster_name}].server"), format!("{server:?} is not a URL ({err})")))?;
+        let mut config = Config::new(cluster_url);
+        if let Some(namespace) = context.namespace.filter(|n| !n.is_empty()) {
+            config.default_namespace = namespace;
+        }
+        config.accept_invalid_certs = cluster.insecure_skip_tls_verify.unwrap_or(false);
+        config.tls_server_name = cluster.tls_server_name.clone();
+        config.proxy_url = cluster.proxy_url.clone();
+        config.root_certificates_pem = data_or_file(
+            cluster.certificate_authority_data.as_deref(),
+            cluster.certificate_authority.as_deref(),
+            &format!("clusters[{cluster_name}].certificate-authority"),
+            &invalid,
+        )?
+        .unwrap_or_default();
+        let certificate = data_or_file(
+            user.client_certificate_data.as_deref(),
+            user.client_certificate.as_deref(),
+            &format!("users[{user_name}].client-certificate"),
+            &invalid,
+        )?;
+        let key = data_or_file(
+            user.client_key_data.as_deref(),
+            user.client_key.as_deref(),
+            &format!("users[{user_name}].client-key"),
+            &invalid,
+        )?;
+        config.client_identity = match (certificate, key) {
+            (Some(certificate_pem), Some(key_pem)) => Some(ClientIdentity { certificate_pem, key_pem }),
+            (None, None) => None,
+            _ => {
+                return Err(invalid(
+                    format!("users[{user_name}]"),
+                    "a client certificate needs both client-certificate(-data) and client-key(-data)".to_owned(),
+                ));
+            }
+        };
+        config.credentials = if let Some(token) = user.token.filter(|t| !t.is_empty()) {
+            Credentials::Token(token)
+        } else if let Some(path) = user.token_file.filter(|t| !t.is_empty()) {
+            Credentials::TokenFile(PathBuf::from(path))
+        } else if let Some(exec) = user.exec {
+            Credentials::Exec(Box::new(exec))
+        } else if let (Some(username), Some(password)) = (user.username, user.password) {
+            Credentials::Basic { username, password }
+        } else if user.auth_provider.is_some() {
+            return Err(invalid(
+                format!("users[{user_name}].auth-provider"),
+                "legacy auth providers are not supported; use an exec plugin (e.g. gke-gcloud-auth-plugin, kubelogin)".to_owned(),
+            ));
+        } else {
+            Credentials::None
+        };
+        Ok(config)
+    }
+
+    /// The in-cluster configuration: `KUBERNETES_SERVICE_HOST`/`_PORT` and the service
+    /// account's token (re-read when rotated), CA and namespace.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::InCluster`] when not in a pod or the files are missing.
+    pub fn incluster() -> Result<Self, ConfigError> {
+        let host = std::env::var("KUBERNETES_SERVICE_HOST")
+            .map_err(|_| ConfigError::InCluster("KUBERNETES_SERVICE_HOST is not set (not running in a pod?)".to_owned()))?;
+        let port = std::env::var("KUBERNETES_SERVICE_PORT")
+            .map_err(|_| ConfigError::InCluster("KUBERNETES_SERVICE_PORT is not set".to_owned()))?;
+        Config::incluster_from(&host, &port, Path::new(SERVICE_ACCOUNT_DIR))
+    }
+
+    /// [`incluster`](Self::incluster) with the host, port and service-account directory given.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::InCluster`] when the files are missing.
+    pub fn incluster_from(host: &str, port: &str, service_account_dir: &Path) -> Result<Self, ConfigError> {
+        let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_owned() };
+        let url: http::Uri = format!("https://{host}:{port}")
+            .parse()
+            .map_err(|err| ConfigError::InCluster(format!("bad KUBERNETES_SERVICE_HOST/PORT: {err}")))?;
+        let token = service_account_dir.join("token");
+        if !token.exists() {
+            return Err(ConfigError::InCluster(format!("no service account token at {}", token.display())));
+        }
+        let mut config = Config::new(url);
+        config.credentials = Credentials::TokenFile(token);
+        let ca = service_account_dir.join("ca.crt");
+        config.root_certificates_pem = std::fs::read(&ca)
+            .map_err(|err| ConfigError::InCluster(format!("cannot read {}: {err}", ca.display())))?;
+        if let Ok(namespace) = std::fs::read_to_string(service_account_dir.join("namespace")) {
+            let namespace = namespace.trim();
+            if !namespace.is_empty() {
+                namespace.clone_into(&mut config.default_namespace);
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// `*-data` (base64) wins over the file form.
+fn data_or_file(
+    data: Option<&str>,
+    file: Option<&str>,
+    field: &str,
+    invalid: &dyn Fn(String, String) -> ConfigError,
+) -> Result<Option<Vec<u8>>, ConfigError> {
+    if let Some(data) = data.filter(|d| !d.is_empty()) {
+        let compact: String = data.chars().filter(|c| !c.is_whitespace()).collect();
+        return base64::engine::general_purpose::STANDARD
+            .decode(compact)
+            .map(Some)
+            .map_err(|err| invalid(format!("{field}-data"), format!("not valid base64 ({err}); it must be the base64 of a PEM file")));
+    }
+    match file.filter(|f| !f.is_empty()) {
+        Some(path) => std::fs::read(path)
+            .map(Some)
+            .map_err(|err| invalid(field.to_owned(), format!("cannot read {path}: {err}"))),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,88 @@
+//! [`Error`]: everything a client call can fail with, grouped by who is at fault.
+
+use kubeclient_machinery::{ApiError, WatchDecodeError};
+
+use crate::config::{ConfigError, ExecError};
+
+/// The error of every client call.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server answered with an error Status (404, 409, 410, 422, 429, 5xx ...). Use
+    /// the [`ApiError`] predicates (`is_not_found`, `is_conflict` ...) to decide.
+    #[error("{0}")]
+    Api(#[from] ApiError),
+    /// The request never got an answer: connection refused, TLS failure, reset. Check the
+    /// server URL and that the server is up.
+    #[error("request to {url} failed: {message}")]
+    Transport {
+        /// The URL.
+        url: String,
+        /// What went wrong (with its sources).
+        message: String,
+    },
+    /// No answer within the configured timeout.
+    #[error("request to {url} timed out after {seconds} s (raise Config::timeout for slow servers)")]
+    Timeout {
+        /// The URL.
+        url: String,
+        /// The timeout.
+        seconds: u64,
+    },
+    /// The answer could not be decoded as the expected type.
+    #[error("cannot decode the response of {url} as {expected}: {message}")]
+    Decode {
+        /// The URL.
+        url: String,
+        /// The expected type.
+        expected: &'static str,
+        /// The decoder's message.
+        message: String,
+    },
+    /// A watch event could not be decoded (the stream goes on).
+    #[error("{0}")]
+    WatchEvent(#[from] WatchDecodeError),
+    /// The configuration is unusable.
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    /// An exec credential plugin failed.
+    #[error("{0}")]
+    Exec(#[from] ExecError),
+    /// The TLS configuration is unusable (bad CA or client certificate).
+    #[error("TLS configuration: {0}")]
+    Tls(String),
+    /// The request could not be built (e.g. a body that does not serialize).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+}
+
+impl Error {
+    /// The API error, if the server answered with one.
+    #[must_use]
+    pub fn api(&self) -> Option<&ApiError> {
+        match self {
+            Error::Api(err) => Some(err),
+            _ => None,
+        }
+    }
+
+    /// Whether retrying later may succeed: transport failures, timeouts, 429, 5xx, and
+    /// 410 Expired (after a relist).
+    #[must_use]
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Api(err) => err.is_too_many_requests() || err.code() >= 500 || err.is_gone_or_expired(),
+            Error::Transport { .. } | Error::Timeout { .. } | Error::WatchEvent(_) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether this is a 404 from the server.
+    #[must_use]
+    pub fn is_not_found(&self) -> bool {
+        self.api().is_some_and(ApiError::is_not_found)
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,146 @@
+//! Request authentication: static tokens, token files re-read when they change, basic
+//! auth, and exec plugins with their credential cached until it expires or a 401.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use base64::Engine as _;
+use http::HeaderValue;
+
+use crate::config::exec::run_exec_plugin;
+use crate::config::{Credentials, ExecConfig, ExecCredential};
+use crate::error::{Error, Result};
+
+/// How long before `expirationTimestamp` a cached exec credential is renewed.
+const EXPIRY_MARGIN_SECONDS: i64 = 10;
+
+/// Produces the `Authorization` header of each request.
+#[derive(Debug)]
+pub(crate) struct Authenticator {
+    kind: AuthKind,
+    cluster_server: String,
+}
+
+#[derive(Debug)]
+enum AuthKind {
+    None,
+    Fixed(HeaderValue),
+    TokenFile {
+        path: PathBuf,
+        /// The token and the file's modification time when it was read.
+        cached: Mutex<Option<(HeaderValue, Option<SystemTime>)>>,
+    },
+    Exec {
+        config: Box<ExecConfig>,
+        cached: tokio::sync::Mutex<Option<ExecCredential>>,
+    },
+}
+
+fn bearer(token: &str) -> Result<HeaderValue> {
+    let mut value = HeaderValue::from_str(&format!("Bearer {}", token.trim()))
+        .map_err(|_| Error::InvalidRequest("the bearer token contains characters not allowed in a header".to_owned()))?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+impl Authenticator {
+    pub(crate) fn new(credentials: &Credentials, cluster_server: &str) -> Result<Self> {
+        let kind = match credentials {
+            Credentials::None => AuthKind::None,
+            Credentials::Token(token) => AuthKind::Fixed(bearer(token)?),
+            Credentials::Basic { username, password } => {
+                let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
+                let mut value = HeaderValue::from_str(&format!("Basic {encoded}"))
+                    .map_err(|_| Error::InvalidRequest("basic auth credentials are not a valid header".to_owned()))?;
+                value.set_sensitive(true);
+                AuthKind::Fixed(value)
+            }
+            Credentials::TokenFile(path) => AuthKind::TokenFile {
+                path: path.clone(),
+                cached: Mutex::new(None),
+            },
+            Credentials::Exec(config) => AuthKind::Exec {
+                config: config.clone(),
+                cached: tokio::sync::Mutex::new(None),
+            },
+        };
+        Ok(Authenticator {
+            kind,
+            cluster_server: cluster_server.to_owned(),
+        })
+    }
+
+    /// Whether a 401 may be cured by fetching credentials again.
+    pub(crate) fn can_refresh(&self) -> bool {
+        matches!(self.kind, AuthKind::Exec { .. } | AuthKind::TokenFile { .. })
+    }
+
+    /// Forgets cached credentials (after a 401).
+    pub(crate) async fn invalidate(&self) {
+        match &self.kind {
+            AuthKind::Exec { cached, .. } => *cached.lock().await = None,
+            AuthKind::TokenFile { cached, .. } => {
+                *cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            }
+            AuthKind::None | AuthKind::Fixed(_) => {}
+        }
+    }
+
+    /// The header for the next request, if any.
+    pub(crate) async fn header(&self) -> Result<Option<HeaderValue>> {
+        match &self.kind {
+            AuthKind::None => Ok(None),
+            AuthKind::Fixed(value) => Ok(Some(value.clone())),
+            AuthKind::TokenFile { path, cached } => {
+                let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+                {
+                    let cached = cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if let Some((value, read_at)) = cached.as_ref()
+                        && *read_at == modified
+                    {
+                        return Ok(Some(value.clone()));
+                    }
+                }
+                let token = tokio::fs::read_to_string(path).await.map_err(|err| Error::Transport {
+                    url: self.cluster_server.clone(),
+                    message: format!("cannot read the token file {}: {err}", path.display()),
+                })?;
+                let value = bearer(&token)?;
+                *cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((value.clone(), modified));
+                Ok(Some(value))
+            }
+            AuthKind::Exec { config, cached } => {
+                let mut cached = cached.lock().await;
+                let fresh = cached.as_ref().is_some_and(|credential| {
+                    credential.expires_at().is_none_or(|expiry| {
+                        jiff::Timestamp::now().as_second() + EXPIRY_MARGIN_SECONDS < expiry.as_second()
+                    })
+                });
+                if !fresh {
+                    *cached = Some(run_exec_plugin(config, &self.cluster_server).await?);
+                }
+                match cached.as_ref().and_then(|c| c.token.as_deref()) {
+                    Some(token) => Ok(Some(bearer(token)?)),
+                    None => Ok(None),
+                }
+            }
+        }
+    }
+
+    /// Runs an exec plugin once at construction when it might provide a client
+    /// certificate (TLS identities are fixed per connection pool).
+    pub(crate) async fn exec_client_identity(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let AuthKind::Exec { config, cached } = &self.kind else {
+            return Ok(None);
+        };
+        let mut cached = cached.lock().await;
+        if cached.is_none() {
+            *cached = Some(run_exec_plugin(config, &self.cluster_server).await?);
+        }
+        Ok(cached.as_ref().and_then(|c| match (&c.client_certificate_data, &c.client_key_data) {
+            (Some(cert), Some(key)) => Some((cert.clone().into_bytes(), key.clone().into_bytes())),
+            _ => None,
+        }))
+    }
+}

@@ -1,0 +1,329 @@
+//! [`Client`]: the HTTP client every API call goes through: TLS, HTTP/2, authentication,
+//! client-side rate limiting, retries on 429/503 with `Retry-After`, gzip, `Warning`
+//! headers, and Status errors.
+
+use std::io::Read as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use http::{HeaderValue, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use kubeclient_machinery::ApiError;
+use serde::de::DeserializeOwned;
+
+use super::auth::Authenticator;
+use super::rate_limit::TokenBucket;
+use super::request::{Request, JSON};
+use super::tls::client_config;
+use crate::config::Config;
+use crate::error::{Error, Result};
+
+/// At most this many attempts for a request the server asked us to retry (client-go: 10).
+const MAX_ATTEMPTS: u32 = 10;
+/// The longest `Retry-After` honoured; longer values are capped.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+type HttpClient = hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// A client for one API server as one user. Cheap to clone (shared connection pool).
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn run() -> kubeclient::Result<()> {
+/// use kubeclient::rest::Request;
+///
+/// let client = kubeclient::Client::try_default().await?;
+/// let version: serde_json::Value = client.request_json(Request::get("/version")).await?;
+/// println!("server {}", version["gitVersion"]);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    http: HttpClient,
+    /// `scheme://authority` plus any path prefix, without a trailing slash.
+    base_url: String,
+    auth: Authenticator,
+    limiter: Option<TokenBucket>,
+    default_namespace: String,
+    user_agent: HeaderValue,
+    timeout: Option<Duration>,
+}
+
+impl Client {
+    /// A client for the configuration kubectl would use ([`Config::infer`]).
+    ///
+    /// # Errors
+    ///
+    /// A configuration or TLS error.
+    pub async fn try_default() -> Result<Client> {
+        Client::new(Config::infer().await?).await
+    }
+
+    /// A client for a configuration. An exec plugin that may provide a client certificate
+    /// runs once here.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Tls`] for unusable certificates, [`Error::Exec`] for a failing plugin.
+    pub async fn new(config: Config) -> Result<Client> {
+        let base_url = config.cluster_url.to_string().trim_end_matches('/').to_owned();
+        let auth = Authenticator::new(&config.credentials, &base_url)?;
+        let exec_identity = if config.cluster_url.scheme_str() == Some("https") {
+            auth.exec_client_identity().await?
+        } else {
+            None
+        };
+        let tls = client_config(&config, exec_identity)?;
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(Duration::from_secs(30)));
+        let builder = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http();
+        let builder = match &config.tls_server_name {
+            Some(name) => builder.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(
+                rustls::pki_types::ServerName::try_from(name.clone())
+                    .map_err(|err| Error::Tls(format!("tls-server-name {name:?} is not a valid name: {err}")))?,
+            )),
+            None => builder,
+        };
+        let connector = builder.enable_http1().enable_http2().wrap_connector(http);
+        let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .http2_keep_alive_timeout(Duration::from_secs(15))
+            .build(connector);
+        let user_agent = HeaderValue::from_str(&format!(
+            "kubeclient/{} ({}/{}) kubernetes/unknown",
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        ))
+        .unwrap_or_else(|_| HeaderValue::from_static("kubeclient"));
+        Ok(Client {
+            inner: Arc::new(Inner {
+                http,
+                base_url,
+                auth,
+                limiter: (config.qps > 0.0).then(|| TokenBucket::new(config.qps, config.burst)),
+                default_namespace: config.default_namespace,
+                user_agent,
+                timeout: config.timeout,
+            }),
+        })
+    }
+
+    /// The namespace of the configuration's context (`default` if none).
+    #[must_use]
+    pub fn default_namespace(&self) -> &str {
+        &self.inner.default_namespace
+    }
+
+    /// The server's base URL.
+    #[must_use]
+    pub fn base_url(&self) -> &str {
+        &self.inner.base_url
+    }
+
+    fn url(&self, request: &Request) -> String {
+        format!("{}{}", self.inner.base_url, request.path)
+    }
+
+    async fn send_once(&self, request: &Request) -> Result<Response<Incoming>> {
+        if let Some(limiter) = &self.inner.limiter {
+            limiter.acquire().await;
+        }
+        let url = self.url(request);
+        let mut builder = hyper::Request::builder()
+            .method(request.method.clone())
+            .uri(&url)
+            .header(USER_AGENT, self.inner.user_agent.clone())
+            .header(ACCEPT, request.accept.as_deref().unwrap_or(JSON));
+        if !request.streaming {
+            builder = builder.header(ACCEPT_ENCODING, "gzip");
+        }
+        if let Some(content_type) = request.content_type {
+            builder = builder.header(CONTENT_TYPE, content_type);
+        }
+        if let Some(authorization) = self.inner.auth.header().await? {
+            builder = builder.header(AUTHORIZATION, authorization);
+        }
+        let http_request = builder
+            .body(Full::new(request.body.clone()))
+            .map_err(|err| Error::InvalidRequest(format!("{url}: {err}")))?;
+        let response = self.inner.http.request(http_request).await.map_err(|err| Error::Transport {
+            url: url.clone(),
+            message: error_chain(&err),
+        })?;
+        for warning in response.headers().get_all("warning") {
+            if let Ok(text) = warning.to_str() {
+                tracing::warn!(target: "kubeclient::warning", %url, "{text}");
+            }
+        }
+        Ok(response)
+    }
+
+    /// Sends a request: rate-limited, authenticated, retried when the server asks for it
+    /// (429 or 5xx with `Retry-After`, up to 10 attempts), re-authenticated once after a
+    /// 401 when credentials can be refreshed. Returns the response of a 2xx answer.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Api`] with the server's Status for any other answer; transport errors.
+    pub async fn send(&self, request: &Request) -> Result<Response<Incoming>> {
+        let mut refreshed = false;
+        let mut attempt = 1;
+        loop {
+            let response = self.send_once(request).await?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(response);
+            }
+            let retry_after = response
+                .headers()
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            let (parts, body) = response.into_parts();
+            let body = collect(body, &parts.headers).await.unwrap_or_default();
+            if status == StatusCode::UNAUTHORIZED && !refreshed && self.inner.auth.can_refresh() {
+                refreshed = true;
+                self.inner.auth.invalidate().await;
+                continue;
+            }
+            let retryable = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
+            if let (true, Some(seconds)) = (retryable, retry_after)
+                && attempt < MAX_ATTEMPTS
+            {
+                attempt += 1;
+                let delay = Duration::from_secs(seconds).min(MAX_RETRY_AFTER);
+                tracing::debug!(url = %self.url(request), %status, ?delay, attempt, "retrying as the server asked");
+                tokio::time::sleep(delay).await;
+                continue;
+            }
+            let retry = retry_after.and_then(|s| i32::try_from(s).ok());
+            return Err(Error::Api(ApiError::from_response(status.as_u16(), request.method.as_str(), &body, retry)));
+        }
+    }
+
+    /// Sends a request and returns the (decompressed) body of the 2xx answer.
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Self::send), plus [`Error::Timeout`].
+    pub async fn request_bytes(&self, request: Request) -> Result<Bytes> {
+        let work = async {
+            let response = self.send(&request).await?;
+            let (parts, body) = response.into_parts();
+            collect(body, &parts.headers).await.map_err(|message| Error::Transport {
+                url: self.url(&request),
+                message,
+            })
+        };
+        match self.inner.timeout.filter(|_| !request.streaming) {
+            Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+                Err(Error::Timeout {
+                    url: self.url(&request),
+                    seconds: limit.as_secs(),
+                })
+            }),
+            None => work.await,
+        }
+    }
+
+    /// Sends a request and returns the answer's `Content-Type` and (decompressed) body.
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Self::send).
+    pub async fn request_with_content_type(&self, request: Request) -> Result<(Option<String>, Bytes)> {
+        let response = self.send(&request).await?;
+        let (parts, body) = response.into_parts();
+        let content_type = parts.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let bytes = collect(body, &parts.headers).await.map_err(|message| Error::Transport {
+            url: self.url(&request),
+            message,
+        })?;
+        Ok((content_type, bytes))
+    }
+
+    /// Sends a request and decodes the JSON answer.
+    ///
+    /// # Errors
+    ///
+    /// As [`request_bytes`](Self::request_bytes), plus [`Error::Decode`].
+    pub async fn request_json<T: DeserializeOwned>(&self, request: Request) -> Result<T> {
+        let url = self.url(&request);
+        let bytes = self.request_bytes(request).await?;
+        decode(&url, &bytes)
+    }
+}
+
+/// Decodes a JSON body into `T`, naming the URL and type on failure.
+pub(crate) fn decode<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|err| Error::Decode {
+        url: url.to_owned(),
+        expected: std::any::type_name::<T>(),
+        message: err.to_string(),
+    })
+}
+
+/// Reads a whole body, gunzipping it when the server compressed it.
+async fn collect(body: Incoming, headers: &http::HeaderMap) -> std::result::Result<Bytes, String> {
+    let bytes = body.collect().await.map_err(|err| error_chain(&err))?.to_bytes();
+    if headers.get(CONTENT_ENCODING).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip")) {
+        gunzip(&bytes).map(Bytes::from)
+    } else {
+        Ok(bytes)
+    }
+}
+
+/// Decompresses a gzip body.
+pub(crate) fn gunzip(bytes: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    let mut decoded = Vec::with_capacity(bytes.len() * 4);
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut decoded)
+        .map_err(|err| format!("the gzip body is corrupt: {err}"))?;
+    Ok(decoded)
+}
+
+/// An error and its sources, joined (`connection refused: ...`).
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gzip_bodies_are_decompressed_and_corrupt_ones_reported() {
+        use std::io::Write as _;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(b"{\"kind\":\"PodList\",\"items\":[]}").unwrap();
+        let compressed = encoder.finish().unwrap();
+        assert_eq!(gunzip(&compressed).unwrap(), b"{\"kind\":\"PodList\",\"items\":[]}");
+        assert!(gunzip(b"not gzip").unwrap_err().contains("corrupt"));
+    }
+}

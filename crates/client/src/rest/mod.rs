@@ -1,0 +1,15 @@
+//! The REST layer (client-go's `rest` package): [`Client`] sends [`Request`]s with
+//! authentication, rate limiting, retries and Status errors; [`watch`] turns a watch
+//! response into a stream of events.
+
+mod auth;
+mod client;
+mod rate_limit;
+mod request;
+mod tls;
+pub mod watch;
+
+pub use client::Client;
+pub(crate) use client::decode;
+pub use rate_limit::TokenBucket;
+pub use request::{Request, JSON};

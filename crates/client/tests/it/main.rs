@@ -1,0 +1,1 @@
+//! Integration tests of the client against the embedded API server.
