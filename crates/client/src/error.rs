@@ -11,7 +11,7 @@ pub enum Error {
     /// The server answered with an error Status (404, 409, 410, 422, 429, 5xx ...). Use
     /// the [`ApiError`] predicates (`is_not_found`, `is_conflict` ...) to decide.
     #[error("{0}")]
-    Api(#[from] ApiError),
+    Api(Box<ApiError>),
     /// The request never got an answer: connection refused, TLS failure, reset. Check the
     /// server URL and that the server is up.
     #[error("request to {url} failed: {message}")]
@@ -22,7 +22,9 @@ pub enum Error {
         message: String,
     },
     /// No answer within the configured timeout.
-    #[error("request to {url} timed out after {seconds} s (raise Config::timeout for slow servers)")]
+    #[error(
+        "request to {url} timed out after {seconds} s (raise Config::timeout for slow servers)"
+    )]
     Timeout {
         /// The URL.
         url: String,
@@ -56,12 +58,18 @@ pub enum Error {
     InvalidRequest(String),
 }
 
+impl From<ApiError> for Error {
+    fn from(err: ApiError) -> Self {
+        Error::Api(Box::new(err))
+    }
+}
+
 impl Error {
     /// The API error, if the server answered with one.
     #[must_use]
     pub fn api(&self) -> Option<&ApiError> {
         match self {
-            Error::Api(err) => Some(err),
+            Error::Api(err) => Some(err.as_ref()),
             _ => None,
         }
     }
@@ -71,7 +79,9 @@ impl Error {
     #[must_use]
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Api(err) => err.is_too_many_requests() || err.code() >= 500 || err.is_gone_or_expired(),
+            Error::Api(err) => {
+                err.is_too_many_requests() || err.code() >= 500 || err.is_gone_or_expired()
+            }
             Error::Transport { .. } | Error::Timeout { .. } | Error::WatchEvent(_) => true,
             _ => false,
         }

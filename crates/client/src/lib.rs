@@ -36,7 +36,9 @@ pub mod discovery;
 mod error;
 pub mod rest;
 
-pub use api::{Api, DeleteParams, Deleted, ListParams, ObjectList, Patch, PatchParams, PostParams, WatchParams};
+pub use api::{
+    Api, DeleteParams, Deleted, ListParams, ObjectList, Patch, PatchParams, PostParams, WatchParams,
+};
 pub use config::Config;
 pub use error::{Error, Result};
 pub use kubeclient_machinery as machinery;

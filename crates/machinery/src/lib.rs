@@ -45,4 +45,3 @@ pub use meta::{
 pub use selector::{FieldSelector, LabelSelector, SelectorError};
 pub use status::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
 pub use watch::{Bookmark, WatchDecodeError, WatchEvent, WatchStreamDecoder};
-

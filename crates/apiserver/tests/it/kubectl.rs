@@ -381,10 +381,20 @@ async fn delete_waits_for_a_finalizer_and_wait_for_delete_returns() {
 #[tokio::test(flavor = "multi_thread")]
 async fn tls_with_the_generated_ca_and_a_token_or_a_client_certificate() {
     use base64::Engine as _;
-    let t = TestServer::start_with(kubeclient_apiserver::ApiServer::builder().tls(true).token("s3cret")).await;
+    let t = TestServer::start_with(
+        kubeclient_apiserver::ApiServer::builder()
+            .tls(true)
+            .token("s3cret"),
+    )
+    .await;
     assert!(t.server.url().starts_with("https://"));
     let kubectl = Kubectl::for_server(&t);
-    assert!(kubectl.ok(&["get", "namespaces"]).await.contains("kube-system"));
+    assert!(
+        kubectl
+            .ok(&["get", "namespaces"])
+            .await
+            .contains("kube-system")
+    );
 
     // A client certificate signed by the server's CA authenticates without the token.
     let pair = t
@@ -402,8 +412,14 @@ async fn tls_with_the_generated_ca_and_a_token_or_a_client_certificate() {
         b64(&pair.key_pem)
     );
     let path = kubectl.write("cert-kubeconfig", &kubeconfig);
-    let output = kubectl.run(&[&format!("--kubeconfig={path}"), "get", "namespaces"]).await;
-    assert!(output.status.success(), "client certificate auth: {}", String::from_utf8_lossy(&output.stderr));
+    let output = kubectl
+        .run(&[&format!("--kubeconfig={path}"), "get", "namespaces"])
+        .await;
+    assert!(
+        output.status.success(),
+        "client certificate auth: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 
     // Without credentials the API answers 401 (kubectl then prompts for a username, and
     // with no terminal reads EOF).
@@ -415,8 +431,17 @@ async fn tls_with_the_generated_ca_and_a_token_or_a_client_certificate() {
             b64(ca)
         ),
     );
-    let denied = kubectl.run(&[&format!("--kubeconfig={anonymous}"), "get", "namespaces"]).await;
+    let denied = kubectl
+        .run(&[&format!("--kubeconfig={anonymous}"), "get", "namespaces"])
+        .await;
     assert!(!denied.status.success());
-    let said = format!("{}{}", String::from_utf8_lossy(&denied.stdout), String::from_utf8_lossy(&denied.stderr));
-    assert!(said.contains("Unauthorized") || said.contains("Username"), "{said}");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&denied.stdout),
+        String::from_utf8_lossy(&denied.stderr)
+    );
+    assert!(
+        said.contains("Unauthorized") || said.contains("Username"),
+        "{said}"
+    );
 }

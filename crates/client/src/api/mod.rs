@@ -8,19 +8,21 @@ use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use futures_util::Stream;
 use http::Method;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use kubeclient_machinery::gvk::ScopeNamespaced;
-use kubeclient_machinery::{ApiResource, DynamicObject, Status, WatchEvent};
-use serde::de::DeserializeOwned;
+use kubeclient_machinery::{ApiResource, DynamicObject, Status};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 pub use object_list::{Deleted, ObjectList};
-pub use params::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, WatchParams};
+pub use params::{
+    DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, WatchParams,
+};
 
 use crate::error::{Error, Result};
-use crate::rest::{decode, Client, Request, JSON};
+use crate::rest::watch::WatchStream;
+use crate::rest::{Client, JSON, Request, decode};
 
 /// The default page size of [`Api::list_all`] (client-go's pager uses 500).
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
@@ -149,7 +151,8 @@ fn query_pairs<'a>(query: &'a [(&'static str, String)]) -> Vec<(&'static str, &'
 }
 
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec(value).map_err(|err| Error::InvalidRequest(format!("the body does not serialize: {err}")))
+    serde_json::to_vec(value)
+        .map_err(|err| Error::InvalidRequest(format!("the body does not serialize: {err}")))
 }
 
 impl<K> Api<K>
@@ -162,7 +165,9 @@ where
     ///
     /// [`Error::Api`] (404 if it does not exist), transport and decode errors.
     pub async fn get(&self, name: &str) -> Result<K> {
-        self.client.request_json(Request::get(self.item(name, None))).await
+        self.client
+            .request_json(Request::get(self.item(name, None)))
+            .await
     }
 
     /// Reads one object, `None` if it does not exist.
@@ -233,7 +238,7 @@ where
 
     /// Watches changes after `resource_version` (`""`/`"0"`: starting with the current
     /// state). The stream ends when the server ends the watch; ERROR events (e.g. 410)
-    /// arrive as [`WatchEvent::Error`].
+    /// arrive as [`WatchEvent::Error`](kubeclient_machinery::WatchEvent::Error).
     ///
     /// # Errors
     ///
@@ -242,7 +247,7 @@ where
         &self,
         params: &WatchParams,
         resource_version: &str,
-    ) -> Result<impl Stream<Item = Result<WatchEvent<K>>> + Send + use<K>> {
+    ) -> Result<WatchStream<K>> {
         let query = params.query(resource_version);
         self.client
             .watch(Request::get(self.path(None, None)).query(&query_pairs(&query)))
@@ -291,7 +296,12 @@ where
     ///
     /// [`Error::Api`] (404; 409 for apply conflicts; 415 for a strategic patch of a custom
     /// resource; 422 ...).
-    pub async fn patch<P: Serialize>(&self, name: &str, params: &PatchParams, patch: &Patch<P>) -> Result<K> {
+    pub async fn patch<P: Serialize>(
+        &self,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K> {
         self.patch_at(name, None, params, patch).await
     }
 
@@ -319,9 +329,9 @@ where
     ///
     /// [`Error::Api`] (404; 409 for failed preconditions).
     pub async fn delete(&self, name: &str, params: &DeleteParams) -> Result<Deleted<K>> {
-        let body = params
-            .body()
-            .map_err(|err| Error::InvalidRequest(format!("DeleteOptions do not serialize: {err}")))?;
+        let body = params.body().map_err(|err| {
+            Error::InvalidRequest(format!("DeleteOptions do not serialize: {err}"))
+        })?;
         let request = Request::new(Method::DELETE, self.item(name, None)).body(body, JSON);
         let url = request.path.clone();
         let bytes = self.client.request_bytes(request).await?;
@@ -334,10 +344,14 @@ where
     /// # Errors
     ///
     /// [`Error::Api`].
-    pub async fn delete_collection(&self, delete: &DeleteParams, list: &ListParams) -> Result<Deleted<ObjectList<K>>> {
-        let body = delete
-            .body()
-            .map_err(|err| Error::InvalidRequest(format!("DeleteOptions do not serialize: {err}")))?;
+    pub async fn delete_collection(
+        &self,
+        delete: &DeleteParams,
+        list: &ListParams,
+    ) -> Result<Deleted<ObjectList<K>>> {
+        let body = delete.body().map_err(|err| {
+            Error::InvalidRequest(format!("DeleteOptions do not serialize: {err}"))
+        })?;
         let query = list.query();
         let request = Request::new(Method::DELETE, self.path(None, None))
             .query(&query_pairs(&query))
@@ -353,7 +367,9 @@ where
     ///
     /// [`Error::Api`] (404 if the resource has no status subresource).
     pub async fn get_status(&self, name: &str) -> Result<K> {
-        self.client.request_json(Request::get(self.item(name, Some("status")))).await
+        self.client
+            .request_json(Request::get(self.item(name, Some("status"))))
+            .await
     }
 
     /// Replaces the status (only `.status` changes).
@@ -370,7 +386,12 @@ where
     /// # Errors
     ///
     /// [`Error::Api`].
-    pub async fn patch_status<P: Serialize>(&self, name: &str, params: &PatchParams, patch: &Patch<P>) -> Result<K> {
+    pub async fn patch_status<P: Serialize>(
+        &self,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K> {
         self.patch_at(name, Some("status"), params, patch).await
     }
 
@@ -380,7 +401,9 @@ where
     ///
     /// [`Error::Api`] (404 if the resource cannot scale).
     pub async fn get_scale(&self, name: &str) -> Result<Scale> {
-        self.client.request_json(Request::get(self.item(name, Some("scale")))).await
+        self.client
+            .request_json(Request::get(self.item(name, Some("scale"))))
+            .await
     }
 
     /// Replaces the scale.
@@ -388,7 +411,12 @@ where
     /// # Errors
     ///
     /// [`Error::Api`].
-    pub async fn replace_scale(&self, name: &str, params: &PostParams, scale: &Scale) -> Result<Scale> {
+    pub async fn replace_scale(
+        &self,
+        name: &str,
+        params: &PostParams,
+        scale: &Scale,
+    ) -> Result<Scale> {
         self.replace_at(name, Some("scale"), params, scale).await
     }
 
@@ -397,7 +425,12 @@ where
     /// # Errors
     ///
     /// [`Error::Api`].
-    pub async fn patch_scale<P: Serialize>(&self, name: &str, params: &PatchParams, patch: &Patch<P>) -> Result<Scale> {
+    pub async fn patch_scale<P: Serialize>(
+        &self,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<Scale> {
         self.patch_at(name, Some("scale"), params, patch).await
     }
 }
@@ -411,7 +444,7 @@ fn decode_deleted<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<Delete
     }
     let kind: Kind = decode(url, bytes)?;
     if kind.kind.as_deref() == Some("Status") {
-        Ok(Deleted::Status(decode::<Status>(url, bytes)?))
+        Ok(Deleted::Status(Box::new(decode::<Status>(url, bytes)?)))
     } else {
         Ok(Deleted::Object(decode(url, bytes)?))
     }

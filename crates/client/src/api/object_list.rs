@@ -39,6 +39,6 @@ impl<K> ObjectList<K> {
 pub enum Deleted<K> {
     /// The object, deleted or being deleted.
     Object(K),
-    /// A `Status` with `status: Success`.
-    Status(Status),
+    /// A `Status` with `status: Success` (boxed: it is large and rare next to objects).
+    Status(Box<Status>),
 }

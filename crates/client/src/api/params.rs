@@ -145,7 +145,10 @@ impl WatchParams {
     }
 
     pub(crate) fn query(&self, resource_version: &str) -> Vec<(&'static str, String)> {
-        let mut query = vec![("watch", "true".to_owned()), ("timeoutSeconds", self.timeout_seconds.to_string())];
+        let mut query = vec![
+            ("watch", "true".to_owned()),
+            ("timeoutSeconds", self.timeout_seconds.to_string()),
+        ];
         if !resource_version.is_empty() {
             query.push(("resourceVersion", resource_version.to_owned()));
         }

@@ -33,8 +33,14 @@ impl std::fmt::Debug for ExecCredential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExecCredential")
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
-            .field("client_certificate_data", &self.client_certificate_data.as_ref().map(|_| "<present>"))
-            .field("client_key_data", &self.client_key_data.as_ref().map(|_| "<redacted>"))
+            .field(
+                "client_certificate_data",
+                &self.client_certificate_data.as_ref().map(|_| "<present>"),
+            )
+            .field(
+                "client_key_data",
+                &self.client_key_data.as_ref().map(|_| "<redacted>"),
+            )
             .field("expiration_timestamp", &self.expiration_timestamp)
             .finish()
     }
@@ -44,7 +50,9 @@ impl ExecCredential {
     /// The expiry, if given and parsable.
     #[must_use]
     pub fn expires_at(&self) -> Option<jiff::Timestamp> {
-        self.expiration_timestamp.as_deref().and_then(|t| t.parse().ok())
+        self.expiration_timestamp
+            .as_deref()
+            .and_then(|t| t.parse().ok())
     }
 }
 
@@ -74,7 +82,10 @@ pub enum ExecError {
         stderr: String,
     },
     /// The command did not finish in time.
-    #[error("exec plugin {command:?} did not finish within {0:?}; is it waiting for input?", EXEC_TIMEOUT)]
+    #[error(
+        "exec plugin {command:?} did not finish within {0:?}; is it waiting for input?",
+        EXEC_TIMEOUT
+    )]
     Timeout {
         /// The command.
         command: String,
@@ -103,7 +114,10 @@ struct ExecCredentialObject {
 /// # Errors
 ///
 /// [`ExecError`] naming the command.
-pub(crate) async fn run_exec_plugin(exec: &ExecConfig, cluster_server: &str) -> Result<ExecCredential, ExecError> {
+pub(crate) async fn run_exec_plugin(
+    exec: &ExecConfig,
+    cluster_server: &str,
+) -> Result<ExecCredential, ExecError> {
     let api_version = exec
         .api_version
         .clone()
@@ -123,18 +137,29 @@ pub(crate) async fn run_exec_plugin(exec: &ExecConfig, cluster_server: &str) -> 
         command.env(&variable.name, &variable.value);
     }
     let output = match tokio::time::timeout(EXEC_TIMEOUT, command.output()).await {
-        Err(_) => return Err(ExecError::Timeout { command: exec.command.clone() }),
+        Err(_) => {
+            return Err(ExecError::Timeout {
+                command: exec.command.clone(),
+            });
+        }
         Ok(Err(source)) => {
             return Err(ExecError::Spawn {
                 command: exec.command.clone(),
                 source,
-                hint: exec.install_hint.as_ref().map(|h| format!("\n{h}")).unwrap_or_default(),
+                hint: exec
+                    .install_hint
+                    .as_ref()
+                    .map(|h| format!("\n{h}"))
+                    .unwrap_or_default(),
             });
         }
         Ok(Ok(output)) => output,
     };
     if !output.status.success() {
-        let stderr: String = String::from_utf8_lossy(&output.stderr).chars().take(500).collect();
+        let stderr: String = String::from_utf8_lossy(&output.stderr)
+            .chars()
+            .take(500)
+            .collect();
         return Err(ExecError::Failed {
             command: exec.command.clone(),
             status: output.status.to_string(),
@@ -145,13 +170,19 @@ pub(crate) async fn run_exec_plugin(exec: &ExecConfig, cluster_server: &str) -> 
         command: exec.command.clone(),
         message,
     };
-    let object: ExecCredentialObject = serde_json::from_slice(&output.stdout).map_err(|err| bad(err.to_string()))?;
+    let object: ExecCredentialObject =
+        serde_json::from_slice(&output.stdout).map_err(|err| bad(err.to_string()))?;
     if object.kind != "ExecCredential" {
-        return Err(bad(format!("kind is {:?}, expected \"ExecCredential\"", object.kind)));
+        return Err(bad(format!(
+            "kind is {:?}, expected \"ExecCredential\"",
+            object.kind
+        )));
     }
     let credential = object.status.ok_or_else(|| bad("no status".to_owned()))?;
     if credential.token.is_none() && credential.client_certificate_data.is_none() {
-        return Err(bad("status has neither a token nor a client certificate".to_owned()));
+        return Err(bad(
+            "status has neither a token nor a client certificate".to_owned()
+        ));
     }
     Ok(credential)
 }

@@ -35,7 +35,11 @@ pub struct Kubeconfig {
     #[serde(default, deserialize_with = "null_as_default")]
     pub contexts: Vec<NamedContext>,
     /// The context used when none is chosen.
-    #[serde(default, rename = "current-context", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "current-context",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub current_context: Option<String>,
     /// The files this was read from, in precedence order (not part of the file format).
     #[serde(skip)]
@@ -138,12 +142,18 @@ impl std::fmt::Debug for AuthInfo {
             .field("token_file", &self.token_file)
             .field("client_certificate", &self.client_certificate)
             .field("client_key", &self.client_key)
-            .field("client_certificate_data", &redacted(&self.client_certificate_data))
+            .field(
+                "client_certificate_data",
+                &redacted(&self.client_certificate_data),
+            )
             .field("client_key_data", &redacted(&self.client_key_data))
             .field("username", &self.username)
             .field("password", &redacted(&self.password))
             .field("exec", &self.exec)
-            .field("auth_provider", &self.auth_provider.as_ref().map(|_| "<redacted>"))
+            .field(
+                "auth_provider",
+                &self.auth_provider.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }
@@ -305,7 +315,10 @@ impl Kubeconfig {
     ///
     /// A file that exists but cannot be read or parsed.
     pub fn from_default_locations() -> Result<Option<Self>, ConfigError> {
-        Kubeconfig::from_locations(std::env::var_os("KUBECONFIG").as_deref(), home_dir().as_deref())
+        Kubeconfig::from_locations(
+            std::env::var_os("KUBECONFIG").as_deref(),
+            home_dir().as_deref(),
+        )
     }
 
     /// [`from_default_locations`](Self::from_default_locations) with the `KUBECONFIG` value
@@ -314,7 +327,10 @@ impl Kubeconfig {
     /// # Errors
     ///
     /// A file that exists but cannot be read or parsed.
-    pub fn from_locations(kubeconfig_env: Option<&std::ffi::OsStr>, home: Option<&Path>) -> Result<Option<Self>, ConfigError> {
+    pub fn from_locations(
+        kubeconfig_env: Option<&std::ffi::OsStr>,
+        home: Option<&Path>,
+    ) -> Result<Option<Self>, ConfigError> {
         if let Some(list) = kubeconfig_env.filter(|v| !v.is_empty()) {
             let mut merged: Option<Kubeconfig> = None;
             for path in std::env::split_paths(list).filter(|p| !p.as_os_str().is_empty()) {
@@ -347,7 +363,10 @@ impl Kubeconfig {
             [one] => format!("kubeconfig {}", one.display()),
             many => format!(
                 "kubeconfig {}",
-                many.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":")
+                many.iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(":")
             ),
         }
     }

@@ -22,7 +22,10 @@ use std::time::Duration;
 use base64::Engine as _;
 
 pub use exec::{ExecCredential, ExecError};
-pub use kubeconfig::{AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
+pub use kubeconfig::{
+    AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster,
+    NamedContext,
+};
 
 /// Where a service account's files are mounted in a pod.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -61,9 +64,11 @@ impl std::fmt::Debug for Credentials {
             Credentials::None => f.write_str("None"),
             Credentials::Token(_) => f.write_str("Token(<redacted>)"),
             Credentials::TokenFile(path) => f.debug_tuple("TokenFile").field(path).finish(),
-            Credentials::Basic { username, .. } => {
-                f.debug_struct("Basic").field("username", username).field("password", &"<redacted>").finish()
-            }
+            Credentials::Basic { username, .. } => f
+                .debug_struct("Basic")
+                .field("username", username)
+                .field("password", &"<redacted>")
+                .finish(),
             Credentials::Exec(exec) => f.debug_tuple("Exec").field(&exec.command).finish(),
         }
     }
@@ -80,7 +85,9 @@ pub struct ClientIdentity {
 
 impl std::fmt::Debug for ClientIdentity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientIdentity").field("key_pem", &"<redacted>").finish_non_exhaustive()
+        f.debug_struct("ClientIdentity")
+            .field("key_pem", &"<redacted>")
+            .finish_non_exhaustive()
     }
 }
 
@@ -117,7 +124,9 @@ pub struct Config {
 #[non_exhaustive]
 pub enum ConfigError {
     /// A kubeconfig file could not be read.
-    #[error("cannot read kubeconfig {path}: {source} (check the path in KUBECONFIG or --kubeconfig)")]
+    #[error(
+        "cannot read kubeconfig {path}: {source} (check the path in KUBECONFIG or --kubeconfig)"
+    )]
     Read {
         /// The file.
         path: PathBuf,
@@ -134,16 +143,22 @@ pub enum ConfigError {
         message: String,
     },
     /// No kubeconfig and not running in a cluster.
-    #[error("no configuration found: set KUBECONFIG, create ~/.kube/config, or run inside a pod with a service account")]
+    #[error(
+        "no configuration found: set KUBECONFIG, create ~/.kube/config, or run inside a pod with a service account"
+    )]
     NotFound,
     /// The kubeconfig names no context to use.
-    #[error("{source_name} has no current-context; pick one with a context option or `kubectl config use-context NAME`")]
+    #[error(
+        "{source_name} has no current-context; pick one with a context option or `kubectl config use-context NAME`"
+    )]
     NoCurrentContext {
         /// Where the config came from.
         source_name: String,
     },
     /// A named entry does not exist.
-    #[error("{source_name}: {kind} {name:?} not found (known: {known}); check the name or run `kubectl config get-contexts`")]
+    #[error(
+        "{source_name}: {kind} {name:?} not found (known: {known}); check the name or run `kubectl config get-contexts`"
+    )]
     NotDefined {
         /// Where the config came from.
         source_name: String,
@@ -225,9 +240,16 @@ impl Config {
     /// # Errors
     ///
     /// [`ConfigError`] naming the missing entry or bad field.
-    pub fn from_kubeconfig(kubeconfig: &Kubeconfig, options: &KubeconfigOptions) -> Result<Self, ConfigError> {
+    pub fn from_kubeconfig(
+        kubeconfig: &Kubeconfig,
+        options: &KubeconfigOptions,
+    ) -> Result<Self, ConfigError> {
         let source_name = kubeconfig.describe_sources();
-        let context_name = match options.context.as_deref().or(kubeconfig.current_context.as_deref()) {
+        let context_name = match options
+            .context
+            .as_deref()
+            .or(kubeconfig.current_context.as_deref())
+        {
             Some(name) if !name.is_empty() => name.to_owned(),
             _ => return Err(ConfigError::NoCurrentContext { source_name }),
         };
@@ -235,21 +257,48 @@ impl Config {
             source_name: source_name.clone(),
             kind,
             name: name.to_owned(),
-            known: if known.is_empty() { "none".to_owned() } else { known.join(", ") },
+            known: if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            },
         };
         let context = kubeconfig
             .contexts
             .iter()
             .find(|c| c.name == context_name)
             .and_then(|c| c.context.clone())
-            .ok_or_else(|| not_defined("context", &context_name, kubeconfig.contexts.iter().map(|c| c.name.as_str()).collect()))?;
-        let cluster_name = options.cluster.clone().unwrap_or_else(|| context.cluster.clone());
+            .ok_or_else(|| {
+                not_defined(
+                    "context",
+                    &context_name,
+                    kubeconfig
+                        .contexts
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect(),
+                )
+            })?;
+        let cluster_name = options
+            .cluster
+            .clone()
+            .unwrap_or_else(|| context.cluster.clone());
         let cluster = kubeconfig
             .clusters
             .iter()
             .find(|c| c.name == cluster_name)
             .and_then(|c| c.cluster.clone())
-            .ok_or_else(|| not_defined("cluster", &cluster_name, kubeconfig.clusters.iter().map(|c| c.name.as_str()).collect()))?;
+            .ok_or_else(|| {
+                not_defined(
+                    "cluster",
+                    &cluster_name,
+                    kubeconfig
+                        .clusters
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect(),
+                )
+            })?;
         let user_name = options.user.clone().unwrap_or_else(|| context.user.clone());
         let user = if user_name.is_empty() {
             AuthInfo::default()
@@ -259,19 +308,39 @@ impl Config {
                 .iter()
                 .find(|u| u.name == user_name)
                 .map(|u| u.user.clone().unwrap_or_default())
-                .ok_or_else(|| not_defined("user", &user_name, kubeconfig.auth_infos.iter().map(|u| u.name.as_str()).collect()))?
+                .ok_or_else(|| {
+                    not_defined(
+                        "user",
+                        &user_name,
+                        kubeconfig
+                            .auth_infos
+                            .iter()
+                            .map(|u| u.name.as_str())
+                            .collect(),
+                    )
+                })?
         };
         let invalid = |field: String, message: String| ConfigError::InvalidField {
             source_name: source_name.clone(),
             field,
             message,
         };
-        let server = cluster.server.clone().filter(|s| !s.is_empty()).ok_or_else(|| {
-            invalid(format!("clusters[{cluster_name}].server"), "missing; set it to the API server URL, e.g. https://host:6443".to_owned())
+        let server = cluster
+            .server
+            .clone()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                invalid(
+                    format!("clusters[{cluster_name}].server"),
+                    "missing; set it to the API server URL, e.g. https://host:6443".to_owned(),
+                )
+            })?;
+        let cluster_url: http::Uri = server.parse().map_err(|err| {
+            invalid(
+                format!("clusters[{cluster_name}].server"),
+                format!("{server:?} is not a URL ({err})"),
+            )
         })?;
-        let cluster_url: http::Uri = server
-            .parse()
-            .map_err(|err| invalid(format!("clusters[{cluster_name}].server"), format!("{server:?} is not a URL ({err})")))?;
         let mut config = Config::new(cluster_url);
         if let Some(namespace) = context.namespace.filter(|n| !n.is_empty()) {
             config.default_namespace = namespace;
@@ -299,7 +368,10 @@ impl Config {
             &invalid,
         )?;
         config.client_identity = match (certificate, key) {
-            (Some(certificate_pem), Some(key_pem)) => Some(ClientIdentity { certificate_pem, key_pem }),
+            (Some(certificate_pem), Some(key_pem)) => Some(ClientIdentity {
+                certificate_pem,
+                key_pem,
+            }),
             (None, None) => None,
             _ => {
                 return Err(invalid(
@@ -334,8 +406,11 @@ impl Config {
     ///
     /// [`ConfigError::InCluster`] when not in a pod or the files are missing.
     pub fn incluster() -> Result<Self, ConfigError> {
-        let host = std::env::var("KUBERNETES_SERVICE_HOST")
-            .map_err(|_| ConfigError::InCluster("KUBERNETES_SERVICE_HOST is not set (not running in a pod?)".to_owned()))?;
+        let host = std::env::var("KUBERNETES_SERVICE_HOST").map_err(|_| {
+            ConfigError::InCluster(
+                "KUBERNETES_SERVICE_HOST is not set (not running in a pod?)".to_owned(),
+            )
+        })?;
         let port = std::env::var("KUBERNETES_SERVICE_PORT")
             .map_err(|_| ConfigError::InCluster("KUBERNETES_SERVICE_PORT is not set".to_owned()))?;
         Config::incluster_from(&host, &port, Path::new(SERVICE_ACCOUNT_DIR))
@@ -346,20 +421,32 @@ impl Config {
     /// # Errors
     ///
     /// [`ConfigError::InCluster`] when the files are missing.
-    pub fn incluster_from(host: &str, port: &str, service_account_dir: &Path) -> Result<Self, ConfigError> {
-        let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_owned() };
-        let url: http::Uri = format!("https://{host}:{port}")
-            .parse()
-            .map_err(|err| ConfigError::InCluster(format!("bad KUBERNETES_SERVICE_HOST/PORT: {err}")))?;
+    pub fn incluster_from(
+        host: &str,
+        port: &str,
+        service_account_dir: &Path,
+    ) -> Result<Self, ConfigError> {
+        let host = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]")
+        } else {
+            host.to_owned()
+        };
+        let url: http::Uri = format!("https://{host}:{port}").parse().map_err(|err| {
+            ConfigError::InCluster(format!("bad KUBERNETES_SERVICE_HOST/PORT: {err}"))
+        })?;
         let token = service_account_dir.join("token");
         if !token.exists() {
-            return Err(ConfigError::InCluster(format!("no service account token at {}", token.display())));
+            return Err(ConfigError::InCluster(format!(
+                "no service account token at {}",
+                token.display()
+            )));
         }
         let mut config = Config::new(url);
         config.credentials = Credentials::TokenFile(token);
         let ca = service_account_dir.join("ca.crt");
-        config.root_certificates_pem = std::fs::read(&ca)
-            .map_err(|err| ConfigError::InCluster(format!("cannot read {}: {err}", ca.display())))?;
+        config.root_certificates_pem = std::fs::read(&ca).map_err(|err| {
+            ConfigError::InCluster(format!("cannot read {}: {err}", ca.display()))
+        })?;
         if let Ok(namespace) = std::fs::read_to_string(service_account_dir.join("namespace")) {
             let namespace = namespace.trim();
             if !namespace.is_empty() {
@@ -382,7 +469,12 @@ fn data_or_file(
         return base64::engine::general_purpose::STANDARD
             .decode(compact)
             .map(Some)
-            .map_err(|err| invalid(format!("{field}-data"), format!("not valid base64 ({err}); it must be the base64 of a PEM file")));
+            .map_err(|err| {
+                invalid(
+                    format!("{field}-data"),
+                    format!("not valid base64 ({err}); it must be the base64 of a PEM file"),
+                )
+            });
     }
     match file.filter(|f| !f.is_empty()) {
         Some(path) => std::fs::read(path)

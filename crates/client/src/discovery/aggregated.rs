@@ -16,7 +16,11 @@ pub(crate) fn is_aggregated_content_type(content_type: &str) -> bool {
         return false;
     }
     let params: Vec<(&str, &str)> = parts.filter_map(|p| p.split_once('=')).collect();
-    let has = |name: &str, value: &str| params.iter().any(|(n, v)| n.trim() == name && v.trim() == value);
+    let has = |name: &str, value: &str| {
+        params
+            .iter()
+            .any(|(n, v)| n.trim() == name && v.trim() == value)
+    };
     has("g", "apidiscovery.k8s.io") && has("v", "v2") && has("as", "APIGroupDiscoveryList")
 }
 
@@ -115,10 +119,16 @@ mod tests {
 
     #[test]
     fn content_type_decides_with_parameters_in_any_order() {
-        assert!(is_aggregated_content_type("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"));
-        assert!(is_aggregated_content_type("application/json; as=APIGroupDiscoveryList; charset=utf-8; v=v2; g=apidiscovery.k8s.io"));
+        assert!(is_aggregated_content_type(
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        ));
+        assert!(is_aggregated_content_type(
+            "application/json; as=APIGroupDiscoveryList; charset=utf-8; v=v2; g=apidiscovery.k8s.io"
+        ));
         assert!(!is_aggregated_content_type("application/json"));
-        assert!(!is_aggregated_content_type("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"));
+        assert!(!is_aggregated_content_type(
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+        ));
     }
 
     #[test]
@@ -131,7 +141,14 @@ mod tests {
           ],"freshness":"Current"}]}]}"#;
         let groups = parse("/apis", body).unwrap();
         let deployments = &groups[0].resources[0];
-        assert_eq!((deployments.kind.as_str(), deployments.plural.as_str(), deployments.api_version.as_str()), ("Deployment", "deployments", "apps/v1"));
+        assert_eq!(
+            (
+                deployments.kind.as_str(),
+                deployments.plural.as_str(),
+                deployments.api_version.as_str()
+            ),
+            ("Deployment", "deployments", "apps/v1")
+        );
         assert!(deployments.namespaced);
         assert_eq!(groups[0].preferred_version, "v1");
     }

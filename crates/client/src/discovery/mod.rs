@@ -17,10 +17,11 @@ use serde::Deserialize;
 pub use rest_mapper::Resources;
 
 use crate::error::Result;
-use crate::rest::{decode, Client, Request};
+use crate::rest::{Client, Request, decode};
 
 /// The Accept header asking for aggregated discovery with a legacy fallback.
-const AGGREGATED_ACCEPT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+const AGGREGATED_ACCEPT: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
 
 /// One API group: its versions (preferred first) and their resources.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -100,7 +101,10 @@ impl Discovery {
                 .request_with_content_type(Request::get(root).accept(AGGREGATED_ACCEPT))
                 .await?;
             let url = format!("{}{root}", self.client.base_url());
-            if content_type.as_deref().is_some_and(aggregated::is_aggregated_content_type) {
+            if content_type
+                .as_deref()
+                .is_some_and(aggregated::is_aggregated_content_type)
+            {
                 groups.extend(aggregated::parse(&url, &body)?);
             } else if root == "/api" {
                 groups.push(self.legacy_core(&url, &body).await?);
@@ -125,7 +129,9 @@ impl Discovery {
             resources: Vec::new(),
         };
         for version in group.versions.clone() {
-            group.resources.extend(self.legacy_resources("", &version).await?);
+            group
+                .resources
+                .extend(self.legacy_resources("", &version).await?);
         }
         Ok(group)
     }

@@ -27,14 +27,21 @@ impl Resources {
     }
 
     fn preferred(&self) -> impl Iterator<Item = &ApiResource> {
-        self.groups
-            .iter()
-            .flat_map(|g| g.resources.iter().filter(move |r| r.version == g.preferred_version))
+        self.groups.iter().flat_map(|g| {
+            g.resources
+                .iter()
+                .filter(move |r| r.version == g.preferred_version)
+        })
     }
 
     /// The resource of a kind in a group, in the preferred version unless `version` is given.
     #[must_use]
-    pub fn resource_for_kind(&self, group: &str, version: Option<&str>, kind: &str) -> Option<ApiResource> {
+    pub fn resource_for_kind(
+        &self,
+        group: &str,
+        version: Option<&str>,
+        kind: &str,
+    ) -> Option<ApiResource> {
         let group = self.groups.iter().find(|g| g.name == group)?;
         let version = version.unwrap_or(&group.preferred_version);
         group
@@ -64,7 +71,12 @@ impl Resources {
         }
         let lower = name.to_ascii_lowercase();
         self.preferred()
-            .find(|r| r.plural == lower || r.singular == lower || r.short_names.iter().any(|s| *s == lower) || r.kind == name)
+            .find(|r| {
+                r.plural == lower
+                    || r.singular == lower
+                    || r.short_names.contains(&lower)
+                    || r.kind == name
+            })
             .cloned()
     }
 }

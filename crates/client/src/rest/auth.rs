@@ -38,8 +38,11 @@ enum AuthKind {
 }
 
 fn bearer(token: &str) -> Result<HeaderValue> {
-    let mut value = HeaderValue::from_str(&format!("Bearer {}", token.trim()))
-        .map_err(|_| Error::InvalidRequest("the bearer token contains characters not allowed in a header".to_owned()))?;
+    let mut value = HeaderValue::from_str(&format!("Bearer {}", token.trim())).map_err(|_| {
+        Error::InvalidRequest(
+            "the bearer token contains characters not allowed in a header".to_owned(),
+        )
+    })?;
     value.set_sensitive(true);
     Ok(value)
 }
@@ -50,9 +53,14 @@ impl Authenticator {
             Credentials::None => AuthKind::None,
             Credentials::Token(token) => AuthKind::Fixed(bearer(token)?),
             Credentials::Basic { username, password } => {
-                let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
-                let mut value = HeaderValue::from_str(&format!("Basic {encoded}"))
-                    .map_err(|_| Error::InvalidRequest("basic auth credentials are not a valid header".to_owned()))?;
+                let encoded = base64::engine::general_purpose::STANDARD
+                    .encode(format!("{username}:{password}"));
+                let mut value =
+                    HeaderValue::from_str(&format!("Basic {encoded}")).map_err(|_| {
+                        Error::InvalidRequest(
+                            "basic auth credentials are not a valid header".to_owned(),
+                        )
+                    })?;
                 value.set_sensitive(true);
                 AuthKind::Fixed(value)
             }
@@ -73,7 +81,10 @@ impl Authenticator {
 
     /// Whether a 401 may be cured by fetching credentials again.
     pub(crate) fn can_refresh(&self) -> bool {
-        matches!(self.kind, AuthKind::Exec { .. } | AuthKind::TokenFile { .. })
+        matches!(
+            self.kind,
+            AuthKind::Exec { .. } | AuthKind::TokenFile { .. }
+        )
     }
 
     /// Forgets cached credentials (after a 401).
@@ -81,7 +92,9 @@ impl Authenticator {
         match &self.kind {
             AuthKind::Exec { cached, .. } => *cached.lock().await = None,
             AuthKind::TokenFile { cached, .. } => {
-                *cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+                *cached
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
             }
             AuthKind::None | AuthKind::Fixed(_) => {}
         }
@@ -95,26 +108,38 @@ impl Authenticator {
             AuthKind::TokenFile { path, cached } => {
                 let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
                 {
-                    let cached = cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let cached = cached
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
                     if let Some((value, read_at)) = cached.as_ref()
                         && *read_at == modified
                     {
                         return Ok(Some(value.clone()));
                     }
                 }
-                let token = tokio::fs::read_to_string(path).await.map_err(|err| Error::Transport {
-                    url: self.cluster_server.clone(),
-                    message: format!("cannot read the token file {}: {err}", path.display()),
-                })?;
+                let token =
+                    tokio::fs::read_to_string(path)
+                        .await
+                        .map_err(|err| Error::Transport {
+                            url: self.cluster_server.clone(),
+                            message: format!(
+                                "cannot read the token file {}: {err}",
+                                path.display()
+                            ),
+                        })?;
                 let value = bearer(&token)?;
-                *cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((value.clone(), modified));
+                *cached
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some((value.clone(), modified));
                 Ok(Some(value))
             }
             AuthKind::Exec { config, cached } => {
                 let mut cached = cached.lock().await;
                 let fresh = cached.as_ref().is_some_and(|credential| {
                     credential.expires_at().is_none_or(|expiry| {
-                        jiff::Timestamp::now().as_second() + EXPIRY_MARGIN_SECONDS < expiry.as_second()
+                        jiff::Timestamp::now().as_second() + EXPIRY_MARGIN_SECONDS
+                            < expiry.as_second()
                     })
                 });
                 if !fresh {
@@ -138,9 +163,13 @@ impl Authenticator {
         if cached.is_none() {
             *cached = Some(run_exec_plugin(config, &self.cluster_server).await?);
         }
-        Ok(cached.as_ref().and_then(|c| match (&c.client_certificate_data, &c.client_key_data) {
-            (Some(cert), Some(key)) => Some((cert.clone().into_bytes(), key.clone().into_bytes())),
-            _ => None,
-        }))
+        Ok(cached
+            .as_ref()
+            .and_then(|c| match (&c.client_certificate_data, &c.client_key_data) {
+                (Some(cert), Some(key)) => {
+                    Some((cert.clone().into_bytes(), key.clone().into_bytes()))
+                }
+                _ => None,
+            }))
     }
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use http::header::{
+    ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT,
+};
 use http::{HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -18,7 +20,7 @@ use serde::de::DeserializeOwned;
 
 use super::auth::Authenticator;
 use super::rate_limit::TokenBucket;
-use super::request::{Request, JSON};
+use super::request::{JSON, Request};
 use super::tls::client_config;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -28,7 +30,8 @@ const MAX_ATTEMPTS: u32 = 10;
 /// The longest `Retry-After` honoured; longer values are capped.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
-type HttpClient = hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+type HttpClient =
+    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// A client for one API server as one user. Cheap to clone (shared connection pool).
 ///
@@ -77,7 +80,11 @@ impl Client {
     ///
     /// [`Error::Tls`] for unusable certificates, [`Error::Exec`] for a failing plugin.
     pub async fn new(config: Config) -> Result<Client> {
-        let base_url = config.cluster_url.to_string().trim_end_matches('/').to_owned();
+        let base_url = config
+            .cluster_url
+            .to_string()
+            .trim_end_matches('/')
+            .to_owned();
         let auth = Authenticator::new(&config.credentials, &base_url)?;
         let exec_identity = if config.cluster_url.scheme_str() == Some("https") {
             auth.exec_client_identity().await?
@@ -89,12 +96,19 @@ impl Client {
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(Duration::from_secs(30)));
-        let builder = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http();
+        let builder = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http();
         let builder = match &config.tls_server_name {
-            Some(name) => builder.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(
-                rustls::pki_types::ServerName::try_from(name.clone())
-                    .map_err(|err| Error::Tls(format!("tls-server-name {name:?} is not a valid name: {err}")))?,
-            )),
+            Some(name) => {
+                builder.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(
+                    rustls::pki_types::ServerName::try_from(name.clone()).map_err(|err| {
+                        Error::Tls(format!(
+                            "tls-server-name {name:?} is not a valid name: {err}"
+                        ))
+                    })?,
+                ))
+            }
             None => builder,
         };
         let connector = builder.enable_http1().enable_http2().wrap_connector(http);
@@ -162,10 +176,15 @@ impl Client {
         let http_request = builder
             .body(Full::new(request.body.clone()))
             .map_err(|err| Error::InvalidRequest(format!("{url}: {err}")))?;
-        let response = self.inner.http.request(http_request).await.map_err(|err| Error::Transport {
-            url: url.clone(),
-            message: error_chain(&err),
-        })?;
+        let response =
+            self.inner
+                .http
+                .request(http_request)
+                .await
+                .map_err(|err| Error::Transport {
+                    url: url.clone(),
+                    message: error_chain(&err),
+                })?;
         for warning in response.headers().get_all("warning") {
             if let Ok(text) = warning.to_str() {
                 tracing::warn!(target: "kubeclient::warning", %url, "{text}");
@@ -213,7 +232,12 @@ impl Client {
                 continue;
             }
             let retry = retry_after.and_then(|s| i32::try_from(s).ok());
-            return Err(Error::Api(ApiError::from_response(status.as_u16(), request.method.as_str(), &body, retry)));
+            return Err(Error::Api(Box::new(ApiError::from_response(
+                status.as_u16(),
+                request.method.as_str(),
+                &body,
+                retry,
+            ))));
         }
     }
 
@@ -226,10 +250,12 @@ impl Client {
         let work = async {
             let response = self.send(&request).await?;
             let (parts, body) = response.into_parts();
-            collect(body, &parts.headers).await.map_err(|message| Error::Transport {
-                url: self.url(&request),
-                message,
-            })
+            collect(body, &parts.headers)
+                .await
+                .map_err(|message| Error::Transport {
+                    url: self.url(&request),
+                    message,
+                })
         };
         match self.inner.timeout.filter(|_| !request.streaming) {
             Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
@@ -247,14 +273,23 @@ impl Client {
     /// # Errors
     ///
     /// As [`send`](Self::send).
-    pub async fn request_with_content_type(&self, request: Request) -> Result<(Option<String>, Bytes)> {
+    pub async fn request_with_content_type(
+        &self,
+        request: Request,
+    ) -> Result<(Option<String>, Bytes)> {
         let response = self.send(&request).await?;
         let (parts, body) = response.into_parts();
-        let content_type = parts.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let bytes = collect(body, &parts.headers).await.map_err(|message| Error::Transport {
-            url: self.url(&request),
-            message,
-        })?;
+        let content_type = parts
+            .headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let bytes = collect(body, &parts.headers)
+            .await
+            .map_err(|message| Error::Transport {
+                url: self.url(&request),
+                message,
+            })?;
         Ok((content_type, bytes))
     }
 
@@ -281,8 +316,15 @@ pub(crate) fn decode<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> 
 
 /// Reads a whole body, gunzipping it when the server compressed it.
 async fn collect(body: Incoming, headers: &http::HeaderMap) -> std::result::Result<Bytes, String> {
-    let bytes = body.collect().await.map_err(|err| error_chain(&err))?.to_bytes();
-    if headers.get(CONTENT_ENCODING).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip")) {
+    let bytes = body
+        .collect()
+        .await
+        .map_err(|err| error_chain(&err))?
+        .to_bytes();
+    if headers
+        .get(CONTENT_ENCODING)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"))
+    {
         gunzip(&bytes).map(Bytes::from)
     } else {
         Ok(bytes)
@@ -321,9 +363,14 @@ mod tests {
     fn gzip_bodies_are_decompressed_and_corrupt_ones_reported() {
         use std::io::Write as _;
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        encoder.write_all(b"{\"kind\":\"PodList\",\"items\":[]}").unwrap();
+        encoder
+            .write_all(b"{\"kind\":\"PodList\",\"items\":[]}")
+            .unwrap();
         let compressed = encoder.finish().unwrap();
-        assert_eq!(gunzip(&compressed).unwrap(), b"{\"kind\":\"PodList\",\"items\":[]}");
+        assert_eq!(
+            gunzip(&compressed).unwrap(),
+            b"{\"kind\":\"PodList\",\"items\":[]}"
+        );
         assert!(gunzip(b"not gzip").unwrap_err().contains("corrupt"));
     }
 }

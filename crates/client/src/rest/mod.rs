@@ -12,4 +12,4 @@ pub mod watch;
 pub use client::Client;
 pub(crate) use client::decode;
 pub use rate_limit::TokenBucket;
-pub use request::{Request, JSON};
+pub use request::{JSON, Request};

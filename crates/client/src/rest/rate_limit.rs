@@ -30,7 +30,10 @@ impl TokenBucket {
 
     /// How long the caller must wait before its request may go (reserving a token now).
     pub fn reserve(&self) -> Duration {
-        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(state.1).as_secs_f64();
         let tokens = (state.0 + elapsed * self.qps).min(self.burst) - 1.0;
@@ -68,8 +71,15 @@ mod tests {
         let wait = bucket.reserve();
         assert!((wait.as_secs_f64() - 0.1).abs() < 1e-6, "{wait:?}");
         let next = bucket.reserve();
-        assert!((next.as_secs_f64() - 0.2).abs() < 1e-6, "waiters queue up: {next:?}");
+        assert!(
+            (next.as_secs_f64() - 0.2).abs() < 1e-6,
+            "waiters queue up: {next:?}"
+        );
         tokio::time::advance(Duration::from_secs(10)).await;
-        assert_eq!(bucket.reserve(), Duration::ZERO, "the bucket refills up to its burst");
+        assert_eq!(
+            bucket.reserve(),
+            Duration::ZERO,
+            "the bucket refills up to its burst"
+        );
     }
 }

@@ -93,7 +93,12 @@ impl Request {
 
     /// The URL path of a resource: its collection, or an object (and a subresource).
     #[must_use]
-    pub fn resource_path(resource: &ApiResource, namespace: Option<&str>, name: Option<&str>, subresource: Option<&str>) -> String {
+    pub fn resource_path(
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        subresource: Option<&str>,
+    ) -> String {
         let mut path = resource.group_version().api_prefix();
         if let Some(namespace) = namespace.filter(|_| resource.namespaced) {
             path.push_str("/namespaces/");

@@ -17,7 +17,10 @@ fn tls_error(message: impl std::fmt::Display) -> Error {
 
 /// Builds the client TLS configuration. `identity` overrides the config's client
 /// certificate (one obtained from an exec plugin).
-pub(crate) fn client_config(config: &Config, identity: Option<(Vec<u8>, Vec<u8>)>) -> Result<rustls::ClientConfig> {
+pub(crate) fn client_config(
+    config: &Config,
+    identity: Option<(Vec<u8>, Vec<u8>)>,
+) -> Result<rustls::ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -35,10 +38,12 @@ pub(crate) fn client_config(config: &Config, identity: Option<(Vec<u8>, Vec<u8>)
             }
         } else {
             for certificate in CertificateDer::pem_slice_iter(&config.root_certificates_pem) {
-                let certificate = certificate.map_err(|err| tls_error(format!("the certificate authority is not valid PEM: {err}")))?;
-                roots
-                    .add(certificate)
-                    .map_err(|err| tls_error(format!("the certificate authority was refused: {err}")))?;
+                let certificate = certificate.map_err(|err| {
+                    tls_error(format!("the certificate authority is not valid PEM: {err}"))
+                })?;
+                roots.add(certificate).map_err(|err| {
+                    tls_error(format!("the certificate authority was refused: {err}"))
+                })?;
             }
             if roots.is_empty() {
                 return Err(tls_error("the certificate authority holds no certificate"));
@@ -56,12 +61,16 @@ pub(crate) fn client_config(config: &Config, identity: Option<(Vec<u8>, Vec<u8>)
         Some((certificate_pem, key_pem)) => {
             let chain = CertificateDer::pem_slice_iter(&certificate_pem)
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|err| tls_error(format!("the client certificate is not valid PEM: {err}")))?;
+                .map_err(|err| {
+                    tls_error(format!("the client certificate is not valid PEM: {err}"))
+                })?;
             let key = PrivateKeyDer::from_pem_slice(&key_pem)
                 .map_err(|err| tls_error(format!("the client key is not valid PEM: {err}")))?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|err| tls_error(format!("the client certificate and key do not match: {err}")))
+            builder.with_client_auth_cert(chain, key).map_err(|err| {
+                tls_error(format!(
+                    "the client certificate and key do not match: {err}"
+                ))
+            })
         }
         None => Ok(builder.with_no_client_auth()),
     }
@@ -92,7 +101,12 @@ impl ServerCertVerifier for AcceptAnyServerCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -101,10 +115,17 @@ impl ServerCertVerifier for AcceptAnyServerCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }

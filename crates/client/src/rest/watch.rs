@@ -9,6 +9,9 @@ use serde::de::DeserializeOwned;
 use super::{Client, Request};
 use crate::error::{Error, Result};
 
+/// A stream of watch events (boxed, so it is `Unpin` and easy to store).
+pub type WatchStream<K> = futures_util::stream::BoxStream<'static, Result<WatchEvent<K>>>;
+
 struct State {
     body: Incoming,
     decoder: WatchStreamDecoder,
@@ -19,7 +22,10 @@ struct State {
 /// Decodes a watch response body into events as its bytes arrive. A malformed event
 /// yields an error item and the stream goes on; a broken connection yields one error and
 /// ends; a clean end of the body ends the stream.
-pub fn event_stream<K>(body: Incoming, url: String) -> impl Stream<Item = Result<WatchEvent<K>>> + Send
+pub fn event_stream<K>(
+    body: Incoming,
+    url: String,
+) -> impl Stream<Item = Result<WatchEvent<K>>> + Send
 where
     K: DeserializeOwned + Send + 'static,
 {
@@ -69,13 +75,13 @@ impl Client {
     /// # Errors
     ///
     /// The error of the request itself (the stream then carries per-event errors).
-    pub async fn watch<K>(&self, request: Request) -> Result<impl Stream<Item = Result<WatchEvent<K>>> + Send + use<K>>
+    pub async fn watch<K>(&self, request: Request) -> Result<WatchStream<K>>
     where
         K: DeserializeOwned + Send + 'static,
     {
         let request = request.streaming();
         let url = format!("{}{}", self.base_url(), request.path);
         let response = self.send(&request).await?;
-        Ok(event_stream(response.into_body(), url))
+        Ok(Box::pin(event_stream(response.into_body(), url)))
     }
 }

@@ -1,1 +1,12 @@
-//! Integration tests of the client against the embedded API server.
+//! Integration tests of the client against the embedded API server over real HTTP.
+//!
+//! - `typed`: every verb of the typed client, pagination, watch resume, Status errors.
+//! - `dynamic`: the dynamic client on a custom resource, and discovery.
+//! - `auth`: TLS with the server's CA plus a token, client certificates, an exec plugin.
+//! - `watch_bytes`: a watch body delivered one byte per chunk.
+
+mod auth;
+mod dynamic;
+mod support;
+mod typed;
+mod watch_bytes;
