@@ -33,9 +33,3 @@ mod tls;
 pub use faults::{Fault, Faults};
 pub use server::{ApiServer, ApiServerBuilder, StartError};
 pub use tls::{CertificatePair, TlsError};
-
-/// The workspace README's examples, compiled and run as doc tests so they stay true (this
-/// crate sees both the machinery and the server).
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeExamples;

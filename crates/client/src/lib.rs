@@ -43,3 +43,9 @@ pub use config::Config;
 pub use error::{Error, Result};
 pub use kubeclient_machinery as machinery;
 pub use rest::Client;
+
+/// The workspace README's examples, compiled and run as doc tests so they stay true (this
+/// crate sees the machinery, the client and, as a dev-dependency, the server).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;

@@ -19,6 +19,7 @@ use kubeclient_machinery::ApiError;
 use serde::de::DeserializeOwned;
 
 use super::auth::Authenticator;
+use super::connector::Connector;
 use super::rate_limit::TokenBucket;
 use super::request::{JSON, Request};
 use super::tls::client_config;
@@ -31,7 +32,7 @@ const MAX_ATTEMPTS: u32 = 10;
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 type HttpClient =
-    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<Connector>, Full<Bytes>>;
 
 /// A client for one API server as one user. Cheap to clone (shared connection pool).
 ///
@@ -111,7 +112,8 @@ impl Client {
             }
             None => builder,
         };
-        let connector = builder.enable_http1().enable_http2().wrap_connector(http);
+        let tcp = Connector::new(http, &config.cluster_url, config.proxy_url.as_deref())?;
+        let connector = builder.enable_http1().enable_http2().wrap_connector(tcp);
         let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())

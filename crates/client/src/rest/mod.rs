@@ -4,6 +4,7 @@
 
 mod auth;
 mod client;
+mod connector;
 mod rate_limit;
 mod request;
 mod tls;
