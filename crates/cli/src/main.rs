@@ -18,6 +18,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The main job: informers against the embedded server under load and faults, then a
+    /// convergence check (prints `converged`; exit code 1 if a cache differs).
+    Demo(commands::demo::DemoArgs),
     /// Run the embedded Kubernetes-compatible API server until Ctrl-C.
     Serve(commands::serve::ServeArgs),
 }
@@ -43,11 +46,13 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => commands::serve::run(args).await,
+            Command::Serve(args) => commands::serve::run(args).await.map(|()| true),
+            Command::Demo(args) => commands::demo::run(args).await,
         }
     });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(err) => {
             eprintln!("kubeclient: {err}");
             ExitCode::from(1)

@@ -10,7 +10,9 @@
 //!   (client-go's clientset and dynamic client).
 //! - [`discovery`]: the server's groups and resources, and a REST mapper.
 //!
-//! Informers, listers and work queues are being built (see the workspace README).
+//! - [`cache`]: Store, Indexer, DeltaFIFO, RealFIFO, Reflector, SharedIndexInformer, Lister.
+//! - [`informers`]: the SharedInformerFactory (typed, dynamic and metadata-only informers).
+//! - [`workqueue`]: rate-limited work queues for controllers.
 //!
 //! # Example
 //!
@@ -31,10 +33,13 @@
 //! ```
 
 pub mod api;
+pub mod cache;
 pub mod config;
 pub mod discovery;
 mod error;
+pub mod informers;
 pub mod rest;
+pub mod workqueue;
 
 pub use api::{
     Api, DeleteParams, Deleted, ListParams, ObjectList, Patch, PatchParams, PostParams, WatchParams,

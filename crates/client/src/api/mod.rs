@@ -24,6 +24,13 @@ use crate::error::{Error, Result};
 use crate::rest::watch::WatchStream;
 use crate::rest::{Client, JSON, Request, decode};
 
+/// What metadata-only lists ask for (client-go's metadata client, JSON only).
+const METADATA_LIST_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+/// What metadata-only watches ask for.
+const METADATA_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+
 /// The default page size of [`Api::list_all`] (client-go's pager uses 500).
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
 
@@ -252,6 +259,37 @@ where
         self.client
             .watch(Request::get(self.path(None, None)).query(&query_pairs(&query)))
             .await
+    }
+
+    /// Lists metadata only (`PartialObjectMetadataList`): every object carries its
+    /// `metadata` and nothing else, which is all many controllers need.
+    ///
+    /// # Errors
+    ///
+    /// As [`list`](Self::list).
+    pub async fn list_metadata(&self, params: &ListParams) -> Result<ObjectList<K>> {
+        let query = params.query();
+        let request = Request::get(self.path(None, None))
+            .query(&query_pairs(&query))
+            .accept(METADATA_LIST_ACCEPT);
+        self.client.request_json(request).await
+    }
+
+    /// Watches metadata only (`PartialObjectMetadata` events).
+    ///
+    /// # Errors
+    ///
+    /// As [`watch`](Self::watch).
+    pub async fn watch_metadata(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+    ) -> Result<WatchStream<K>> {
+        let query = params.query(resource_version);
+        let request = Request::get(self.path(None, None))
+            .query(&query_pairs(&query))
+            .accept(METADATA_ACCEPT);
+        self.client.watch(request).await
     }
 
     /// Creates an object.

@@ -1,0 +1,507 @@
+//! `kubeclient demo`: the main job. Starts the embedded API server (or uses a kubeconfig),
+//! runs shared informers with handlers and work-queue workers, drives a workload with
+//! deliberate watch drops and a compaction, and checks that every cache converged to the
+//! server's state.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write as _};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kubeclient::cache::{Lister, ResourceEventHandlerFuncs, SharedIndexInformer, Store};
+use kubeclient::config::{Kubeconfig, KubeconfigOptions};
+use kubeclient::informers::SharedInformerFactory;
+use kubeclient::machinery::{ApiResource, DynamicObject, GroupVersionKind, Object};
+use kubeclient::workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
+use kubeclient::{Api, Client, Config, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kubeclient_apiserver::ApiServer;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// The label every demo object carries (informers select on it).
+const DEMO_LABEL: &str = "app.kubernetes.io/managed-by";
+const DEMO_VALUE: &str = "kubeclient-demo";
+
+/// Options of `kubeclient demo`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct DemoArgs {
+    /// Use this cluster instead of the embedded server (also KUBECONFIG). Faults are then
+    /// not injected.
+    #[arg(long, value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
+    /// How long the workload runs, in seconds.
+    #[arg(long, default_value_t = 20)]
+    duration: u64,
+    /// Writes per second.
+    #[arg(long, default_value_t = 100)]
+    rate: u32,
+    /// Namespaces the workload spreads over.
+    #[arg(long, default_value_t = 3)]
+    namespaces: usize,
+    /// Work-queue workers reconciling ConfigMaps.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+}
+
+/// Counts of what one handler saw.
+#[derive(Default)]
+struct Counts {
+    adds: AtomicU64,
+    updates: AtomicU64,
+    deletes: AtomicU64,
+}
+
+impl Counts {
+    fn total(&self) -> u64 {
+        self.adds.load(Ordering::Relaxed)
+            + self.updates.load(Ordering::Relaxed)
+            + self.deletes.load(Ordering::Relaxed)
+    }
+}
+
+fn counting_handler<K: Send + Sync + 'static>(counts: Arc<Counts>) -> ResourceEventHandlerFuncs<K> {
+    let (a, u, d) = (counts.clone(), counts.clone(), counts);
+    ResourceEventHandlerFuncs::new()
+        .on_add(move |_, _| {
+            a.adds.fetch_add(1, Ordering::Relaxed);
+        })
+        .on_update(move |_, _| {
+            u.updates.fetch_add(1, Ordering::Relaxed);
+        })
+        .on_delete(move |_| {
+            d.deletes.fetch_add(1, Ordering::Relaxed);
+        })
+}
+
+async fn client_config(
+    args: &DemoArgs,
+) -> Result<(Option<ApiServer>, Config), Box<dyn std::error::Error>> {
+    let explicit = args
+        .kubeconfig
+        .clone()
+        .or_else(|| std::env::var_os("KUBECONFIG").map(PathBuf::from));
+    match explicit {
+        Some(path) => {
+            let kubeconfig = Kubeconfig::read_from(&path)?;
+            Ok((
+                None,
+                Config::from_kubeconfig(&kubeconfig, &KubeconfigOptions::default())?,
+            ))
+        }
+        None => {
+            let server = ApiServer::builder().history_window(100_000).start().await?;
+            let kubeconfig = Kubeconfig::from_yaml(&server.kubeconfig())?;
+            let config = Config::from_kubeconfig(&kubeconfig, &KubeconfigOptions::default())?;
+            Ok((Some(server), config))
+        }
+    }
+}
+
+fn widget_resource() -> ApiResource {
+    ApiResource::from_gvk(
+        &GroupVersionKind::new("demo.kubeclient.dev", "v1", "Widget"),
+        "widgets",
+        true,
+    )
+}
+
+async fn install_widget_crd(client: &Client) -> Result<(), kubeclient::Error> {
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.demo.kubeclient.dev"},
+        "spec": {"group": "demo.kubeclient.dev", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .map_err(|err| kubeclient::Error::InvalidRequest(err.to_string()))?;
+    match Api::<CustomResourceDefinition>::all(client.clone())
+        .create(&PostParams::default(), &crd)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(err) if err.api().is_some_and(|e| e.is_already_exists()) => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+/// One randomly chosen write of the workload. Conflicts and not-founds are expected (the
+/// workload races itself); anything else counts as an error.
+async fn one_write(client: &Client, namespace: &str, serial: u64) -> Result<(), kubeclient::Error> {
+    let name = format!("obj-{}", fastrand::u32(0..40));
+    let labels = json!({DEMO_LABEL: DEMO_VALUE});
+    let patch = PatchParams::apply("kubeclient-demo").force();
+    let result = match fastrand::u8(0..10) {
+        0..=4 => {
+            let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}, "data": {"serial": serial.to_string()}});
+            Api::<ConfigMap>::namespaced(client.clone(), namespace)
+                .patch(&name, &patch, &Patch::Apply(body))
+                .await
+                .map(drop)
+        }
+        5 => Api::<ConfigMap>::namespaced(client.clone(), namespace)
+            .delete(&name, &DeleteParams::default())
+            .await
+            .map(drop),
+        6 => {
+            let body = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "labels": labels}, "stringData": {}, "data": {"s": "c2VyaWFs"}});
+            Api::<Secret>::namespaced(client.clone(), namespace)
+                .patch(&name, &patch, &Patch::Apply(body))
+                .await
+                .map(drop)
+        }
+        7 => Api::<Secret>::namespaced(client.clone(), namespace)
+            .delete(&name, &DeleteParams::default())
+            .await
+            .map(drop),
+        8 => {
+            let body = json!({"apiVersion": "demo.kubeclient.dev/v1", "kind": "Widget", "metadata": {"name": name, "labels": labels}, "spec": {"size": serial % 10}});
+            Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &widget_resource())
+                .patch(&name, &patch, &Patch::Apply(body))
+                .await
+                .map(drop)
+        }
+        _ => Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &widget_resource())
+            .delete(&name, &DeleteParams::default())
+            .await
+            .map(drop),
+    };
+    match result {
+        Err(err) if err.is_not_found() || err.api().is_some_and(|e| e.is_conflict()) => Ok(()),
+        other => other,
+    }
+}
+
+/// `namespace/name -> resourceVersion` of the server's demo objects of one resource.
+async fn server_state<K>(api: Api<K>) -> Result<BTreeMap<String, String>, kubeclient::Error>
+where
+    K: Object + DeserializeOwned + Serialize + Send + 'static,
+{
+    let list = api
+        .list_all(&ListParams::default().labels(&format!("{DEMO_LABEL}={DEMO_VALUE}")))
+        .await?;
+    Ok(list
+        .items
+        .iter()
+        .map(|o| {
+            (
+                kubeclient::machinery::meta_namespace_key(o),
+                o.resource_version().to_owned(),
+            )
+        })
+        .collect())
+}
+
+fn cache_state<K: Object + Send + Sync + 'static>(
+    informer: &SharedIndexInformer<K>,
+) -> BTreeMap<String, String> {
+    informer
+        .indexer()
+        .list()
+        .iter()
+        .map(|o| {
+            (
+                kubeclient::machinery::meta_namespace_key(o.as_ref()),
+                o.resource_version().to_owned(),
+            )
+        })
+        .collect()
+}
+
+struct Row {
+    resource: &'static str,
+    server: usize,
+    cached: usize,
+    counts: Arc<Counts>,
+    differences: Vec<String>,
+}
+
+fn differences(server: &BTreeMap<String, String>, cache: &BTreeMap<String, String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (key, rv) in server {
+        match cache.get(key) {
+            None => out.push(format!("{key}: missing from the cache")),
+            Some(cached) if cached != rv => {
+                out.push(format!("{key}: cached at {cached}, server at {rv}"))
+            }
+            Some(_) => {}
+        }
+    }
+    for key in cache.keys().filter(|k| !server.contains_key(*k)) {
+        out.push(format!("{key}: cached but gone from the server"));
+    }
+    out
+}
+
+/// Runs the demo; `Ok(false)` when the caches did not converge.
+pub(crate) async fn run(args: DemoArgs) -> Result<bool, Box<dyn std::error::Error>> {
+    let (server, config) = client_config(&args).await?;
+    let client = Client::new(config).await?;
+    match &server {
+        Some(server) => println!(
+            "embedded API server at {} (faults will be injected)",
+            server.url()
+        ),
+        None => println!("using the cluster at {}", client.base_url()),
+    }
+    let namespaces: Vec<String> = (0..args.namespaces.max(1))
+        .map(|i| format!("kubeclient-demo-{i}"))
+        .collect();
+    for namespace in &namespaces {
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
+        match Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+        {
+            Err(err) if !err.api().is_some_and(|e| e.is_already_exists()) => return Err(err.into()),
+            _ => {}
+        }
+    }
+    install_widget_crd(&client).await?;
+
+    let selector = format!("{DEMO_LABEL}={DEMO_VALUE}");
+    let tweak_selector = selector.clone();
+    let factory = SharedInformerFactory::new(client.clone())
+        .strip_managed_fields(true)
+        .resync(Duration::from_secs(10))
+        .tweak_list_options(Arc::new(move |list, watch| {
+            list.label_selector = Some(tweak_selector.clone());
+            watch.label_selector = Some(tweak_selector.clone());
+        }));
+    let configmaps = factory.informer::<ConfigMap>();
+    let secrets = factory.informer::<Secret>();
+    let widgets = factory.dynamic_informer(&widget_resource());
+    let configmap_metadata = factory.metadata_informer(&ApiResource::of::<ConfigMap>());
+    let counts: Vec<Arc<Counts>> = (0..4).map(|_| Arc::new(Counts::default())).collect();
+    configmaps.add_event_handler(counting_handler(counts[0].clone()))?;
+    secrets.add_event_handler(counting_handler(counts[1].clone()))?;
+    widgets.add_event_handler(counting_handler(counts[2].clone()))?;
+    configmap_metadata.add_event_handler(counting_handler(counts[3].clone()))?;
+
+    // A controller: ConfigMap events enqueue keys; workers reconcile by reading the lister.
+    let queue: RateLimitingQueue<String> = RateLimitingQueue::new(
+        default_controller_rate_limiter(),
+        QueueConfig::default().name("configmaps"),
+    );
+    let enqueue = |queue: RateLimitingQueue<String>| {
+        let (q1, q2, q3) = (queue.clone(), queue.clone(), queue);
+        ResourceEventHandlerFuncs::<ConfigMap>::new()
+            .on_add(move |cm, _| q1.add(kubeclient::machinery::meta_namespace_key(cm.as_ref())))
+            .on_update(move |_, cm| q2.add(kubeclient::machinery::meta_namespace_key(cm.as_ref())))
+            .on_delete(move |cm| q3.add(cm.key()))
+    };
+    configmaps.add_event_handler(enqueue(queue.clone()))?;
+    let lister: Lister<ConfigMap> = factory.lister::<ConfigMap>();
+    let reconciled = Arc::new(AtomicU64::new(0));
+    let mut workers = Vec::new();
+    for _ in 0..args.workers.max(1) {
+        let (queue, lister, reconciled) = (queue.clone(), lister.clone(), reconciled.clone());
+        workers.push(tokio::spawn(async move {
+            while let Some(key) = queue.get().await {
+                let (namespace, name) = key.split_once('/').unwrap_or(("", key.as_str()));
+                // Reconcile: read the desired state from the cache (absent = deleted).
+                let _exists = lister.by_namespace(namespace).get(name).is_ok();
+                reconciled.fetch_add(1, Ordering::Relaxed);
+                queue.forget(&key);
+                queue.done(&key);
+            }
+        }));
+    }
+
+    factory.start();
+    let synced_at = Instant::now();
+    factory.wait_for_cache_sync().await;
+    println!("caches synced in {:?}", synced_at.elapsed());
+
+    // The workload, with progress.
+    let stop_writing = CancellationToken::new();
+    let writes = Arc::new(AtomicU64::new(0));
+    let write_errors = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let (client, namespaces, writes, errors, stop) = (
+            client.clone(),
+            namespaces.clone(),
+            writes.clone(),
+            write_errors.clone(),
+            stop_writing.clone(),
+        );
+        let interval = Duration::from_secs_f64(1.0 / f64::from(args.rate.max(1)));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(interval);
+            let mut serial = 0u64;
+            while !stop.is_cancelled() {
+                tick.tick().await;
+                serial += 1;
+                let namespace = &namespaces[fastrand::usize(0..namespaces.len())];
+                if let Err(err) = one_write(&client, namespace, serial).await {
+                    if errors.fetch_add(1, Ordering::Relaxed) < 3 {
+                        eprintln!("write failed: {err}");
+                    }
+                }
+                writes.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let duration = Duration::from_secs(args.duration.max(1));
+    let started = Instant::now();
+    let (mut dropped, mut compacted) = (false, false);
+    let tty = std::io::stderr().is_terminal();
+    let mut last_events = 0u64;
+    let mut last_tick = Instant::now();
+    while started.elapsed() < duration {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let elapsed = started.elapsed();
+        if let Some(server) = &server {
+            if !dropped && elapsed >= duration / 3 {
+                dropped = true;
+                server.drop_watches();
+                eprintln!(
+                    "{}fault: dropped every watch",
+                    if tty { "\r\x1b[K" } else { "" }
+                );
+            }
+            if !compacted && elapsed >= duration * 2 / 3 {
+                compacted = true;
+                server.compact();
+                server.drop_watches();
+                eprintln!(
+                    "{}fault: compacted history and dropped watches (re-watches get 410 and relist)",
+                    if tty { "\r\x1b[K" } else { "" }
+                );
+            }
+        }
+        let events: u64 = counts.iter().map(|c| c.total()).sum();
+        let rate = (events - last_events) as f64 / last_tick.elapsed().as_secs_f64();
+        (last_events, last_tick) = (events, Instant::now());
+        let cached = configmaps.indexer().len() + secrets.indexer().len() + widgets.indexer().len();
+        let line = format!(
+            "[{:>4.1}s] writes {:>6}  events {:>7} ({:>6.0}/s)  cached {:>5}  queue {:>4}  reconciled {:>6}",
+            elapsed.as_secs_f64(),
+            writes.load(Ordering::Relaxed),
+            events,
+            rate,
+            cached,
+            queue.len(),
+            reconciled.load(Ordering::Relaxed)
+        );
+        if tty {
+            eprint!("\r\x1b[K{line}");
+            let _ = std::io::stderr().flush();
+        } else {
+            eprintln!("{line}");
+        }
+    }
+    stop_writing.cancel();
+    let _ = writer.await;
+    if tty {
+        eprintln!();
+    }
+
+    // Quiescence: wait until every cache equals the server's state (or give up).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let rows = loop {
+        let rows = vec![
+            row(
+                "configmaps",
+                server_state(Api::<ConfigMap>::all(client.clone())).await?,
+                cache_state(&configmaps),
+                &counts[0],
+            ),
+            row(
+                "secrets",
+                server_state(Api::<Secret>::all(client.clone())).await?,
+                cache_state(&secrets),
+                &counts[1],
+            ),
+            row(
+                "widgets (dynamic)",
+                server_state(Api::<DynamicObject>::all_with(
+                    client.clone(),
+                    &widget_resource(),
+                ))
+                .await?,
+                cache_state(&widgets),
+                &counts[2],
+            ),
+            row(
+                "configmaps (metadata)",
+                server_state(Api::<ConfigMap>::all(client.clone())).await?,
+                cache_state(&configmap_metadata),
+                &counts[3],
+            ),
+        ];
+        if rows.iter().all(|r| r.differences.is_empty()) || Instant::now() > deadline {
+            break rows;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    queue.shutdown_with_drain().await;
+    for worker in workers {
+        let _ = worker.await;
+    }
+    factory.shutdown().await;
+
+    println!();
+    println!(
+        "{:<24} {:>8} {:>8} {:>8} {:>8} {:>8}  status",
+        "informer", "server", "cached", "adds", "updates", "deletes"
+    );
+    for r in &rows {
+        println!(
+            "{:<24} {:>8} {:>8} {:>8} {:>8} {:>8}  {}",
+            r.resource,
+            r.server,
+            r.cached,
+            r.counts.adds.load(Ordering::Relaxed),
+            r.counts.updates.load(Ordering::Relaxed),
+            r.counts.deletes.load(Ordering::Relaxed),
+            if r.differences.is_empty() {
+                "ok".to_owned()
+            } else {
+                format!("{} differences", r.differences.len())
+            }
+        );
+    }
+    println!(
+        "writes {} (failed {}), reconciles {}, selector {selector}",
+        writes.load(Ordering::Relaxed),
+        write_errors.load(Ordering::Relaxed),
+        reconciled.load(Ordering::Relaxed)
+    );
+    let converged = rows.iter().all(|r| r.differences.is_empty());
+    if converged {
+        println!("converged");
+    } else {
+        for r in &rows {
+            for difference in r.differences.iter().take(10) {
+                println!("{}: {difference}", r.resource);
+            }
+        }
+        println!("NOT converged");
+    }
+    if let Some(server) = server {
+        server.shutdown().await;
+    }
+    Ok(converged)
+}
+
+fn row(
+    resource: &'static str,
+    server: BTreeMap<String, String>,
+    cache: BTreeMap<String, String>,
+    counts: &Arc<Counts>,
+) -> Row {
+    Row {
+        resource,
+        server: server.len(),
+        cached: cache.len(),
+        counts: counts.clone(),
+        differences: differences(&server, &cache),
+    }
+}

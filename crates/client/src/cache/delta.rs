@@ -1,0 +1,186 @@
+//! The queue vocabulary: [`Delta`], [`DeltaType`] and [`Deltas`].
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use kubeclient_machinery::DeletedObject;
+#[cfg(test)]
+use kubeclient_machinery::Object;
+
+#[cfg(test)]
+use super::error::Result;
+#[cfg(test)]
+use super::store::{KeyFunc, key_of};
+
+/// What happened to an object (Go's `DeltaType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DeltaType {
+    /// The object was added (watch `ADDED`).
+    Added,
+    /// The object was modified (watch `MODIFIED`).
+    Updated,
+    /// The object was deleted, or its deletion was inferred by a relist.
+    Deleted,
+    /// The object was in a relist (queues configured to emit it; otherwise `Sync`).
+    Replaced,
+    /// The object is re-delivered by a periodic resync, or was in a relist (DeltaFIFO
+    /// without `emit_delta_type_replaced`).
+    Sync,
+}
+
+/// One change to one object (Go's `Delta`). The variants carry exactly what each type can
+/// hold: only a deletion can carry a tombstone.
+#[derive(Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Delta<K> {
+    /// The object was added.
+    Added(Arc<K>),
+    /// The object was modified; this is its new state.
+    Updated(Arc<K>),
+    /// The object was deleted: its final state, or a
+    /// [`DeletedFinalStateUnknown`](kubeclient_machinery::DeletedFinalStateUnknown) tombstone
+    /// when the deletion was inferred by a relist.
+    Deleted(DeletedObject<K>),
+    /// The object was in a relist.
+    Replaced(Arc<K>),
+    /// The object is re-delivered unchanged (resync, or a relist without `Replaced`).
+    Sync(Arc<K>),
+}
+
+impl<K> Clone for Delta<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Delta::Added(obj) => Delta::Added(Arc::clone(obj)),
+            Delta::Updated(obj) => Delta::Updated(Arc::clone(obj)),
+            Delta::Deleted(obj) => Delta::Deleted(obj.clone()),
+            Delta::Replaced(obj) => Delta::Replaced(Arc::clone(obj)),
+            Delta::Sync(obj) => Delta::Sync(Arc::clone(obj)),
+        }
+    }
+}
+
+impl<K> Delta<K> {
+    /// The kind of change.
+    #[must_use]
+    pub fn delta_type(&self) -> DeltaType {
+        match self {
+            Delta::Added(_) => DeltaType::Added,
+            Delta::Updated(_) => DeltaType::Updated,
+            Delta::Deleted(_) => DeltaType::Deleted,
+            Delta::Replaced(_) => DeltaType::Replaced,
+            Delta::Sync(_) => DeltaType::Sync,
+        }
+    }
+
+    /// The object: for a tombstone its last known state, which may be absent.
+    #[must_use]
+    pub fn object(&self) -> Option<&Arc<K>> {
+        match self {
+            Delta::Added(obj) | Delta::Updated(obj) | Delta::Replaced(obj) | Delta::Sync(obj) => {
+                Some(obj)
+            }
+            Delta::Deleted(DeletedObject::Final(obj)) => Some(obj),
+            Delta::Deleted(DeletedObject::FinalStateUnknown(tombstone)) => tombstone.obj.as_ref(),
+        }
+    }
+
+    /// Whether this is a deletion inferred by a relist.
+    #[must_use]
+    pub fn is_tombstone(&self) -> bool {
+        matches!(self, Delta::Deleted(DeletedObject::FinalStateUnknown(_)))
+    }
+}
+
+#[cfg(test)]
+impl<K: Object> Delta<K> {
+    /// The key of the delta's object: a tombstone's own key, otherwise `key_func`'s.
+    pub(super) fn key(&self, key_func: Option<&KeyFunc<K>>) -> Result<String> {
+        match self {
+            Delta::Deleted(DeletedObject::FinalStateUnknown(tombstone)) => {
+                Ok(tombstone.key.clone())
+            }
+            Delta::Added(obj)
+            | Delta::Updated(obj)
+            | Delta::Replaced(obj)
+            | Delta::Sync(obj)
+            | Delta::Deleted(DeletedObject::Final(obj)) => key_of(key_func, obj),
+        }
+    }
+}
+
+/// The changes to one object, oldest first, as popped from a queue (Go's `Deltas`).
+///
+/// Dereferences to a slice, so `len`, `iter`, `first` and `last` work as usual.
+#[derive(Debug, PartialEq)]
+pub struct Deltas<K> {
+    deltas: Vec<Delta<K>>,
+}
+
+impl<K> Deltas<K> {
+    pub(super) fn one(delta: Delta<K>) -> Self {
+        Deltas {
+            deltas: vec![delta],
+        }
+    }
+
+    pub(super) fn push(&mut self, delta: Delta<K>) {
+        self.deltas.push(delta);
+    }
+
+    pub(super) fn as_vec_mut(&mut self) -> &mut Vec<Delta<K>> {
+        &mut self.deltas
+    }
+
+    /// The oldest change.
+    #[must_use]
+    pub fn oldest(&self) -> Option<&Delta<K>> {
+        self.deltas.first()
+    }
+
+    /// The newest change.
+    #[must_use]
+    pub fn newest(&self) -> Option<&Delta<K>> {
+        self.deltas.last()
+    }
+
+    /// The changes, oldest first.
+    #[must_use]
+    pub fn into_vec(self) -> Vec<Delta<K>> {
+        self.deltas
+    }
+}
+
+impl<K> Clone for Deltas<K> {
+    fn clone(&self) -> Self {
+        Deltas {
+            deltas: self.deltas.clone(),
+        }
+    }
+}
+
+impl<K> Deref for Deltas<K> {
+    type Target = [Delta<K>];
+
+    fn deref(&self) -> &[Delta<K>] {
+        &self.deltas
+    }
+}
+
+impl<K> IntoIterator for Deltas<K> {
+    type Item = Delta<K>;
+    type IntoIter = std::vec::IntoIter<Delta<K>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.deltas.into_iter()
+    }
+}
+
+impl<'a, K> IntoIterator for &'a Deltas<K> {
+    type Item = &'a Delta<K>;
+    type IntoIter = std::slice::Iter<'a, Delta<K>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.deltas.iter()
+    }
+}

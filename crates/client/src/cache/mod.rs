@@ -1,0 +1,93 @@
+//! The informer's cache core (client-go's `tools/cache`): the [`Store`] / [`Indexer`] that
+//! holds objects, and the two queues a reflector writes into, [`DeltaFIFO`] and [`RealFIFO`].
+//!
+//! ```text
+//! reflector ──add/update/delete/replace/resync──▶ Queue (DeltaFIFO | RealFIFO)
+//!                                                   │ pop(process)  (under the queue lock)
+//!                                                   ▼
+//!                                          process loop ──▶ Indexer (Cache) ──▶ handlers
+//!                                                   ▲                 │
+//!                                                   └── KnownObjects ─┘  (replace, resync)
+//! ```
+//!
+//! Start with [`Cache`] (a [`Store`] and [`Indexer`]) and [`DeltaFIFO`] / [`RealFIFO`] (both
+//! [`Queue`]s). These are plain synchronous data structures; only [`Queue::pop`] is async,
+//! and no lock is held across an await.
+//!
+//! # How the store holds objects
+//!
+//! The store keeps each object as a shared `Arc<K>` today: decoded once and shared with the
+//! queue, every handler and every lister, never deep-copied. A compact encoded form is
+//! planned; the seam for it is [`Representation`]. Only [`ThreadSafeStore`] and [`Cache`]
+//! are generic over it (defaulting to [`ArcRepr`]); everything above them — the queues'
+//! [`KnownObjects`] view, the reflector, informers, listers — talks to the [`Store`],
+//! [`Indexer`] and [`KnownObjects`] traits, which speak `Arc<K>` only. Adding a
+//! representation is therefore a new `impl Representation` plus a type argument where the
+//! informer builds its cache; no queue or informer code changes.
+//!
+//! # Which queue informers use
+//!
+//! Both queues implement [`Queue`], so an informer can run on either.
+//! **Our informers should default to [`RealFIFO`]**, as client-go's have since 1.33
+//! (`InOrderInformers`, locked on since 1.36): it hands out changes in exactly the order the
+//! reflector saw them, so the cache moves through the same sequence of states as the server
+//! and handlers see events in watch order across objects. [`DeltaFIFO`] groups changes per
+//! object (an object with a backlog of changes is processed in one pop, ahead of objects
+//! queued after its first change), which reorders events across objects. It remains
+//! available, with client-go's classic semantics, for users who depend on them.
+//! Only the non-atomic RealFIFO is implemented (see the module's report); the atomic mode
+//! (`ReplacedAll`/`SyncAll`/`Bookmark` deltas) is future work.
+//!
+//! # Differences from client-go, on purpose
+//!
+//! - A failing index function refuses the write with [`Error::IndexWrite`] and leaves the
+//!   store unchanged; client-go panics.
+//! - `replace` computes every key and transform before changing anything, so a failure
+//!   queues or stores nothing; client-go may have queued part of the list.
+//! - Deltas are typed: only [`Delta::Deleted`] can carry a tombstone.
+//! - DeltaFIFO's `replace` infers queue-side deletions in queue order (client-go: map order,
+//!   unspecified), which makes its output deterministic.
+
+mod backoff;
+mod delta;
+mod delta_fifo;
+mod error;
+mod handler;
+mod index;
+mod list_watch;
+mod lister;
+mod processor;
+mod queue;
+mod real_fifo;
+mod reflector;
+mod representation;
+mod shared_informer;
+mod store;
+mod sync;
+mod thread_safe_store;
+
+pub use backoff::Backoff;
+pub use delta::{Delta, DeltaType, Deltas};
+pub use delta_fifo::{DeltaFIFO, DeltaFifoOptions};
+pub use error::{BoxError, Error, Result};
+pub use handler::{
+    FilteringResourceEventHandler, Notification, ResourceEventHandler, ResourceEventHandlerFuncs,
+};
+pub use index::{IndexFunc, Indexers, NAMESPACE_INDEX, meta_namespace_index_func};
+pub use list_watch::{ApiListWatch, BoxFuture, ListWatchMode, ListerWatcher, TweakListOptions};
+pub use lister::{Lister, NamespaceLister};
+pub use processor::{EventHandlerRegistration, MINIMUM_RESYNC_PERIOD};
+pub use queue::{PopFuture, ProcessFn, Queue};
+pub use real_fifo::{RealFIFO, RealFifoOptions};
+pub use reflector::{
+    DEFAULT_MIN_WATCH_TIMEOUT, DEFAULT_PAGE_SIZE, Reflector, ReflectorOptions, WatchErrorHandler,
+};
+pub use representation::{ArcRepr, Representation};
+pub use shared_informer::{InformerOptions, SharedIndexInformer};
+pub use store::{Cache, CacheOptions, Indexer, KeyFunc, KnownObjects, Store, TransformFunc};
+pub use thread_safe_store::ThreadSafeStore;
+
+#[cfg(test)]
+mod pipeline_tests;
+#[cfg(test)]
+mod test_util;

@@ -1,0 +1,312 @@
+//! [`RealFIFO`]: a strict in-order log of changes (client-go's `the_real_fifo.go`, the
+//! queue of client-go informers since 1.33), in its non-atomic form.
+//!
+//! Unlike [`DeltaFIFO`](super::DeltaFIFO) nothing is grouped or merged: every write appends
+//! one [`Delta`], and each pop hands out exactly one, in the order written.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use kubeclient_machinery::{DeletedFinalStateUnknown, DeletedObject, Object};
+
+use super::delta::{Delta, Deltas};
+use super::error::{Error, Result};
+use super::queue::{PopFuture, Population, ProcessFn, Queue, Waiters};
+use super::store::{KeyFunc, KnownObjects, TransformFunc, key_of, transform};
+use super::sync::lock;
+
+/// Options for [`RealFIFO`]; every field has client-go's default. The known objects are a
+/// constructor argument because the non-atomic mode requires them (client-go panics without).
+pub struct RealFifoOptions<K> {
+    key_func: Option<KeyFunc<K>>,
+    transformer: Option<TransformFunc<K>>,
+    name: String,
+}
+
+impl<K> Default for RealFifoOptions<K> {
+    fn default() -> Self {
+        RealFifoOptions {
+            key_func: None,
+            transformer: None,
+            name: "RealFIFO".to_owned(),
+        }
+    }
+}
+
+impl<K> RealFifoOptions<K> {
+    /// The key function (default [`meta_namespace_key`](kubeclient_machinery::meta_namespace_key)).
+    #[must_use]
+    pub fn key_func(mut self, key_func: KeyFunc<K>) -> Self {
+        self.key_func = Some(key_func);
+        self
+    }
+
+    /// A transformer applied to added, updated, deleted and relisted objects; never to
+    /// tombstones or resync objects.
+    #[must_use]
+    pub fn transformer(mut self, transformer: TransformFunc<K>) -> Self {
+        self.transformer = Some(transformer);
+        self
+    }
+
+    /// The name used in errors (default `"RealFIFO"`).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+}
+
+/// An in-order queue of single changes (Go's `RealFIFO`, non-atomic).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kubeclient_machinery::Object;
+/// use kubeclient::cache::{Cache, CacheOptions, Queue, RealFIFO, RealFifoOptions};
+///
+/// let cache = Arc::new(Cache::<ConfigMap>::new(CacheOptions::default()));
+/// let fifo = RealFIFO::new(cache, RealFifoOptions::default());
+/// let mut cm = ConfigMap::default();
+/// cm.meta_mut().name = Some("a".into());
+/// let cm = Arc::new(cm);
+/// fifo.add(cm.clone()).unwrap();
+/// fifo.update(cm).unwrap();
+/// assert_eq!(fifo.len(), 2); // two pops, in order
+/// ```
+pub struct RealFIFO<K> {
+    name: String,
+    key_func: Option<KeyFunc<K>>,
+    known_objects: Arc<dyn KnownObjects<K>>,
+    transformer: Option<TransformFunc<K>>,
+    /// Guards every field of [`Inner`] together.
+    inner: Mutex<Inner<K>>,
+    waiters: Waiters,
+}
+
+/// The locked state of a [`RealFIFO`].
+///
+/// Invariants (asserted by `check_invariants` in tests): each entry's key is the key of its
+/// delta; `population`'s initial count is at most `items.len()`.
+struct Inner<K> {
+    /// (key, change) in write order.
+    items: VecDeque<(String, Delta<K>)>,
+    population: Population,
+    closed: bool,
+}
+
+impl<K: Object> RealFIFO<K> {
+    /// An empty queue that infers deletions and resyncs from `known_objects` (normally the
+    /// informer's indexer).
+    #[must_use]
+    pub fn new(known_objects: Arc<dyn KnownObjects<K>>, options: RealFifoOptions<K>) -> Self {
+        RealFIFO {
+            name: options.name,
+            key_func: options.key_func,
+            known_objects,
+            transformer: options.transformer,
+            inner: Mutex::new(Inner {
+                items: VecDeque::new(),
+                population: Population::default(),
+                closed: false,
+            }),
+            waiters: Waiters::default(),
+        }
+    }
+
+    fn append(&self, obj: Arc<K>, make: fn(Arc<K>) -> Delta<K>) -> Result<()> {
+        let key = key_of(self.key_func.as_ref(), &obj)?;
+        let obj = transform(self.transformer.as_ref(), obj)?;
+        let mut inner = lock(&self.inner);
+        inner.population.write();
+        inner.items.push_back((key, make(obj)));
+        drop(inner);
+        self.waiters.wake_all();
+        Ok(())
+    }
+
+    fn pop_locked(&self, inner: &mut Inner<K>, process: ProcessFn<'_, K>) -> Option<Result<bool>> {
+        let Some((_, delta)) = inner.items.pop_front() else {
+            return inner.closed.then(|| Err(Error::Closed(self.name.clone())));
+        };
+        let is_in_initial_list = !inner.population.has_synced();
+        process(Deltas::one(delta), is_in_initial_list);
+        // After processing: `has_synced` flips only once the last initial item is in the cache.
+        inner.population.popped();
+        Some(Ok(true))
+    }
+
+    /// Asserts the invariants of [`Inner`].
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) {
+        let inner = lock(&self.inner);
+        for (key, delta) in &inner.items {
+            assert_eq!(&delta.key(self.key_func.as_ref()).unwrap(), key);
+        }
+        inner.population.check_invariants();
+        assert!(inner.population.initial_population_count() <= inner.items.len());
+    }
+}
+
+fn tombstone<K>(key: &str, obj: Option<Arc<K>>) -> (String, Delta<K>) {
+    let tombstone = DeletedFinalStateUnknown {
+        key: key.to_owned(),
+        obj,
+    };
+    (
+        key.to_owned(),
+        Delta::Deleted(DeletedObject::FinalStateUnknown(tombstone)),
+    )
+}
+
+impl<K: Object> Queue<K> for RealFIFO<K> {
+    fn add(&self, obj: Arc<K>) -> Result<()> {
+        self.append(obj, Delta::Added)
+    }
+
+    fn update(&self, obj: Arc<K>) -> Result<()> {
+        self.append(obj, Delta::Updated)
+    }
+
+    /// Always appends, even for a key never seen: the consumer decides.
+    fn delete(&self, obj: Arc<K>) -> Result<()> {
+        self.append(obj, |obj| Delta::Deleted(DeletedObject::Final(obj)))
+    }
+
+    /// Appends the deletions first — a tombstone for every queued key missing from `list`
+    /// whose last queued change is not already a deletion (carrying that change's object),
+    /// then for every known key missing from `list` and absent from the queue (carrying the
+    /// known object) — and then `Replaced` for every item, in list order.
+    fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) -> Result<()> {
+        let items: Vec<(String, Arc<K>)> = list
+            .into_iter()
+            .map(|obj| {
+                let key = key_of(self.key_func.as_ref(), &obj)?;
+                Ok((key, transform(self.transformer.as_ref(), obj)?))
+            })
+            .collect::<Result<_>>()?;
+        let listed: HashSet<&str> = items.iter().map(|(key, _)| key.as_str()).collect();
+        let mut inner = lock(&self.inner);
+
+        // The last queued change of every queued key, keys in order of first appearance.
+        let mut last: HashMap<&str, &Delta<K>> = HashMap::new();
+        let mut order: Vec<&str> = Vec::new();
+        for (key, delta) in &inner.items {
+            if last.insert(key, delta).is_none() {
+                order.push(key);
+            }
+        }
+        let mut deletions: Vec<(String, Delta<K>)> = order
+            .iter()
+            .filter(|key| !listed.contains(*key))
+            .filter_map(|key| {
+                let delta = last.get(key)?;
+                let already_deleted = matches!(delta, Delta::Deleted(_));
+                (!already_deleted).then(|| tombstone(key, delta.object().cloned()))
+            })
+            .collect();
+        for key in self.known_objects.list_keys() {
+            if listed.contains(key.as_str()) || last.contains_key(key.as_str()) {
+                continue;
+            }
+            let obj = self.known_objects.get_by_key(&key).ok().flatten();
+            deletions.push(tombstone(&key, obj));
+        }
+
+        inner.items.extend(deletions);
+        let replaced = items
+            .iter()
+            .map(|(key, obj)| (key.clone(), Delta::Replaced(Arc::clone(obj))));
+        inner.items.extend(replaced);
+        let queued = inner.items.len();
+        inner.population.replace(queued);
+        drop(inner);
+        self.waiters.wake_all();
+        Ok(())
+    }
+
+    /// Appends `Sync` for every known object whose key is nowhere in the queue. Not
+    /// transformed.
+    fn resync(&self) -> Result<()> {
+        let mut inner = lock(&self.inner);
+        let queued: HashSet<String> = inner.items.iter().map(|(key, _)| key.clone()).collect();
+        let mut syncs = Vec::new();
+        for known_key in self.known_objects.list_keys() {
+            if queued.contains(&known_key) {
+                continue;
+            }
+            let Ok(Some(obj)) = self.known_objects.get_by_key(&known_key) else {
+                continue;
+            };
+            let key = key_of(self.key_func.as_ref(), &obj)?;
+            if !queued.contains(&key) {
+                syncs.push((key, Delta::Sync(obj)));
+            }
+        }
+        let any = !syncs.is_empty();
+        inner.items.extend(syncs);
+        drop(inner);
+        if any {
+            self.waiters.wake_all();
+        }
+        Ok(())
+    }
+
+    fn try_pop(&self, process: ProcessFn<'_, K>) -> Result<bool> {
+        let mut inner = lock(&self.inner);
+        self.pop_locked(&mut inner, process).unwrap_or(Ok(false))
+    }
+
+    fn pop_blocking(&self, process: ProcessFn<'_, K>) -> Result<()> {
+        self.waiters
+            .wait_blocking(&self.inner, |inner| self.pop_locked(inner, &mut *process))
+            .map(drop)
+    }
+
+    fn pop<'a>(&'a self, process: ProcessFn<'a, K>) -> PopFuture<'a> {
+        Box::pin(async move {
+            self.waiters
+                .wait_async(&self.inner, |inner| self.pop_locked(inner, &mut *process))
+                .await
+                .map(drop)
+        })
+    }
+
+    fn close(&self) {
+        lock(&self.inner).closed = true;
+        self.waiters.wake_all();
+    }
+
+    fn is_closed(&self) -> bool {
+        lock(&self.inner).closed
+    }
+
+    fn has_synced(&self) -> bool {
+        lock(&self.inner).population.has_synced()
+    }
+
+    fn len(&self) -> usize {
+        lock(&self.inner).items.len()
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl<K: Object> fmt::Debug for RealFIFO<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = lock(&self.inner);
+        f.debug_struct("RealFIFO")
+            .field("name", &self.name)
+            .field("len", &inner.items.len())
+            .field("closed", &inner.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

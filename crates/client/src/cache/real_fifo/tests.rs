@@ -1,0 +1,256 @@
+//! Scenarios for client-go-semantics.md §6 (RealFIFO, non-atomic) and §17.5–17.7.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use k8s_openapi::api::core::v1::ConfigMap;
+
+use super::*;
+use crate::cache::test_util::{ScriptedKnown, cm, drain, pop, summary};
+use crate::cache::{Cache, CacheOptions, DeltaType, Store, TransformFunc};
+
+fn fifo(known: Arc<ScriptedKnown>) -> RealFIFO<ConfigMap> {
+    RealFIFO::new(known, RealFifoOptions::default())
+}
+
+/// (key, single delta) of everything queued, in pop order, checking invariants first.
+fn popped(fifo: &RealFIFO<ConfigMap>) -> Vec<(String, String)> {
+    fifo.check_invariants();
+    drain(fifo)
+        .into_iter()
+        .map(|(key, mut deltas, _)| {
+            assert_eq!(deltas.len(), 1, "RealFIFO pops one delta at a time");
+            (key, deltas.remove(0))
+        })
+        .collect()
+}
+
+fn e(key: &str, delta: &str) -> (String, String) {
+    (key.to_owned(), delta.to_owned())
+}
+
+fn counting_transformer(calls: Arc<AtomicUsize>) -> TransformFunc<ConfigMap> {
+    Arc::new(move |obj: Arc<ConfigMap>| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok(obj)
+    })
+}
+
+#[test]
+fn every_write_appends_one_delta_and_pops_in_write_order() {
+    let fifo = fifo(ScriptedKnown::with(&[]));
+    fifo.add(cm("a", "1")).unwrap();
+    fifo.add(cm("b", "1")).unwrap();
+    fifo.update(cm("a", "2")).unwrap();
+    fifo.update(cm("a", "3")).unwrap();
+    assert_eq!(
+        popped(&fifo),
+        [
+            e("a", "Added 1"),
+            e("b", "Added 1"),
+            e("a", "Updated 2"),
+            e("a", "Updated 3")
+        ]
+    );
+}
+
+#[test]
+fn consecutive_deletions_are_not_deduplicated() {
+    let fifo = fifo(ScriptedKnown::with(&[]));
+    fifo.delete(cm("a", "1")).unwrap();
+    fifo.delete(cm("a", "2")).unwrap();
+    assert_eq!(popped(&fifo), [e("a", "Deleted 1"), e("a", "Deleted 2")]);
+}
+
+#[test]
+fn delete_of_an_unknown_key_is_always_queued() {
+    let fifo = fifo(ScriptedKnown::with(&[]));
+    fifo.delete(cm("never-seen", "1")).unwrap();
+    assert_eq!(popped(&fifo), [e("never-seen", "Deleted 1")]);
+}
+
+#[test]
+fn a_failing_key_function_queues_nothing() {
+    let key_func: KeyFunc<ConfigMap> = Arc::new(|_: &ConfigMap| Err("no key".into()));
+    let fifo = RealFIFO::new(
+        ScriptedKnown::with(&[]),
+        RealFifoOptions::default().key_func(key_func),
+    );
+    assert!(matches!(fifo.add(cm("a", "1")), Err(Error::Key(_))));
+    assert!(matches!(
+        fifo.replace(vec![cm("a", "1")], ""),
+        Err(Error::Key(_))
+    ));
+    assert!(fifo.is_empty());
+}
+
+#[test]
+fn replace_queues_deletions_before_replaced_items() {
+    let fifo = fifo(ScriptedKnown::with(&[cm("gone", "1"), cm("kept", "1")]));
+    fifo.replace(vec![cm("kept", "2"), cm("new", "1")], "")
+        .unwrap();
+    assert_eq!(
+        popped(&fifo),
+        [
+            e("gone", "Tombstone 1"),
+            e("kept", "Replaced 2"),
+            e("new", "Replaced 1")
+        ]
+    );
+}
+
+#[test]
+fn replace_tombstone_carries_the_last_queued_object() {
+    let fifo = fifo(ScriptedKnown::with(&[cm("a", "0")]));
+    fifo.update(cm("a", "1")).unwrap();
+    fifo.update(cm("a", "2")).unwrap();
+    fifo.replace(vec![], "").unwrap();
+    assert_eq!(
+        popped(&fifo),
+        [
+            e("a", "Updated 1"),
+            e("a", "Updated 2"),
+            e("a", "Tombstone 2")
+        ]
+    );
+}
+
+#[test]
+fn replace_skips_a_queued_key_whose_last_delta_is_a_deletion() {
+    let fifo = fifo(ScriptedKnown::with(&[cm("a", "1")]));
+    fifo.delete(cm("a", "2")).unwrap();
+    fifo.replace(vec![], "").unwrap();
+    assert_eq!(popped(&fifo), [e("a", "Deleted 2")]);
+}
+
+#[test]
+fn replace_tombstones_queued_keys_in_order_of_first_appearance() {
+    let fifo = fifo(ScriptedKnown::with(&[]));
+    fifo.add(cm("b", "1")).unwrap();
+    fifo.add(cm("a", "1")).unwrap();
+    fifo.update(cm("b", "2")).unwrap();
+    fifo.replace(vec![], "").unwrap();
+    let tail: Vec<(String, String)> = popped(&fifo).into_iter().skip(3).collect();
+    assert_eq!(tail, [e("b", "Tombstone 2"), e("a", "Tombstone 1")]);
+}
+
+#[test]
+fn a_failed_known_lookup_during_replace_yields_a_tombstone_without_object() {
+    let known = ScriptedKnown::with(&[]);
+    known.fail("x");
+    let fifo = fifo(known);
+    fifo.replace(vec![], "").unwrap();
+    assert_eq!(popped(&fifo), [e("x", "Tombstone -")]);
+}
+
+#[test]
+fn delete_then_recreate_survives_a_replace() {
+    let fifo = fifo(ScriptedKnown::with(&[]));
+    fifo.add(cm("a", "1")).unwrap();
+    fifo.delete(cm("a", "1")).unwrap();
+    fifo.replace(vec![cm("a", "2")], "").unwrap();
+    assert_eq!(
+        popped(&fifo),
+        [e("a", "Added 1"), e("a", "Deleted 1"), e("a", "Replaced 2")]
+    );
+}
+
+#[test]
+fn initial_population_is_the_whole_queue_after_the_first_replace() {
+    let fifo = fifo(ScriptedKnown::with(&[cm("gone", "1")]));
+    fifo.replace(vec![cm("a", "1")], "").unwrap();
+    fifo.add(cm("later", "1")).unwrap();
+    let initial: Vec<bool> = drain(&fifo).into_iter().map(|(_, _, i)| i).collect();
+    assert_eq!(initial, [true, true, false]);
+    assert!(fifo.has_synced());
+}
+
+#[test]
+fn has_synced_flips_after_the_last_initial_item_is_processed() {
+    let fifo = fifo(ScriptedKnown::with(&[]));
+    fifo.replace(vec![cm("a", "1")], "").unwrap();
+    assert!(!fifo.has_synced());
+    let (_, initial) = pop(&fifo);
+    assert!(initial);
+    assert!(fifo.has_synced());
+}
+
+#[test]
+fn an_add_before_the_first_replace_makes_the_queue_synced_immediately() {
+    let fifo = fifo(ScriptedKnown::with(&[]));
+    fifo.add(cm("a", "1")).unwrap();
+    assert!(fifo.has_synced());
+}
+
+#[test]
+fn resync_queues_sync_for_known_keys_absent_from_the_queue() {
+    let fifo = fifo(ScriptedKnown::with(&[cm("a", "1"), cm("b", "1")]));
+    fifo.update(cm("a", "2")).unwrap();
+    fifo.resync().unwrap();
+    assert_eq!(popped(&fifo), [e("a", "Updated 2"), e("b", "Sync 1")]);
+}
+
+#[test]
+fn resync_skips_known_keys_whose_lookup_fails() {
+    let known = ScriptedKnown::with(&[cm("a", "1")]);
+    known.fail("x");
+    let fifo = fifo(known);
+    fifo.resync().unwrap();
+    assert_eq!(popped(&fifo), [e("a", "Sync 1")]);
+}
+
+#[test]
+fn the_transformer_applies_to_writes_and_replace_items_but_not_tombstones_or_resync() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let fifo = RealFIFO::new(
+        ScriptedKnown::with(&[cm("gone", "1"), cm("k", "1")]),
+        RealFifoOptions::default().transformer(counting_transformer(calls.clone())),
+    );
+    fifo.add(cm("a", "1")).unwrap();
+    fifo.update(cm("a", "2")).unwrap();
+    fifo.delete(cm("a", "3")).unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    fifo.replace(vec![cm("k", "2")], "").unwrap(); // 1 transform, tombstone for "gone" not
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    drain(&fifo);
+    fifo.resync().unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn a_closed_queue_hands_out_what_is_left_then_reports_closed() {
+    let fifo = fifo(ScriptedKnown::with(&[]));
+    fifo.add(cm("a", "1")).unwrap();
+    fifo.close();
+    assert_eq!(popped(&fifo), [e("a", "Added 1")]);
+    let err = fifo.pop_blocking(&mut |_, _| {}).unwrap_err();
+    assert_eq!(err.to_string(), "RealFIFO: manipulating with closed queue");
+}
+
+#[test]
+fn an_informer_can_run_on_either_queue_through_the_trait() {
+    let cache = Arc::new(Cache::<ConfigMap>::new(CacheOptions::default()));
+    let queues: Vec<Box<dyn Queue<ConfigMap>>> = vec![
+        Box::new(RealFIFO::new(cache.clone(), RealFifoOptions::default())),
+        Box::new(crate::cache::DeltaFIFO::new(
+            crate::cache::DeltaFifoOptions::default()
+                .known_objects(cache.clone())
+                .emit_delta_type_replaced(true),
+        )),
+    ];
+    for queue in queues {
+        queue.add(cm("a", "1")).unwrap();
+        queue.replace(vec![cm("b", "1")], "").unwrap();
+        while !queue.is_empty() {
+            queue
+                .pop_blocking(&mut |deltas, _| crate::cache::test_util::apply(&*cache, deltas))
+                .unwrap();
+        }
+        assert_eq!(cache.list_keys(), ["b"]);
+        assert_eq!(
+            summary(&crate::cache::Deltas::one(Delta::Sync(cm("b", "1")))),
+            ["Sync 1"]
+        );
+        let _ = DeltaType::Sync;
+        cache.replace(vec![], "").unwrap();
+    }
+}

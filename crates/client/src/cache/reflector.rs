@@ -1,0 +1,502 @@
+//! [`Reflector`]: client-go's ListAndWatch. It lists (or streams a watch-list), replaces
+//! the queue's contents, then watches, feeding every change into the queue, and recovers
+//! from every failure by re-watching or relisting so the queue converges to the server.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use kubeclient_machinery::{ApiError, Object, WatchEvent, meta_namespace_key};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::backoff::Backoff;
+use super::list_watch::ListerWatcher;
+use super::queue::Queue;
+use crate::api::{ListParams, WatchParams};
+use crate::error::Error;
+use crate::rest::watch::WatchStream;
+
+/// The shortest server-side watch timeout (client-go: 5 minutes; each watch picks a
+/// random timeout in `[min, 2 min)`).
+pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
+/// The LIST page size (client-go's pager default).
+pub const DEFAULT_PAGE_SIZE: u32 = 500;
+
+/// Called with errors that made a ListAndWatch cycle fail (list errors, watch-creation
+/// errors, queue errors); never with in-stream errors, which the reflector handles.
+pub type WatchErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
+
+/// Options of a [`Reflector`], with client-go's defaults.
+#[derive(Clone)]
+#[must_use]
+pub struct ReflectorOptions {
+    /// A name for logs.
+    pub name: String,
+    /// How often to call `should_resync` (and, if it says so, `queue.resync()`); zero: never.
+    pub resync_period: Duration,
+    /// Decides at each resync tick whether to resync (the informer asks its handlers).
+    pub should_resync: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+    /// The minimum watch timeout. Default 5 minutes.
+    pub min_watch_timeout: Duration,
+    /// The LIST page size. Default 500.
+    pub page_size: u32,
+    /// Try a streaming watch-list (`sendInitialEvents`) before LIST, falling back to LIST
+    /// when the server refuses it. Default true (as client-go since 1.35).
+    pub use_watch_list: bool,
+    /// Error handler (default: log a warning).
+    pub watch_error_handler: Option<WatchErrorHandler>,
+    /// Retry delays.
+    pub backoff: Backoff,
+}
+
+impl Default for ReflectorOptions {
+    fn default() -> Self {
+        ReflectorOptions {
+            name: "reflector".to_owned(),
+            resync_period: Duration::ZERO,
+            should_resync: None,
+            min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
+            page_size: DEFAULT_PAGE_SIZE,
+            use_watch_list: true,
+            watch_error_handler: None,
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+/// Lists and watches into a [`Queue`].
+///
+/// Invariant: `last_sync_rv` is `""` until the first successful list, then the list's
+/// resourceVersion, then the resourceVersion of the last accepted event.
+pub struct Reflector<K> {
+    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    queue: Arc<dyn Queue<K>>,
+    options: ReflectorOptions,
+    state: Mutex<RvState>,
+}
+
+#[derive(Default)]
+struct RvState {
+    last_sync_rv: String,
+    /// The last RV is unusable (a LIST at it got 410 or "too large"): list at `""`.
+    unavailable: bool,
+}
+
+/// Why a watch stream ended.
+enum WatchEnd {
+    /// Stop was requested.
+    Stopped,
+    /// The server ended it normally: re-watch from the last RV.
+    Rewatch,
+    /// Back off, then re-watch (429).
+    BackoffRewatch,
+    /// Relist after a backoff (410, errors, a very short watch).
+    Relist,
+}
+
+impl<K> Reflector<K>
+where
+    K: Object + Send + Sync + 'static,
+{
+    /// A reflector feeding `queue` from `lister_watcher`.
+    #[must_use]
+    pub fn new(
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+        queue: Arc<dyn Queue<K>>,
+        options: ReflectorOptions,
+    ) -> Self {
+        Reflector {
+            lister_watcher,
+            queue,
+            options,
+            state: Mutex::new(RvState::default()),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, RvState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The resourceVersion of the last list or event (`""` before the first list).
+    #[must_use]
+    pub fn last_sync_resource_version(&self) -> String {
+        self.state().last_sync_rv.clone()
+    }
+
+    fn set_last_sync_rv(&self, rv: &str) {
+        if !rv.is_empty() {
+            rv.clone_into(&mut self.state().last_sync_rv);
+        }
+    }
+
+    fn watch_timeout(&self) -> u32 {
+        let min = self.options.min_watch_timeout.as_secs().max(1);
+        u32::try_from(min + fastrand::u64(0..min)).unwrap_or(u32::MAX)
+    }
+
+    /// Runs until `stop` is cancelled: ListAndWatch, and after each cycle (even a clean
+    /// one) one backoff step, as client-go does.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel with `stop`; dropping the future also stops it (the queue keeps its state).
+    pub async fn run(&self, stop: CancellationToken) {
+        let mut backoff = self.options.backoff.clone();
+        loop {
+            if let Err(err) = self.list_and_watch(&stop, &mut backoff).await {
+                match &self.options.watch_error_handler {
+                    Some(handler) => handler(&err),
+                    None => {
+                        tracing::warn!(reflector = %self.options.name, error = %err, "list and watch failed; retrying")
+                    }
+                }
+            }
+            if stop.is_cancelled() {
+                return;
+            }
+            let delay = backoff.next_delay();
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    /// One cycle: (watch-)list, then watch until the watch needs a relist.
+    async fn list_and_watch(
+        &self,
+        stop: &CancellationToken,
+        backoff: &mut Backoff,
+    ) -> Result<(), Error> {
+        let mut stream = None;
+        if self.options.use_watch_list {
+            match self.watch_list(stop).await {
+                Ok(Some(open)) => stream = Some(open),
+                Ok(None) => return Ok(()),
+                Err(err) => {
+                    tracing::debug!(reflector = %self.options.name, error = %err, "watch-list refused; falling back to LIST");
+                }
+            }
+        }
+        if stream.is_none() {
+            tokio::select! {
+                () = stop.cancelled() => return Ok(()),
+                result = self.list() => result?,
+            }
+        }
+        self.watch_loop(stream, stop, backoff).await
+    }
+
+    fn relist_resource_version(&self) -> String {
+        let state = self.state();
+        if state.unavailable {
+            String::new()
+        } else if state.last_sync_rv.is_empty() {
+            "0".to_owned()
+        } else {
+            state.last_sync_rv.clone()
+        }
+    }
+
+    /// LIST (paged), then replace the queue's contents.
+    async fn list(&self) -> Result<(), Error> {
+        let rv = self.relist_resource_version();
+        let result = match self.list_pages(&rv).await {
+            Err(Error::Api(err))
+                if err.is_gone_or_expired() || err.is_too_large_resource_version() =>
+            {
+                // The RV we asked for is unusable: a consistent read from the server instead.
+                self.state().unavailable = true;
+                self.list_pages("").await
+            }
+            other => other,
+        };
+        let (items, list_rv) =
+            result.map_err(|err| wrap(&self.lister_watcher.describe(), "failed to list", err))?;
+        self.queue
+            .replace(items, &list_rv)
+            .map_err(|err| Error::InvalidRequest(format!("unable to sync list result: {err}")))?;
+        let mut state = self.state();
+        state.unavailable = false;
+        state.last_sync_rv = list_rv;
+        Ok(())
+    }
+
+    /// Every page of a list at `rv` (client-go's pager): later pages by continue token
+    /// only; an expired token falls back to one unpaginated list.
+    async fn list_pages(&self, rv: &str) -> Result<(Vec<Arc<K>>, String), Error> {
+        // At a concrete RV the server's cache serves the whole list cheaply: no limit.
+        let limit = if rv.is_empty() || rv == "0" {
+            Some(self.options.page_size)
+        } else {
+            None
+        };
+        let first = ListParams {
+            resource_version: Some(rv.to_owned()).filter(|rv| !rv.is_empty()),
+            limit,
+            ..ListParams::default()
+        };
+        let mut page = self.lister_watcher.list(&first).await?;
+        let list_rv = page.metadata.resource_version.clone().unwrap_or_default();
+        let mut items: Vec<Arc<K>> = page.items.drain(..).map(Arc::new).collect();
+        let mut token = page.continue_token().map(str::to_owned);
+        while let Some(continue_token) = token {
+            let next = ListParams {
+                continue_token: Some(continue_token),
+                limit,
+                ..ListParams::default()
+            };
+            match self.lister_watcher.list(&next).await {
+                Ok(mut page) => {
+                    token = page.continue_token().map(str::to_owned);
+                    items.extend(page.items.drain(..).map(Arc::new));
+                }
+                Err(Error::Api(err)) if err.is_resource_expired() => {
+                    let full = ListParams {
+                        limit: None,
+                        ..first.clone()
+                    };
+                    let page = self.lister_watcher.list(&full).await?;
+                    let rv = page.metadata.resource_version.clone().unwrap_or_default();
+                    return Ok((page.items.into_iter().map(Arc::new).collect(), rv));
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Ok((items, list_rv))
+    }
+
+    /// A streaming watch-list: the initial state arrives as ADDED events ended by the
+    /// `initial-events-end` bookmark, then the same stream carries the changes.
+    /// `Ok(None)`: stopped. `Err`: the server refused it; the caller falls back to LIST.
+    async fn watch_list(&self, stop: &CancellationToken) -> Result<Option<WatchStream<K>>, Error> {
+        loop {
+            let rv = {
+                let state = self.state();
+                if state.unavailable {
+                    String::new()
+                } else {
+                    state.last_sync_rv.clone()
+                }
+            };
+            let params = WatchParams {
+                timeout_seconds: self.watch_timeout(),
+                bookmarks: true,
+                send_initial_events: true,
+                ..WatchParams::default()
+            };
+            let mut stream = tokio::select! {
+                () = stop.cancelled() => return Ok(None),
+                opened = self.lister_watcher.watch(&params, &rv) => opened?,
+            };
+            let mut initial: HashMap<String, Arc<K>> = HashMap::new();
+            loop {
+                let event = tokio::select! {
+                    () = stop.cancelled() => return Ok(None),
+                    event = stream.next() => event,
+                };
+                match event {
+                    None => break, // closed before the bookmark: start over
+                    Some(Err(err)) => return Err(err),
+                    Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
+                        initial.insert(meta_namespace_key(&obj), Arc::new(obj));
+                    }
+                    Some(Ok(WatchEvent::Deleted(obj))) => {
+                        initial.remove(&meta_namespace_key(&obj));
+                    }
+                    Some(Ok(WatchEvent::Bookmark(bookmark))) => {
+                        if bookmark.is_initial_events_end() {
+                            self.queue
+                                .replace(
+                                    initial.into_values().collect(),
+                                    &bookmark.resource_version,
+                                )
+                                .map_err(|err| {
+                                    Error::InvalidRequest(format!(
+                                        "unable to sync watch-list result: {err}"
+                                    ))
+                                })?;
+                            let mut state = self.state();
+                            state.unavailable = false;
+                            state.last_sync_rv = bookmark.resource_version;
+                            return Ok(Some(stream));
+                        }
+                    }
+                    Some(Ok(WatchEvent::Error(status))) => {
+                        let err = ApiError::from_status(*status);
+                        if err.is_gone_or_expired() || err.is_too_large_resource_version() {
+                            self.state().unavailable = true;
+                            break;
+                        }
+                        return Err(Error::from(err));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Watches (and re-watches) until a relist is needed or stop is requested.
+    async fn watch_loop(
+        &self,
+        mut stream: Option<WatchStream<K>>,
+        stop: &CancellationToken,
+        backoff: &mut Backoff,
+    ) -> Result<(), Error> {
+        let resync_period = self.options.resync_period;
+        let mut resync_at = (!resync_period.is_zero()).then(|| Instant::now() + resync_period);
+        loop {
+            let (mut events, started_at_concrete_rv) = match stream.take() {
+                Some(events) => (events, true),
+                None => {
+                    let rv = self.last_sync_resource_version();
+                    let params = WatchParams {
+                        timeout_seconds: self.watch_timeout(),
+                        bookmarks: true,
+                        ..WatchParams::default()
+                    };
+                    let opened = tokio::select! {
+                        () = stop.cancelled() => return Ok(()),
+                        opened = self.lister_watcher.watch(&params, &rv) => opened,
+                    };
+                    match opened {
+                        Ok(events) => (events, !(rv.is_empty() || rv == "0")),
+                        Err(err) if is_retriable_watch_error(&err) => {
+                            let delay = backoff.next_delay();
+                            tokio::select! {
+                                () = stop.cancelled() => return Ok(()),
+                                () = tokio::time::sleep(delay) => continue,
+                            }
+                        }
+                        Err(err) => {
+                            return Err(wrap(
+                                &self.lister_watcher.describe(),
+                                "failed to watch",
+                                err,
+                            ));
+                        }
+                    }
+                }
+            };
+            let started = Instant::now();
+            let mut seen = 0usize;
+            let mut seen_non_added = started_at_concrete_rv;
+            let end = loop {
+                let resync_tick = async {
+                    match resync_at {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = stop.cancelled() => break WatchEnd::Stopped,
+                    () = resync_tick => {
+                        resync_at = Some(Instant::now() + resync_period);
+                        let due = self.options.should_resync.as_ref().is_none_or(|should| should());
+                        if due && let Err(err) = self.queue.resync() {
+                            tracing::warn!(reflector = %self.options.name, error = %err, "resync failed; relisting");
+                            break WatchEnd::Relist;
+                        }
+                    }
+                    event = events.next() => match event {
+                        None if seen == 0 && started.elapsed() < Duration::from_secs(1) => {
+                            tracing::debug!(reflector = %self.options.name, "very short watch: it lasted less than a second and no items were received");
+                            break WatchEnd::Relist;
+                        }
+                        None => break WatchEnd::Rewatch,
+                        Some(Err(err)) => {
+                            // A broken or undecodable stream: events may be lost, so relist.
+                            tracing::debug!(reflector = %self.options.name, error = %err, "watch stream failed; relisting");
+                            break WatchEnd::Relist;
+                        }
+                        Some(Ok(event)) => {
+                            seen += 1;
+                            if let Some(end) = self.handle_event(event, &mut seen_non_added) {
+                                break end;
+                            }
+                        }
+                    },
+                }
+            };
+            match end {
+                WatchEnd::Stopped | WatchEnd::Relist => return Ok(()),
+                WatchEnd::Rewatch => {}
+                WatchEnd::BackoffRewatch => {
+                    let delay = backoff.next_delay();
+                    tokio::select! {
+                        () = stop.cancelled() => return Ok(()),
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies one event to the queue; `Some(end)` when it ends the watch.
+    fn handle_event(&self, event: WatchEvent<K>, seen_non_added: &mut bool) -> Option<WatchEnd> {
+        let rv = match &event {
+            WatchEvent::Error(status) => {
+                let err = ApiError::from_status((**status).clone());
+                return Some(if err.is_too_many_requests() {
+                    WatchEnd::BackoffRewatch
+                } else {
+                    if !err.is_gone_or_expired() {
+                        tracing::warn!(reflector = %self.options.name, error = %err, "watch ended with an error; relisting");
+                    }
+                    WatchEnd::Relist
+                });
+            }
+            WatchEvent::Bookmark(bookmark) => bookmark.resource_version.clone(),
+            WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) => {
+                obj.resource_version().to_owned()
+            }
+        };
+        let result = match event {
+            WatchEvent::Added(obj) => self.queue.add(Arc::new(obj)),
+            WatchEvent::Modified(obj) => {
+                *seen_non_added = true;
+                self.queue.update(Arc::new(obj))
+            }
+            WatchEvent::Deleted(obj) => {
+                *seen_non_added = true;
+                self.queue.delete(Arc::new(obj))
+            }
+            WatchEvent::Bookmark(_) => {
+                *seen_non_added = true;
+                Ok(())
+            }
+            WatchEvent::Error(_) => Ok(()),
+        };
+        if let Err(err) = result {
+            tracing::warn!(reflector = %self.options.name, error = %err, "the queue refused a watch event");
+        }
+        // Initial events of a watch from "" or "0" come in no RV order: only track RVs
+        // once something else arrived.
+        if *seen_non_added {
+            self.set_last_sync_rv(&rv);
+        }
+        None
+    }
+}
+
+/// 429 and connection failures: back off and watch again, without relisting.
+fn is_retriable_watch_error(err: &Error) -> bool {
+    match err {
+        Error::Api(api) => api.is_too_many_requests(),
+        Error::Transport { .. } | Error::Timeout { .. } => true,
+        _ => false,
+    }
+}
+
+fn wrap(what: &str, action: &str, err: Error) -> Error {
+    match err {
+        Error::Api(api) => Error::Api(api),
+        other => Error::Transport {
+            url: what.to_owned(),
+            message: format!("{action}: {other}"),
+        },
+    }
+}

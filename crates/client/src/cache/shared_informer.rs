@@ -1,0 +1,469 @@
+//! [`SharedIndexInformer`]: a reflector, an in-order queue, an indexed cache and a set of
+//! handlers, each fed through its own buffer. One informer per resource can serve a whole
+//! program.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::Duration;
+
+use futures_util::Stream;
+use kubeclient_machinery::{DeletedObject, Object};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::handler::{Notification, ResourceEventHandler};
+use super::list_watch::ListerWatcher;
+use super::processor::{
+    EventHandlerRegistration, Listener, MINIMUM_RESYNC_PERIOD, Sink, determine_resync_period,
+    spawn_listener,
+};
+use super::reflector::{Reflector, ReflectorOptions, WatchErrorHandler};
+use super::{
+    Cache, CacheOptions, Delta, Deltas, Indexers, Queue, RealFIFO, RealFifoOptions, Store,
+    TransformFunc,
+};
+
+/// Options of a [`SharedIndexInformer`].
+#[must_use]
+pub struct InformerOptions<K> {
+    /// A name for logs.
+    pub name: String,
+    /// The default resync period of handlers (zero: never resync, whatever handlers ask).
+    pub resync_period: Duration,
+    /// Index functions (the `namespace` index is always added).
+    pub indexers: Indexers<K>,
+    /// Reflector options (resync fields are set by the informer).
+    pub reflector: ReflectorOptions,
+}
+
+impl<K: Object> Default for InformerOptions<K> {
+    fn default() -> Self {
+        InformerOptions {
+            name: "informer".to_owned(),
+            resync_period: Duration::ZERO,
+            indexers: Indexers::namespace(),
+            reflector: ReflectorOptions::default(),
+        }
+    }
+}
+
+/// A shared, indexed informer (client-go's `SharedIndexInformer`).
+///
+/// Run it with [`run`](Self::run) (or through a
+/// [`SharedInformerFactory`](crate::informers::SharedInformerFactory)), read its cache
+/// through [`lister`](Self::lister), and react to changes with
+/// [`add_event_handler`](Self::add_event_handler) or [`notifications`](Self::notifications).
+/// The cache is updated before handlers are told.
+///
+/// It uses client-go's in-order queue (`RealFIFO`, the default since 1.33), so the cache
+/// goes through the server's states in the order the watch reported them.
+pub struct SharedIndexInformer<K: Object> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K: Object> Clone for SharedIndexInformer<K> {
+    fn clone(&self) -> Self {
+        SharedIndexInformer {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+struct Inner<K: Object> {
+    name: String,
+    indexer: Arc<Cache<K>>,
+    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    /// Guards handler registration against delta processing (client-go's `blockDeltas`).
+    state: Mutex<State<K>>,
+    synced: watch::Sender<bool>,
+    next_id: AtomicU64,
+    reflector: OnceLock<Arc<Reflector<K>>>,
+    reflector_options: Mutex<Option<ReflectorOptions>>,
+}
+
+struct State<K> {
+    listeners: Vec<Listener<K>>,
+    /// How often the reflector checks for due resyncs.
+    resync_check_period: Duration,
+    default_resync: Duration,
+    started: bool,
+    stopped: bool,
+    transform: Option<TransformFunc<K>>,
+    watch_error_handler: Option<WatchErrorHandler>,
+}
+
+impl<K> SharedIndexInformer<K>
+where
+    K: Object + Send + Sync + 'static,
+{
+    /// An informer over `lister_watcher`.
+    #[must_use]
+    pub fn new(lister_watcher: Arc<dyn ListerWatcher<K>>, options: InformerOptions<K>) -> Self {
+        let indexer = Arc::new(Cache::new(
+            CacheOptions::default().indexers(options.indexers),
+        ));
+        let (synced, _) = watch::channel(false);
+        SharedIndexInformer {
+            inner: Arc::new(Inner {
+                name: options.name,
+                indexer,
+                lister_watcher,
+                state: Mutex::new(State {
+                    listeners: Vec::new(),
+                    resync_check_period: options.resync_period,
+                    default_resync: options.resync_period,
+                    started: false,
+                    stopped: false,
+                    transform: None,
+                    watch_error_handler: None,
+                }),
+                synced,
+                next_id: AtomicU64::new(1),
+                reflector: OnceLock::new(),
+                reflector_options: Mutex::new(Some(options.reflector)),
+            }),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State<K>> {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The cache (an [`Indexer`]). Read it; writing to it breaks the informer's guarantees.
+    #[must_use]
+    pub fn indexer(&self) -> Arc<Cache<K>> {
+        self.inner.indexer.clone()
+    }
+
+    /// Whether the initial list has been processed into the cache.
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
+        *self.inner.synced.borrow()
+    }
+
+    /// Waits until [`has_synced`](Self::has_synced), or `false` if `stop` is cancelled first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn wait_for_cache_sync(&self, stop: &CancellationToken) -> bool {
+        let mut synced = self.inner.synced.subscribe();
+        tokio::select! {
+            () = stop.cancelled() => self.has_synced(),
+            result = synced.wait_for(|s| *s) => result.is_ok(),
+        }
+    }
+
+    /// Whether [`run`](Self::run) has returned.
+    #[must_use]
+    pub fn is_stopped(&self) -> bool {
+        self.state().stopped
+    }
+
+    /// The resourceVersion of the last list or event (`""` before the first list).
+    #[must_use]
+    pub fn last_sync_resource_version(&self) -> String {
+        self.inner
+            .reflector
+            .get()
+            .map(|r| r.last_sync_resource_version())
+            .unwrap_or_default()
+    }
+
+    /// Sets a transform applied to every object before it is cached (e.g. dropping
+    /// `managedFields`). It must be idempotent.
+    ///
+    /// # Errors
+    ///
+    /// `Err` once the informer has started.
+    pub fn set_transform(&self, transform: TransformFunc<K>) -> Result<(), &'static str> {
+        let mut state = self.state();
+        if state.started {
+            return Err("informer has already started");
+        }
+        state.transform = Some(transform);
+        Ok(())
+    }
+
+    /// Sets the handler of list and watch failures.
+    ///
+    /// # Errors
+    ///
+    /// `Err` once the informer has started.
+    pub fn set_watch_error_handler(&self, handler: WatchErrorHandler) -> Result<(), &'static str> {
+        let mut state = self.state();
+        if state.started {
+            return Err("informer has already started");
+        }
+        state.watch_error_handler = Some(handler);
+        Ok(())
+    }
+
+    /// Registers a handler with the informer's default resync period.
+    ///
+    /// # Errors
+    ///
+    /// `Err` when the informer has stopped.
+    pub fn add_event_handler(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+    ) -> Result<EventHandlerRegistration, &'static str> {
+        let period = self.state().default_resync;
+        self.add_event_handler_with_resync_period(handler, period)
+    }
+
+    /// Registers a handler with its own resync period (client-go's rules: zero never,
+    /// under 1 s raised to 1 s, below the informer's check period lowered before start and
+    /// raised after).
+    ///
+    /// # Errors
+    ///
+    /// `Err` when the informer has stopped.
+    pub fn add_event_handler_with_resync_period(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+        resync: Duration,
+    ) -> Result<EventHandlerRegistration, &'static str> {
+        self.add_listener(Sink::Handler(Arc::new(handler)), resync)
+    }
+
+    /// A `Stream` of notifications, for async code: like a handler, with its own buffer.
+    /// The registration's `has_synced` counts initial adds as delivered once the stream
+    /// has yielded them.
+    ///
+    /// # Errors
+    ///
+    /// `Err` when the informer has stopped.
+    pub fn notifications(
+        &self,
+    ) -> Result<
+        (
+            EventHandlerRegistration,
+            impl Stream<Item = Notification<K>> + Send + use<K>,
+        ),
+        &'static str,
+    > {
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        let period = self.state().default_resync;
+        let registration = self.add_listener(Sink::Channel(sender), period)?;
+        let stream = futures_util::stream::poll_fn(move |cx| receiver.poll_recv(cx));
+        Ok((registration, stream))
+    }
+
+    fn add_listener(
+        &self,
+        sink: Sink<K>,
+        requested: Duration,
+    ) -> Result<EventHandlerRegistration, &'static str> {
+        let mut state = self.state();
+        if state.stopped {
+            return Err("handler was not added to shared informer because it has stopped already");
+        }
+        let mut requested = requested;
+        if !requested.is_zero() && requested < MINIMUM_RESYNC_PERIOD {
+            requested = MINIMUM_RESYNC_PERIOD;
+        }
+        if !requested.is_zero() && requested < state.resync_check_period {
+            if state.started {
+                requested = state.resync_check_period;
+            } else {
+                state.resync_check_period = requested;
+                let check = requested;
+                for listener in &mut state.listeners {
+                    listener.resync_period =
+                        determine_resync_period(listener.requested_resync, check);
+                }
+            }
+        }
+        let effective = determine_resync_period(requested, state.resync_check_period);
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let listener = spawn_listener(id, sink, requested, effective);
+        if state.started {
+            // Replay the cache as initial adds, atomically with respect to new deltas.
+            for obj in self.inner.indexer.list() {
+                listener.send(
+                    Notification::Add {
+                        obj,
+                        is_in_initial_list: true,
+                    },
+                    true,
+                );
+            }
+        }
+        let registration = EventHandlerRegistration::new(
+            id,
+            listener.pending_initial.clone(),
+            self.inner.synced.subscribe(),
+        );
+        state.listeners.push(listener);
+        Ok(registration)
+    }
+
+    /// Removes a handler; its pending notifications are dropped. Unknown registrations are
+    /// ignored.
+    pub fn remove_event_handler(&self, registration: &EventHandlerRegistration) {
+        let mut state = self.state();
+        state.listeners.retain(|listener| {
+            if listener.id == registration.id {
+                listener.removed.store(true, Ordering::SeqCst);
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    /// Decides which handlers are due a resync; true if any is (client-go's
+    /// `shouldResync`).
+    fn should_resync(&self) -> bool {
+        let mut state = self.state();
+        let now = Instant::now();
+        let mut any = false;
+        for listener in &mut state.listeners {
+            listener.resyncing = !listener.resync_period.is_zero() && now >= listener.next_resync;
+            if listener.resyncing {
+                any = true;
+                listener.next_resync = now + listener.resync_period;
+            }
+        }
+        any
+    }
+
+    /// Applies popped deltas to the cache, then tells the handlers (client-go's
+    /// `processDeltas` with the informer as the handler).
+    fn handle_deltas(&self, deltas: Deltas<K>, is_in_initial_list: bool) {
+        let state = self.state();
+        for delta in deltas.iter() {
+            let notification = match delta {
+                Delta::Deleted(deleted) => {
+                    let key = match deleted {
+                        DeletedObject::Final(obj) => self.inner.indexer.key_of(obj).ok(),
+                        DeletedObject::FinalStateUnknown(tombstone) => Some(tombstone.key.clone()),
+                    };
+                    if let Some(key) = key {
+                        self.inner.indexer.delete_by_key(&key);
+                    }
+                    Some((Notification::Delete(deleted.clone()), false))
+                }
+                other => {
+                    let Some(obj) = other.object().cloned() else {
+                        continue;
+                    };
+                    let existing = self.inner.indexer.get(&obj).ok().flatten();
+                    match existing {
+                        Some(old) => {
+                            if let Err(err) = self.inner.indexer.update(obj.clone()) {
+                                tracing::warn!(informer = %self.inner.name, error = %err, "cache update failed");
+                                continue;
+                            }
+                            let sync = old.resource_version() == obj.resource_version();
+                            Some((Notification::Update { old, new: obj }, sync))
+                        }
+                        None => {
+                            if let Err(err) = self.inner.indexer.add(obj.clone()) {
+                                tracing::warn!(informer = %self.inner.name, error = %err, "cache add failed");
+                                continue;
+                            }
+                            Some((
+                                Notification::Add {
+                                    obj,
+                                    is_in_initial_list,
+                                },
+                                false,
+                            ))
+                        }
+                    }
+                }
+            };
+            if let Some((notification, sync)) = notification {
+                for listener in state.listeners.iter().filter(|l| !sync || l.resyncing) {
+                    listener.send(notification.clone(), false);
+                }
+            }
+        }
+    }
+
+    /// Runs the informer until `stop` is cancelled: the reflector fills the queue, the
+    /// process loop moves changes into the cache and out to the handlers. An informer runs
+    /// once; a second call returns at once.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel through `stop`, then await the returned future to let it finish cleanly.
+    pub async fn run(&self, stop: CancellationToken) {
+        let (queue, reflector) = {
+            let mut state = self.state();
+            if state.started || state.stopped {
+                tracing::warn!(informer = %self.inner.name, "the informer has already been started");
+                return;
+            }
+            state.started = true;
+            let mut fifo_options =
+                RealFifoOptions::default().name(format!("{} queue", self.inner.name));
+            if let Some(transform) = &state.transform {
+                fifo_options = fifo_options.transformer(transform.clone());
+            }
+            let queue: Arc<dyn Queue<K>> =
+                Arc::new(RealFIFO::new(self.inner.indexer.clone(), fifo_options));
+            let mut options = self
+                .inner
+                .reflector_options
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+                .unwrap_or_default();
+            options.name.clone_from(&self.inner.name);
+            options.resync_period = state.resync_check_period;
+            let weak: Weak<Inner<K>> = Arc::downgrade(&self.inner);
+            options.should_resync = Some(Arc::new(move || {
+                weak.upgrade()
+                    .is_some_and(|inner| SharedIndexInformer { inner }.should_resync())
+            }));
+            if let Some(handler) = &state.watch_error_handler {
+                options.watch_error_handler = Some(handler.clone());
+            }
+            let reflector = Arc::new(Reflector::new(
+                self.inner.lister_watcher.clone(),
+                queue.clone(),
+                options,
+            ));
+            let _ = self.inner.reflector.set(reflector.clone());
+            (queue, reflector)
+        };
+        let reflector_task = {
+            let stop = stop.clone();
+            tokio::spawn(async move { reflector.run(stop).await })
+        };
+        let this = self.clone();
+        let mut process =
+            move |deltas: Deltas<K>, initial: bool| this.handle_deltas(deltas, initial);
+        // An empty initial list syncs the queue without anything to pop: poll until synced.
+        let mut sync_check = tokio::time::interval(Duration::from_millis(20));
+        loop {
+            if !self.has_synced() && queue.has_synced() {
+                self.inner.synced.send_replace(true);
+            }
+            tokio::select! {
+                () = stop.cancelled() => break,
+                _ = sync_check.tick(), if !self.has_synced() => {}
+                popped = queue.pop(&mut process) => {
+                    if popped.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        queue.close();
+        let _ = reflector_task.await;
+        let mut state = self.state();
+        state.stopped = true;
+        for listener in &state.listeners {
+            listener.removed.store(true, Ordering::SeqCst);
+        }
+        state.listeners.clear();
+    }
+}
