@@ -49,6 +49,7 @@ impl Fault {
 pub struct Faults {
     queued: Mutex<VecDeque<Fault>>,
     delay_millis: AtomicU64,
+    malformed_watch_events: AtomicU64,
 }
 
 impl Faults {
@@ -67,6 +68,19 @@ impl Faults {
             u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             Ordering::Relaxed,
         );
+    }
+
+    /// Starts each of the next `count` watch streams with a line that is not valid JSON
+    /// (then the stream goes on normally).
+    pub fn malformed_watch_events(&self, count: u64) {
+        self.malformed_watch_events
+            .fetch_add(count, Ordering::Relaxed);
+    }
+
+    pub(crate) fn take_malformed_watch_event(&self) -> bool {
+        self.malformed_watch_events
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
     }
 
     /// Removes queued faults and the delay.

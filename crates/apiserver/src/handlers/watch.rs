@@ -109,7 +109,18 @@ pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
         // Like 1.34+ servers: a plain watch from "" or "0" gets the initial state, then
         // (when bookmarks are allowed) the initial-events-end bookmark.
         (None, None | Some(0)) => (WatchFrom::Now { initial: true }, bookmarks),
-        (_, Some(rv)) => (WatchFrom::After(rv), false),
+        (_, Some(rv)) => {
+            // A resourceVersion the store has not reached (e.g. after the server restarted
+            // empty): wait briefly as the watch cache does, then report it too large so
+            // the client relists instead of waiting forever.
+            if store.revision() < rv && !store.wait_for_revision(rv, TOO_LARGE_RV_WAIT).await {
+                return Ok(error_stream(Status::resource_version_too_large(
+                    &rv.to_string(),
+                    &store.revision().to_string(),
+                )));
+            }
+            (WatchFrom::After(rv), false)
+        }
     };
     let prefix = call
         .path
@@ -132,6 +143,11 @@ pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
         }
     };
     let (sender, receiver) = mpsc::channel(WATCH_BUFFER);
+    if call.state.faults.take_malformed_watch_event() {
+        let _ = sender.try_send(Bytes::from_static(
+            b"{\"type\":\"ADDED\",\"object\":{this is not JSON\n",
+        ));
+    }
     let stream = WatchStream {
         state: call.state.clone(),
         filter,

@@ -339,10 +339,10 @@ pub(crate) async fn run(args: DemoArgs) -> Result<bool, Box<dyn std::error::Erro
                 tick.tick().await;
                 serial += 1;
                 let namespace = &namespaces[fastrand::usize(0..namespaces.len())];
-                if let Err(err) = one_write(&client, namespace, serial).await {
-                    if errors.fetch_add(1, Ordering::Relaxed) < 3 {
-                        eprintln!("write failed: {err}");
-                    }
+                if let Err(err) = one_write(&client, namespace, serial).await
+                    && errors.fetch_add(1, Ordering::Relaxed) < 3
+                {
+                    eprintln!("write failed: {err}");
                 }
                 writes.fetch_add(1, Ordering::Relaxed);
             }

@@ -90,7 +90,11 @@ impl<K: Object> Lister<K> {
     /// # Errors
     ///
     /// The cache's error for an unknown index.
-    pub fn by_index(&self, index_name: &str, value: &str) -> std::result::Result<Vec<Arc<K>>, super::Error> {
+    pub fn by_index(
+        &self,
+        index_name: &str,
+        value: &str,
+    ) -> std::result::Result<Vec<Arc<K>>, super::Error> {
         self.indexer.by_index(index_name, value)
     }
 }

@@ -49,7 +49,7 @@ fn run(
 ) -> BTreeMap<String, String> {
     let mut source: BTreeMap<String, Arc<ConfigMap>> = BTreeMap::new();
     let mut rv = 0u64;
-    let mut pop_n = |n: u8| {
+    let pop_n = |n: u8| {
         for _ in 0..n {
             if queue.is_empty() {
                 break;

@@ -28,7 +28,7 @@ use kubeclient_machinery::Object;
 /// ```
 /// use std::sync::Arc;
 /// use kubeclient_machinery::DynamicObject;
-/// use kubeclient::cache::{Cache, CacheOptions, Representation, Store};
+/// use kubeclient::cache::{Cache, CacheOptions, KnownObjects, Representation, Store};
 ///
 /// struct Json;
 /// impl Representation<DynamicObject> for Json {

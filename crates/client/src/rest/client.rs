@@ -223,7 +223,13 @@ impl Client {
                 self.inner.auth.invalidate().await;
                 continue;
             }
-            let retryable = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
+            let retry = retry_after.and_then(|s| i32::try_from(s).ok());
+            let error =
+                ApiError::from_response(status.as_u16(), request.method.as_str(), &body, retry);
+            // A resourceVersion the server has not reached is the caller's to handle (a
+            // reflector relists from ""); retrying the same request only adds delay.
+            let retryable = (status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error())
+                && !error.is_too_large_resource_version();
             if let (true, Some(seconds)) = (retryable, retry_after)
                 && attempt < MAX_ATTEMPTS
             {
@@ -233,13 +239,7 @@ impl Client {
                 tokio::time::sleep(delay).await;
                 continue;
             }
-            let retry = retry_after.and_then(|s| i32::try_from(s).ok());
-            return Err(Error::Api(Box::new(ApiError::from_response(
-                status.as_u16(),
-                request.method.as_str(),
-                &body,
-                retry,
-            ))));
+            return Err(Error::Api(Box::new(error)));
         }
     }
 

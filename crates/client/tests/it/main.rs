@@ -3,11 +3,13 @@
 //! - `typed`: every verb of the typed client, pagination, watch resume, Status errors.
 //! - `dynamic`: the dynamic client on a custom resource, and discovery.
 //! - `auth`: TLS with the server's CA plus a token, client certificates, an exec plugin.
+//! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
 //! - `proxy`: requests through an HTTP CONNECT proxy.
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
 mod auth;
 mod dynamic;
+mod informers;
 mod proxy;
 mod support;
 mod typed;

@@ -1,0 +1,702 @@
+//! Informers against the embedded server: sync, events, recovery from every fault, handler
+//! isolation, late handlers, resync, factories, and a randomized convergence test.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kubeclient::cache::{
+    ApiListWatch, BoxFuture, InformerOptions, ListerWatcher, Notification, ReflectorOptions,
+    ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer, Store,
+};
+use kubeclient::informers::SharedInformerFactory;
+use kubeclient::machinery::{
+    DeletedObject, GroupResource, LabelSelector, Object, meta_namespace_key,
+};
+use kubeclient::rest::watch::WatchStream;
+use kubeclient::{
+    Api, Client, DeleteParams, ListParams, ObjectList, Patch, PatchParams, PostParams, WatchParams,
+};
+use kubeclient_apiserver::storage::Write;
+use kubeclient_apiserver::{ApiServer, Fault};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{Fixture, config_of, start, start_with};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Counts the LIST and WATCH requests a reflector makes.
+struct Counting {
+    inner: ApiListWatch<ConfigMap>,
+    lists: Arc<AtomicUsize>,
+    watches: Arc<AtomicUsize>,
+}
+
+impl ListerWatcher<ConfigMap> for Counting {
+    fn list<'a>(
+        &'a self,
+        params: &'a ListParams,
+    ) -> BoxFuture<'a, kubeclient::Result<ObjectList<ConfigMap>>> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        self.inner.list(params)
+    }
+
+    fn watch<'a>(
+        &'a self,
+        params: &'a WatchParams,
+        rv: &'a str,
+    ) -> BoxFuture<'a, kubeclient::Result<WatchStream<ConfigMap>>> {
+        self.watches.fetch_add(1, Ordering::SeqCst);
+        self.inner.watch(params, rv)
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+struct Running {
+    informer: SharedIndexInformer<ConfigMap>,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+    lists: Arc<AtomicUsize>,
+    watches: Arc<AtomicUsize>,
+}
+
+impl Running {
+    async fn stop(self) {
+        self.stop.cancel();
+        tokio::time::timeout(WAIT, self.task)
+            .await
+            .expect("the informer stops")
+            .unwrap();
+    }
+}
+
+fn informer(client: &Client, watch_list: bool, resync: Duration) -> Running {
+    let lists = Arc::new(AtomicUsize::new(0));
+    let watches = Arc::new(AtomicUsize::new(0));
+    let lister_watcher = Counting {
+        inner: ApiListWatch::new(Api::<ConfigMap>::namespaced(client.clone(), "default")),
+        lists: lists.clone(),
+        watches: watches.clone(),
+    };
+    let options = InformerOptions {
+        name: "configmaps".to_owned(),
+        resync_period: resync,
+        reflector: ReflectorOptions {
+            use_watch_list: watch_list,
+            ..ReflectorOptions::default()
+        },
+        ..InformerOptions::default()
+    };
+    let informer = SharedIndexInformer::new(Arc::new(lister_watcher), options);
+    let stop = CancellationToken::new();
+    Running {
+        informer,
+        stop,
+        task: tokio::spawn(async {}),
+        lists,
+        watches,
+    }
+}
+
+fn run(mut running: Running) -> Running {
+    let (informer, stop) = (running.informer.clone(), running.stop.clone());
+    running.task = tokio::spawn(async move { informer.run(stop).await });
+    running
+}
+
+/// Inserts ConfigMaps straight into the server's storage (fast bulk setup).
+fn bulk_create(server: &ApiServer, count: usize) {
+    let resource = GroupResource::new("", "configmaps");
+    for i in 0..count {
+        let name = format!("bulk-{i:05}");
+        let object = json!({"kind": "ConfigMap", "apiVersion": "v1",
+            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{i}")}, "data": {"i": i.to_string()}});
+        server
+            .store()
+            .write(&resource, &format!("default/{name}"), |_| {
+                Ok::<_, ()>(Write::Create(object))
+            })
+            .unwrap();
+    }
+}
+
+/// `key -> resourceVersion` of the server's ConfigMaps in `default`.
+async fn server_state(client: &Client) -> BTreeMap<String, String> {
+    Api::<ConfigMap>::namespaced(client.clone(), "default")
+        .list_all(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|cm| (meta_namespace_key(cm), cm.resource_version().to_owned()))
+        .collect()
+}
+
+fn cache_state(informer: &SharedIndexInformer<ConfigMap>) -> BTreeMap<String, String> {
+    informer
+        .indexer()
+        .list()
+        .iter()
+        .map(|cm| {
+            (
+                meta_namespace_key(cm.as_ref()),
+                cm.resource_version().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Waits until the cache equals the server's state.
+async fn converge(client: &Client, informer: &SharedIndexInformer<ConfigMap>) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (server, cache) = (server_state(client).await, cache_state(informer));
+        if server == cache {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cache did not converge within {WAIT:?}: {} on the server, {} cached",
+            server.len(),
+            cache.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn synced(informer: &SharedIndexInformer<ConfigMap>) {
+    let stop = CancellationToken::new();
+    tokio::time::timeout(WAIT, informer.wait_for_cache_sync(&stop))
+        .await
+        .expect("the informer syncs (is the reflector stuck?)");
+}
+
+async fn create(client: &Client, name: &str) -> ConfigMap {
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": name}, "data": {"v": "1"}})).unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap()
+}
+
+async fn touch(client: &Client, name: &str, value: &str) {
+    Api::<ConfigMap>::namespaced(client.clone(), "default")
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": value}})),
+        )
+        .await
+        .unwrap();
+}
+
+async fn remove(client: &Client, name: &str) {
+    Api::<ConfigMap>::namespaced(client.clone(), "default")
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap();
+}
+
+/// Records notifications and checks they are consistent per key.
+#[derive(Default)]
+struct Recorder {
+    present: Mutex<HashSet<String>>,
+    log: Mutex<Vec<String>>,
+    violations: Mutex<Vec<String>>,
+    tombstones: AtomicUsize,
+}
+
+/// A handler that records into a shared [`Recorder`].
+struct Shared(Arc<Recorder>);
+
+impl ResourceEventHandler<ConfigMap> for Shared {
+    fn on_add(&self, obj: &Arc<ConfigMap>, initial: bool) {
+        let key = meta_namespace_key(obj.as_ref());
+        if !self.0.present.lock().unwrap().insert(key.clone()) {
+            self.0
+                .violations
+                .lock()
+                .unwrap()
+                .push(format!("add of present {key}"));
+        }
+        self.0
+            .log
+            .lock()
+            .unwrap()
+            .push(format!("add {key} {initial}"));
+    }
+
+    fn on_update(&self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
+        let key = meta_namespace_key(new.as_ref());
+        if !self.0.present.lock().unwrap().contains(&key) {
+            self.0
+                .violations
+                .lock()
+                .unwrap()
+                .push(format!("update of unknown {key}"));
+        }
+        let kind = if old.resource_version() == new.resource_version() {
+            "sync"
+        } else {
+            "update"
+        };
+        self.0.log.lock().unwrap().push(format!("{kind} {key}"));
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<ConfigMap>) {
+        let key = obj.key();
+        if matches!(obj, DeletedObject::FinalStateUnknown(_)) {
+            self.0.tombstones.fetch_add(1, Ordering::SeqCst);
+        }
+        if !self.0.present.lock().unwrap().remove(&key) {
+            self.0
+                .violations
+                .lock()
+                .unwrap()
+                .push(format!("delete of unknown {key}"));
+        }
+        self.0.log.lock().unwrap().push(format!("delete {key}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_objects_sync_by_watch_list_and_by_list() {
+    let f = start().await;
+    bulk_create(&f.server, 3000);
+    for watch_list in [true, false] {
+        let running = run(informer(&f.client, watch_list, Duration::ZERO));
+        synced(&running.informer).await;
+        assert_eq!(
+            running.informer.indexer().len(),
+            3000,
+            "watch_list: {watch_list}"
+        );
+        let expected_lists = usize::from(!watch_list);
+        assert_eq!(
+            running.lists.load(Ordering::SeqCst),
+            expected_lists,
+            "watch-list syncs without a LIST"
+        );
+        running.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_after_sync_reach_the_cache_and_handlers_in_order() {
+    let f = start().await;
+    create(&f.client, "before").await;
+    let running = informer(&f.client, true, Duration::ZERO);
+    let recorder = Arc::new(Recorder::default());
+    running
+        .informer
+        .add_event_handler(Shared(recorder.clone()))
+        .unwrap();
+    let running = run(running);
+    synced(&running.informer).await;
+    create(&f.client, "after").await;
+    touch(&f.client, "after", "2").await;
+    remove(&f.client, "before").await;
+    converge(&f.client, &running.informer).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let log = recorder.log.lock().unwrap().clone();
+    assert_eq!(
+        log,
+        [
+            "add default/before true",
+            "add default/after false",
+            "update default/after",
+            "delete default/before"
+        ]
+    );
+    assert!(recorder.violations.lock().unwrap().is_empty());
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_watch_resumes_without_a_relist() {
+    let f = start().await;
+    let running = run(informer(&f.client, false, Duration::ZERO));
+    synced(&running.informer).await;
+    create(&f.client, "a").await;
+    converge(&f.client, &running.informer).await;
+    let watches_before = running.watches.load(Ordering::SeqCst);
+    f.server.drop_watches();
+    create(&f.client, "b").await;
+    converge(&f.client, &running.informer).await;
+    assert_eq!(
+        running.lists.load(Ordering::SeqCst),
+        1,
+        "no relist after a normal watch end"
+    );
+    assert!(
+        running.watches.load(Ordering::SeqCst) > watches_before,
+        "it re-watched"
+    );
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_410_forces_a_paged_relist_that_reports_missed_deletions_as_tombstones() {
+    let f = start().await;
+    bulk_create(&f.server, 1200);
+    let running = informer(&f.client, false, Duration::ZERO);
+    let recorder = Arc::new(Recorder::default());
+    running
+        .informer
+        .add_event_handler(Shared(recorder.clone()))
+        .unwrap();
+    let running = run(running);
+    synced(&running.informer).await;
+    // Miss some deletions: stop the watch from seeing them, then make its RV too old.
+    f.server.faults().set_delay(Duration::from_millis(300));
+    f.server.drop_watches();
+    let resource = GroupResource::new("", "configmaps");
+    for i in 0..5 {
+        let key = format!("default/bulk-{i:05}");
+        f.server
+            .store()
+            .write(&resource, &key, |_| Ok::<_, ()>(Write::Delete))
+            .unwrap();
+    }
+    f.server.compact();
+    f.server.faults().set_delay(Duration::ZERO);
+    converge(&f.client, &running.informer).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(running.informer.indexer().len(), 1195);
+    assert_eq!(
+        recorder.tombstones.load(Ordering::SeqCst),
+        5,
+        "missed deletions arrive as DeletedFinalStateUnknown"
+    );
+    assert!(
+        running.lists.load(Ordering::SeqCst) >= 2,
+        "the 410 forced a relist"
+    );
+    assert!(
+        recorder.violations.lock().unwrap().is_empty(),
+        "{:?}",
+        recorder.violations.lock().unwrap()
+    );
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_storm_and_a_malformed_event_do_not_break_convergence() {
+    let f = start().await;
+    create(&f.client, "a").await;
+    f.server.faults().fail_next(
+        4,
+        Fault::TooManyRequests {
+            retry_after_seconds: 1,
+        },
+    );
+    let running = run(informer(&f.client, false, Duration::ZERO));
+    synced(&running.informer).await;
+    assert_eq!(
+        f.server.faults().pending(),
+        0,
+        "the storm was absorbed by retries"
+    );
+    f.server.faults().malformed_watch_events(1);
+    f.server.drop_watches();
+    create(&f.client, "b").await;
+    converge(&f.client, &running.informer).await;
+    assert!(
+        running.lists.load(Ordering::SeqCst) >= 2,
+        "a malformed event means events may be lost: relist"
+    );
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_restarts_empty_is_followed() {
+    let f = start().await;
+    for name in ["a", "b", "c"] {
+        create(&f.client, name).await;
+    }
+    let running = run(informer(&f.client, false, Duration::ZERO));
+    synced(&running.informer).await;
+    assert_eq!(running.informer.indexer().len(), 3);
+    let address = f.server.address();
+    f.server.shutdown().await;
+    let restarted = ApiServer::builder()
+        .listen(address)
+        .start()
+        .await
+        .expect("restart on the same port");
+    let client = Client::new(config_of(&restarted)).await.unwrap();
+    create(&client, "fresh").await;
+    converge(&client, &running.informer).await;
+    assert_eq!(
+        cache_state(&running.informer).keys().collect::<Vec<_>>(),
+        ["default/fresh"]
+    );
+    running.stop().await;
+    restarted.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_handler_does_not_delay_other_handlers() {
+    let f = start().await;
+    let running = informer(&f.client, true, Duration::ZERO);
+    let fast = Arc::new(AtomicUsize::new(0));
+    let slow = Arc::new(AtomicUsize::new(0));
+    let (fast_count, slow_count) = (fast.clone(), slow.clone());
+    running
+        .informer
+        .add_event_handler(
+            ResourceEventHandlerFuncs::new().on_add(move |_: &Arc<ConfigMap>, _| {
+                fast_count.fetch_add(1, Ordering::SeqCst);
+            }),
+        )
+        .unwrap();
+    running
+        .informer
+        .add_event_handler(
+            ResourceEventHandlerFuncs::new().on_add(move |_: &Arc<ConfigMap>, _| {
+                std::thread::sleep(Duration::from_millis(300));
+                slow_count.fetch_add(1, Ordering::SeqCst);
+            }),
+        )
+        .unwrap();
+    let running = run(running);
+    synced(&running.informer).await;
+    for i in 0..10 {
+        create(&f.client, &format!("cm-{i}")).await;
+    }
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while fast.load(Ordering::SeqCst) < 10 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the fast handler got everything"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        slow.load(Ordering::SeqCst) < 10,
+        "the slow handler was still behind when the fast one finished"
+    );
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_added_late_gets_the_cache_as_initial_adds() {
+    let f = start().await;
+    for name in ["a", "b"] {
+        create(&f.client, name).await;
+    }
+    let running = run(informer(&f.client, true, Duration::ZERO));
+    synced(&running.informer).await;
+    let recorder = Arc::new(Recorder::default());
+    let registration = running
+        .informer
+        .add_event_handler(Shared(recorder.clone()))
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !registration.has_synced() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the late registration syncs"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut log = recorder.log.lock().unwrap().clone();
+    log.sort();
+    assert_eq!(log, ["add default/a true", "add default/b true"]);
+    running.informer.remove_event_handler(&registration);
+    create(&f.client, "c").await;
+    converge(&f.client, &running.informer).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        recorder.log.lock().unwrap().len(),
+        2,
+        "a removed handler hears nothing more"
+    );
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resync_redelivers_cached_objects_as_updates_with_the_same_version() {
+    let f = start().await;
+    create(&f.client, "a").await;
+    let running = informer(&f.client, true, Duration::from_secs(1));
+    let recorder = Arc::new(Recorder::default());
+    running
+        .informer
+        .add_event_handler(Shared(recorder.clone()))
+        .unwrap();
+    let never = Arc::new(Recorder::default());
+    running
+        .informer
+        .add_event_handler_with_resync_period(Shared(never.clone()), Duration::ZERO)
+        .unwrap();
+    let running = run(running);
+    synced(&running.informer).await;
+    tokio::time::sleep(Duration::from_millis(2600)).await;
+    let syncs = recorder
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.starts_with("sync"))
+        .count();
+    assert!(
+        syncs >= 1,
+        "resync re-delivered the object: {:?}",
+        recorder.log.lock().unwrap()
+    );
+    assert!(
+        never
+            .log
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|l| !l.starts_with("sync")),
+        "a handler with period 0 never resyncs"
+    );
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_factory_shares_informers_and_two_factories_share_nothing() {
+    let f = start().await;
+    create(&f.client, "a").await;
+    let first = SharedInformerFactory::new(f.client.clone());
+    let second = SharedInformerFactory::new(f.client.clone());
+    let a1 = first.informer::<ConfigMap>();
+    let a2 = first.informer::<ConfigMap>();
+    let b = second.informer::<ConfigMap>();
+    assert!(
+        Arc::ptr_eq(&a1.indexer(), &a2.indexer()),
+        "the same informer on every request"
+    );
+    assert!(
+        !Arc::ptr_eq(&a1.indexer(), &b.indexer()),
+        "factories share nothing"
+    );
+    first.start();
+    second.start();
+    assert!(
+        tokio::time::timeout(WAIT, first.wait_for_cache_sync())
+            .await
+            .unwrap()
+    );
+    assert!(
+        tokio::time::timeout(WAIT, second.wait_for_cache_sync())
+            .await
+            .unwrap()
+    );
+    let lister = first.lister::<ConfigMap>();
+    assert_eq!(lister.by_namespace("default").get("a").unwrap().name(), "a");
+    assert!(
+        lister
+            .by_namespace("default")
+            .get("zzz")
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert_eq!(lister.list(&LabelSelector::everything()).len(), 1);
+    first.shutdown().await;
+    second.shutdown().await;
+    assert!(a1.is_stopped() && b.is_stopped());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_are_also_a_stream() {
+    use futures_util::StreamExt;
+    let f = start().await;
+    create(&f.client, "a").await;
+    let running = informer(&f.client, true, Duration::ZERO);
+    let (registration, mut stream) = running.informer.notifications().unwrap();
+    let running = run(running);
+    match tokio::time::timeout(WAIT, stream.next()).await.unwrap() {
+        Some(Notification::Add {
+            obj,
+            is_in_initial_list,
+        }) => assert!(obj.name() == "a" && is_in_initial_list),
+        other => panic!("expected the initial add, got {other:?}"),
+    }
+    synced(&running.informer).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !registration.has_synced() {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    running.stop().await;
+}
+
+/// Random writes and random faults, then quiescence: the cache equals the server and every
+/// handler saw a consistent story.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_writes_and_faults_always_converge() {
+    for seed in [7_u64, 42, 1234] {
+        let f: Fixture = start_with(ApiServer::builder().history_window(50)).await;
+        let running = informer(&f.client, seed % 2 == 0, Duration::ZERO);
+        let recorder = Arc::new(Recorder::default());
+        running
+            .informer
+            .add_event_handler(Shared(recorder.clone()))
+            .unwrap();
+        let running = run(running);
+        synced(&running.informer).await;
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let api = Api::<ConfigMap>::namespaced(f.client.clone(), "default");
+        for step in 0..150 {
+            let name = format!("cm-{}", rng.u8(0..15));
+            match rng.u8(0..10) {
+                0..=5 => {
+                    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"step": step.to_string()}});
+                    // An injected 500 may hit this write too; the server then stored nothing.
+                    let _ = api
+                        .patch(
+                            &name,
+                            &PatchParams::apply("chaos").force(),
+                            &Patch::Apply(body),
+                        )
+                        .await;
+                }
+                6..=7 => {
+                    let _ = api.delete(&name, &DeleteParams::default()).await;
+                }
+                8 => match rng.u8(0..4) {
+                    0 => f.server.drop_watches(),
+                    1 => f.server.compact(),
+                    2 => f.server.faults().malformed_watch_events(1),
+                    _ => f.server.faults().fail_next(1, Fault::InternalError),
+                },
+                _ => tokio::time::sleep(Duration::from_millis(u64::from(rng.u8(0..20)))).await,
+            }
+        }
+        f.server.faults().clear();
+        converge(&f.client, &running.informer).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let violations = recorder.violations.lock().unwrap().clone();
+        assert!(
+            violations.is_empty(),
+            "seed {seed}: inconsistent notifications {violations:?}"
+        );
+        let present: BTreeMap<String, String> = recorder
+            .present
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|k| (k.clone(), String::new()))
+            .collect();
+        let cached: BTreeMap<String, String> = cache_state(&running.informer)
+            .keys()
+            .map(|k| (k.clone(), String::new()))
+            .collect();
+        assert_eq!(
+            present, cached,
+            "seed {seed}: the handler's view equals the cache"
+        );
+        running.stop().await;
+    }
+}
