@@ -21,6 +21,8 @@ enum Command {
     /// The main job: informers against the embedded server under load and faults, then a
     /// convergence check (prints `converged`; exit code 1 if a cache differs).
     Demo(commands::demo::DemoArgs),
+    /// Watch one resource through an informer: prints adds, updates and deletes.
+    Watch(commands::watch::WatchArgs),
     /// Run the embedded Kubernetes-compatible API server until Ctrl-C.
     Serve(commands::serve::ServeArgs),
 }
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => commands::serve::run(args).await.map(|()| true),
             Command::Demo(args) => commands::demo::run(args).await,
+            Command::Watch(args) => commands::watch::run(args).await.map(|()| true),
         }
     });
     match result {
