@@ -1,0 +1,224 @@
+//! The neutral load server: a precomputed PodList (paged or whole) and a precomputed watch
+//! stream, served from memory so the server is never the bottleneck.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
+use hyper::body::Frame;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::sync::mpsc;
+
+use kubeclient_bench::{LIST_RESOURCE_VERSION, pod};
+
+/// The data served: every Pod's JSON, and every watch event line.
+pub(crate) struct LoadData {
+    items: Vec<Bytes>,
+    events: Vec<Bytes>,
+    /// The same, as `PartialObjectMetadata` (for metadata-only clients).
+    metadata_items: Vec<Bytes>,
+    metadata_events: Vec<Bytes>,
+}
+
+fn metadata_only(object: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": object["metadata"].clone()})
+}
+
+fn event_line(object: &serde_json::Value) -> Bytes {
+    let mut line = br#"{"type":"MODIFIED","object":"#.to_vec();
+    line.extend_from_slice(&serde_json::to_vec(object).unwrap_or_default());
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
+
+impl LoadData {
+    /// `objects` Pods and `events` MODIFIED events cycling over them with increasing RVs.
+    pub(crate) fn generate(objects: usize, events: usize) -> Self {
+        let pods: Vec<serde_json::Value> = (0..objects)
+            .map(|i| pod(i, LIST_RESOURCE_VERSION - 1))
+            .collect();
+        let encode = |v: &serde_json::Value| Bytes::from(serde_json::to_vec(v).unwrap_or_default());
+        let items = pods.iter().map(encode).collect();
+        let metadata_items = pods.iter().map(|p| encode(&metadata_only(p))).collect();
+        let mut event_lines = Vec::with_capacity(events);
+        let mut metadata_events = Vec::with_capacity(events);
+        for e in 0..events {
+            let mut object = pod(e % objects.max(1), LIST_RESOURCE_VERSION + 1 + e as u64);
+            object["kind"] = "Pod".into();
+            object["apiVersion"] = "v1".into();
+            event_lines.push(event_line(&object));
+            metadata_events.push(event_line(&metadata_only(&object)));
+        }
+        LoadData {
+            items,
+            events: event_lines,
+            metadata_items,
+            metadata_events,
+        }
+    }
+
+    /// Bytes of the list JSON (for reports).
+    pub(crate) fn list_bytes(&self) -> usize {
+        self.items.iter().map(Bytes::len).sum()
+    }
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+fn full(status: u16, body: impl Into<Bytes>) -> Response<Body> {
+    let mut response = Response::new(Full::new(body.into()).boxed());
+    *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::OK);
+    response.headers_mut().insert(
+        "content-type",
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn list(data: &LoadData, query: &[(String, String)], metadata: bool) -> Response<Body> {
+    let items = if metadata {
+        &data.metadata_items
+    } else {
+        &data.items
+    };
+    let get = |name: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let start: usize = get("continue").and_then(|c| c.parse().ok()).unwrap_or(0);
+    let whole = get("resourceVersion") == Some("0");
+    let limit: usize = if whole {
+        0
+    } else {
+        get("limit").and_then(|l| l.parse().ok()).unwrap_or(0)
+    };
+    let end = if limit == 0 {
+        items.len()
+    } else {
+        (start + limit).min(items.len())
+    };
+    let mut list_metadata = format!("{{\"resourceVersion\":\"{LIST_RESOURCE_VERSION}\"");
+    if end < items.len() {
+        list_metadata.push_str(&format!(
+            ",\"continue\":\"{end}\",\"remainingItemCount\":{}",
+            items.len() - end
+        ));
+    }
+    list_metadata.push('}');
+    let slice = items.get(start..end).unwrap_or(&[]);
+    let mut body =
+        BytesMut::with_capacity(slice.iter().map(Bytes::len).sum::<usize>() + slice.len() + 128);
+    body.put_slice(
+        format!(
+            "{{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{list_metadata},\"items\":["
+        )
+        .as_bytes(),
+    );
+    for (i, item) in slice.iter().enumerate() {
+        if i > 0 {
+            body.put_u8(b',');
+        }
+        body.put_slice(item);
+    }
+    body.put_slice(b"]}");
+    full(200, body.freeze())
+}
+
+fn watch(data: Arc<LoadData>, metadata: bool) -> Response<Body> {
+    let (sender, receiver) = mpsc::channel::<Bytes>(8);
+    tokio::spawn(async move {
+        // Batches of about 64 KiB, as a busy server flushes.
+        let mut batch = BytesMut::with_capacity(80 * 1024);
+        let lines = if metadata {
+            &data.metadata_events
+        } else {
+            &data.events
+        };
+        for line in lines {
+            batch.put_slice(line);
+            if batch.len() >= 64 * 1024 && sender.send(batch.split().freeze()).await.is_err() {
+                return;
+            }
+        }
+        if !batch.is_empty() && sender.send(batch.freeze()).await.is_err() {
+            return;
+        }
+        // Then stay open, quiet, like a watch with nothing to say.
+        tokio::select! {
+            () = sender.closed() => {}
+            () = tokio::time::sleep(Duration::from_secs(600)) => {}
+        }
+    });
+    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        let chunk = receiver.recv().await?;
+        Some((Ok::<_, Infallible>(Frame::data(chunk)), receiver))
+    });
+    let mut response = Response::new(BodyExt::boxed(StreamBody::new(stream)));
+    response.headers_mut().insert(
+        "content-type",
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+async fn handle(data: Arc<LoadData>, request: Request<hyper::body::Incoming>) -> Response<Body> {
+    let query: Vec<(String, String)> = request
+        .uri()
+        .query()
+        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .unwrap_or_default();
+    if request.uri().path() != "/api/v1/pods" {
+        return full(
+            404,
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"NotFound","code":404}"#,
+        );
+    }
+    let metadata = request
+        .headers()
+        .get("accept")
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.contains("as=PartialObjectMetadata"));
+    let flag = |name: &str| {
+        query
+            .iter()
+            .any(|(k, v)| k == name && v != "false" && v != "0")
+    };
+    if flag("watch") {
+        if flag("sendInitialEvents") {
+            return full(
+                422,
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"sendInitialEvents is not supported by the load server","reason":"Invalid","code":422}"#,
+            );
+        }
+        return watch(data, metadata);
+    }
+    list(&data, &query, metadata)
+}
+
+/// Serves `data` on a loopback port; returns the address.
+pub(crate) async fn serve(data: Arc<LoadData>) -> std::io::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let data = data.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |request| {
+                    let data = data.clone();
+                    async move { Ok::<_, Infallible>(handle(data, request).await) }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(address)
+}
