@@ -215,8 +215,9 @@ where
             }
             other => other,
         };
-        let (items, list_rv) =
-            result.map_err(|err| wrap(&self.lister_watcher.describe(), "failed to list", err))?;
+        let (items, list_rv) = result.inspect_err(|err| {
+            tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %err, "failed to list");
+        })?;
         self.queue
             .replace(items, &list_rv)
             .map_err(|err| Error::InvalidRequest(format!("unable to sync list result: {err}")))?;
@@ -372,11 +373,8 @@ where
                             }
                         }
                         Err(err) => {
-                            return Err(wrap(
-                                &self.lister_watcher.describe(),
-                                "failed to watch",
-                                err,
-                            ));
+                            tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %err, "failed to watch");
+                            return Err(err);
                         }
                     }
                 }
@@ -488,15 +486,5 @@ fn is_retriable_watch_error(err: &Error) -> bool {
         Error::Api(api) => api.is_too_many_requests(),
         Error::Transport { .. } | Error::Timeout { .. } => true,
         _ => false,
-    }
-}
-
-fn wrap(what: &str, action: &str, err: Error) -> Error {
-    match err {
-        Error::Api(api) => Error::Api(api),
-        other => Error::Transport {
-            url: what.to_owned(),
-            message: format!("{action}: {other}"),
-        },
     }
 }
