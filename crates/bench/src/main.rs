@@ -65,28 +65,46 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
-async fn run_client(peer: &str, url: &str, objects: usize, events: usize) -> Result<Value, String> {
+async fn run_client(
+    peer: &str,
+    url: &str,
+    objects: usize,
+    events: usize,
+    data: &load_server::LoadData,
+) -> Result<Value, String> {
+    use tokio::io::AsyncBufReadExt;
     let (program, mode) = match peer {
         "kube" => ("bench-kube", "typed"),
         other => ("bench-ours", other.trim_start_matches("ours-")),
     };
-    let output = tokio::time::timeout(
-        Duration::from_secs(600),
-        tokio::process::Command::new(sibling(program))
-            .args(["--url", url, "--objects", &objects.to_string(), "--events", &events.to_string(), "--mode", mode])
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .map_err(|_| format!("{peer} did not finish within 10 minutes"))?
-    .map_err(|err| format!("cannot run {program} (build it with `cargo build --release -p kubeclient-bench`): {err}"))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout
-        .lines()
-        .last()
+    data.release.send_replace(false);
+    let mut child = tokio::process::Command::new(sibling(program))
+        .args(["--url", url, "--objects", &objects.to_string(), "--events", &events.to_string(), "--mode", mode])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|err| format!("cannot run {program} (build it with `cargo build --release -p kubeclient-bench`): {err}"))?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let read = async {
+        let mut last = None;
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line == "synced" {
+                // The client's cache is synced: let the watch events flow.
+                data.release.send_replace(true);
+            } else {
+                last = Some(line);
+            }
+        }
+        last
+    };
+    let line = tokio::time::timeout(Duration::from_secs(600), read)
+        .await
+        .map_err(|_| format!("{peer} did not finish within 10 minutes"))?
         .ok_or_else(|| format!("{peer} printed nothing"))?;
-    serde_json::from_str(line).map_err(|err| format!("{peer} printed {line:?}: {err}"))
+    let _ = child.wait().await;
+    serde_json::from_str(&line).map_err(|err| format!("{peer} printed {line:?}: {err}"))
 }
 
 #[tokio::main]
@@ -109,7 +127,7 @@ async fn peers(args: &Args, objects: usize) {
     );
     let data = Arc::new(load_server::LoadData::generate(objects, args.events));
     let average = data.list_bytes() / objects.max(1);
-    let address = match load_server::serve(data).await {
+    let address = match load_server::serve(data.clone()).await {
         Ok(address) => address,
         Err(err) => {
             eprintln!("cannot start the load server: {err}");
@@ -122,7 +140,7 @@ async fn peers(args: &Args, objects: usize) {
     for run in 0..args.runs {
         for (peer, reports) in &mut results {
             eprintln!("run {}/{}: {peer} ({objects} objects)", run + 1, args.runs);
-            match run_client(peer, &url, objects, args.events).await {
+            match run_client(peer, &url, objects, args.events, &data).await {
                 Ok(report) => reports.push(report),
                 Err(err) => eprintln!("  failed: {err}"),
             }

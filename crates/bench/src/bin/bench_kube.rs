@@ -10,6 +10,10 @@ use kube::runtime::watcher::Event;
 use kube::runtime::{reflector, watcher};
 use kubeclient_bench::{ClientArgs, Report, cpu_time, peak_rss_bytes, rss_bytes};
 
+/// Both peers use the same allocator (mimalloc), so the comparison stays fair.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() {
     let args = ClientArgs::parse();
@@ -28,6 +32,8 @@ async fn main() {
             Ok(Event::InitDone) => {
                 synced_at = Some(start.elapsed());
                 rss_after_sync = rss_bytes();
+                // Tell the runner, which then lets the load server send the watch events.
+                println!("synced");
                 events_started = Instant::now();
             }
             Ok(Event::Apply(_) | Event::Delete(_)) if synced_at.is_some() => {

@@ -33,6 +33,8 @@ async fn measure<K: Object + Send + Sync + 'static>(
     factory.wait_for_cache_sync().await;
     let synced = start.elapsed();
     let rss_after_sync = rss_bytes();
+    // Tell the runner, which then lets the load server send the watch events.
+    println!("synced");
     let events_started = Instant::now();
     while updates.load(Ordering::Relaxed) < args.events {
         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -48,6 +50,10 @@ async fn measure<K: Object + Send + Sync + 'static>(
         cpu_seconds: cpu_time().as_secs_f64(),
     }
 }
+
+/// Both peers use the same allocator (mimalloc), so the comparison stays fair.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() {
