@@ -287,16 +287,16 @@ pub(crate) fn create(call: &Call) -> HandlerResult<Response<Body>> {
     }
     let dry_run = call.dry_run()?;
     let object = as_object(call.decode_body()?)?;
-    create_object(call, object, dry_run, None)
+    create_object(call, object, dry_run, false)
 }
 
-/// Creates `object`; `applied_by` is set for server-side apply creates (the object already
-/// carries its managedFields).
+/// Creates `object`. `ownership_recorded` is set for server-side apply creates, whose
+/// object already carries its managedFields.
 fn create_object(
     call: &Call,
     mut object: Map<String, Value>,
     dry_run: bool,
-    applied_by: Option<()>,
+    ownership_recorded: bool,
 ) -> HandlerResult<Response<Body>> {
     let resource = call.resource.clone();
     call.check_type_meta(&mut object)?;
@@ -370,7 +370,7 @@ fn create_object(
     }
     call.check_namespace_exists()?;
     let mut value = Value::Object(object);
-    if applied_by.is_none() {
+    if !ownership_recorded {
         let (manager, api_version) = (call.field_manager(), resource.api_version());
         let keys = list_key(&resource.kind);
         managed_fields::record_update(
@@ -441,12 +441,6 @@ fn register_crd(call: &Call, crd: &Value) {
     }
 }
 
-/// What an update-like write computes from the stored object.
-enum Computed {
-    /// The desired object (before server-owned fields are carried over).
-    Object(Map<String, Value>),
-}
-
 /// How an update-like write treats managedFields.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Ownership {
@@ -461,7 +455,7 @@ fn write_existing(
     call: &Call,
     require_rv: bool,
     ownership: Ownership,
-    compute: impl FnOnce(&StoredObject) -> HandlerResult<Computed>,
+    compute: impl FnOnce(&StoredObject) -> HandlerResult<Map<String, Value>>,
 ) -> HandlerResult<Response<Body>> {
     let dry_run = call.dry_run()?;
     let name = call.name().to_owned();
@@ -471,7 +465,7 @@ fn write_existing(
     let mut response_object: Option<Value> = None;
     let outcome = call.state.store.write(&call.group_resource(), &call.key_for(&name), |current| {
         let current = current.ok_or_else(|| call.not_found(&name))?;
-        let Computed::Object(mut desired) = compute(current)?;
+        let mut desired = compute(current)?;
         call.check_type_meta(&mut desired)?;
         call.check_namespace(&mut desired)?;
         let body_name = meta_str(&Value::Object(desired.clone()), "name").to_owned();
@@ -551,16 +545,10 @@ pub(crate) fn update(call: &Call) -> HandlerResult<Response<Body>> {
             .cloned()
             .unwrap_or(json!(0));
         return write_existing(call, false, Ownership::RecordUpdate, |current| {
-            Ok(Computed::Object(with_replicas(
-                call,
-                &current.value,
-                replicas,
-            )))
+            Ok(with_replicas(call, &current.value, replicas))
         });
     }
-    write_existing(call, true, Ownership::RecordUpdate, |_| {
-        Ok(Computed::Object(body))
-    })
+    write_existing(call, true, Ownership::RecordUpdate, |_| Ok(body))
 }
 
 fn force_forbidden(call: &Call) -> Box<Status> {
@@ -669,11 +657,7 @@ fn write_patched(
                 .and_then(|s| s.get("replicas"))
                 .cloned()
                 .unwrap_or(json!(0));
-            return Ok(Computed::Object(with_replicas(
-                call,
-                &current.value,
-                replicas,
-            )));
+            return Ok(with_replicas(call, &current.value, replicas));
         }
         let mut patched = as_object(apply_patch(&current.value)?)?;
         // A patch that does not name a resourceVersion applies to the current object.
@@ -682,7 +666,7 @@ fn write_patched(
         if !patch_names_rv {
             metadata_mut(&mut patched).remove("resourceVersion");
         }
-        Ok(Computed::Object(patched))
+        Ok(patched)
     })
 }
 
@@ -751,7 +735,7 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     {
         let created = managed_fields::apply(None, &applied, force, &context, &merge)
             .map_err(|conflicts| conflict_status(&conflicts))?;
-        return create_object(call, as_object(created)?, call.dry_run()?, Some(()));
+        return create_object(call, as_object(created)?, call.dry_run()?, true);
     }
     write_existing(call, false, Ownership::AlreadyRecorded, |current| {
         let result = managed_fields::apply(Some(&current.value), &applied, force, &context, &merge)
@@ -761,7 +745,7 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
         if applied_rv.is_empty() {
             metadata_mut(&mut result).remove("resourceVersion");
         }
-        Ok(Computed::Object(result))
+        Ok(result)
     })
 }
 
