@@ -1,0 +1,152 @@
+//! The `kubeclient` binary: `serve` and `watch`, driven as a user would.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
+
+fn kubeclient() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kubeclient"))
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `kubeclient serve` on a free port; returns the process and its kubeconfig path.
+fn serve(dir: &std::path::Path) -> (Killed, String, String) {
+    let kubeconfig = dir.join("kubeconfig").display().to_string();
+    let mut child = kubeclient()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--write-kubeconfig",
+            &kubeconfig,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubeclient serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let first = lines.next().expect("a line").expect("readable");
+    let url = first
+        .rsplit(' ')
+        .next()
+        .expect("the line ends with the URL")
+        .to_owned();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && !url.ends_with(":0"),
+        "the real port is printed: {first}"
+    );
+    let second = lines.next().expect("a second line").expect("readable");
+    assert!(second.contains("kubeconfig written to"), "{second}");
+    std::thread::spawn(move || for _ in lines {});
+    (Killed(child), url, kubeconfig)
+}
+
+fn scratch(label: &str) -> std::path::PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("kubeclient-cli-it-{}-{label}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch dir");
+    dir
+}
+
+#[test]
+fn serve_prints_its_url_writes_a_kubeconfig_and_stops_on_sigterm() {
+    let dir = scratch("serve");
+    let (mut server, _url, kubeconfig) = serve(&dir);
+    let output = Command::new(std::env::var("KUBECTL").unwrap_or_else(|_| KUBECTL.to_owned()))
+        .args([
+            &format!("--kubeconfig={kubeconfig}"),
+            &format!("--cache-dir={}", dir.join("cache").display()),
+            "get",
+            "namespaces",
+        ])
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("kube-system"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let pid = server.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill runs")
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = server.0.try_wait().expect("waitable") {
+            assert!(status.success(), "a clean shutdown exits 0: {status}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kubeclient serve stops on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn watch_prints_changes_of_a_resource() {
+    let dir = scratch("watch");
+    let (_server, _url, kubeconfig) = serve(&dir);
+    let mut watcher = Killed(
+        kubeclient()
+            .args([
+                "watch",
+                "configmaps",
+                "--kubeconfig",
+                &kubeconfig,
+                "-n",
+                "default",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubeclient watch starts"),
+    );
+    let stdout = watcher.0.stdout.take().expect("stdout");
+    std::thread::sleep(Duration::from_millis(1500));
+    let manifest = dir.join("cm.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: watched, namespace: default}\n",
+    )
+    .expect("write");
+    let kubectl = |args: &[&str]| {
+        let output = Command::new(std::env::var("KUBECTL").unwrap_or_else(|_| KUBECTL.to_owned()))
+            .arg(format!("--kubeconfig={kubeconfig}"))
+            .arg(format!("--cache-dir={}", dir.join("cache").display()))
+            .args(args)
+            .output()
+            .expect("kubectl runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    kubectl(&["apply", "-f", &manifest.display().to_string()]);
+    kubectl(&["delete", "configmap", "watched"]);
+    let mut lines = BufReader::new(stdout).lines();
+    let added = lines.next().expect("a line").expect("readable");
+    assert!(
+        added.starts_with("ADDED") && added.contains("default/watched"),
+        "{added}"
+    );
+    let deleted = lines.next().expect("a line").expect("readable");
+    assert_eq!(deleted, "DELETED default/watched");
+}
