@@ -91,6 +91,15 @@ where
             }),
         ),
         Route::Health => text(StatusCode::OK, "ok"),
+        Route::CoreVersions | Route::GroupList
+            if discovery::wants_aggregated(header_str(&request, http::header::ACCEPT)) =>
+        {
+            aggregated_discovery(
+                registry,
+                matches!(route, Route::CoreVersions),
+                header_str(&request, http::header::IF_NONE_MATCH),
+            )
+        }
         Route::CoreVersions => json(
             StatusCode::OK,
             &discovery::api_versions(&state.config.server_address),
@@ -128,6 +137,47 @@ where
             not_found_text()
         }
     }
+}
+
+fn header_str<B>(request: &Request<B>, name: http::header::HeaderName) -> Option<&str> {
+    request.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The aggregated discovery document, with its GVK echoed in the Content-Type (the only
+/// endpoint that does so), an ETag, and 304 when the client already has it.
+fn aggregated_discovery(
+    registry: &crate::registry::Registry,
+    core: bool,
+    if_none_match: Option<&str>,
+) -> Response<Body> {
+    let body = discovery::aggregated(registry, core).to_string();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in body.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    let etag = format!("\"{hash:016X}\"");
+    let mut response = if if_none_match == Some(etag.as_str()) {
+        let mut response = Response::new(response::full(bytes::Bytes::new()));
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        response
+    } else {
+        response::with_body(
+            StatusCode::OK,
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+            response::full(body),
+        )
+    };
+    let headers = response.headers_mut();
+    if let Ok(value) = http::HeaderValue::from_str(&etag) {
+        headers.insert(http::header::ETAG, value);
+    }
+    headers.insert(http::header::VARY, http::HeaderValue::from_static("Accept"));
+    headers.insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("public"),
+    );
+    response
 }
 
 fn not_found_text() -> Response<Body> {

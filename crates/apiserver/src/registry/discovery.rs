@@ -1,7 +1,6 @@
-//! Legacy (unaggregated) discovery documents: `/api`, `/apis`, `/apis/{g}`, `/api/v1`,
-//! `/apis/{g}/{v}` (apiserver-semantics §2.1). Aggregated discovery is not served: the
-//! server answers those requests with the legacy JSON and a plain `application/json`
-//! Content-Type, which every client accepts (§2.2).
+//! Discovery documents: legacy `/api`, `/apis`, `/apis/{g}`, `/api/v1`, `/apis/{g}/{v}`
+//! (apiserver-semantics §2.1), and aggregated discovery (`apidiscovery.k8s.io/v2`) for
+//! `/api` and `/apis` when the request asks for it (§2.2).
 
 use serde_json::{Value, json};
 
@@ -172,4 +171,84 @@ mod tests {
         assert_eq!(scale["kind"], "Scale");
         assert_eq!(scale["group"], "autoscaling");
     }
+}
+
+/// Aggregated discovery (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`) for `/api`
+/// (`core: true`, the core group) or `/apis` (every named group), versions in preference
+/// order (apiserver-semantics §2.2).
+pub fn aggregated(registry: &Registry, core: bool) -> Value {
+    let mut groups: Vec<String> = Vec::new();
+    for resource in registry.all().iter() {
+        if (resource.group.is_empty() == core) && !groups.contains(&resource.group) {
+            groups.push(resource.group.clone());
+        }
+    }
+    let items: Vec<Value> = groups
+        .iter()
+        .map(|group| {
+            let versions: Vec<Value> = group_versions(registry, group)
+                .iter()
+                .map(|version| {
+                    let resources: Vec<Value> = registry
+                        .all()
+                        .iter()
+                        .filter(|r| &r.group == group && &r.version == version)
+                        .map(|r| aggregated_resource(r))
+                        .collect();
+                    json!({"version": version, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            let metadata = if group.is_empty() {
+                json!({})
+            } else {
+                json!({"name": group})
+            };
+            json!({"metadata": metadata, "versions": versions})
+        })
+        .collect();
+    json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
+}
+
+fn aggregated_resource(resource: &ResourceDef) -> Value {
+    let kind = json!({"group": resource.group, "version": resource.version, "kind": resource.kind});
+    let mut subresources = Vec::new();
+    if resource.status_subresource {
+        subresources.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
+    }
+    if resource.scale.is_some() {
+        subresources.push(json!({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": ["get", "patch", "update"]}));
+    }
+    let mut entry = json!({
+        "resource": resource.plural,
+        "responseKind": kind,
+        "scope": if resource.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": resource.singular,
+        "verbs": resource.verbs,
+    });
+    if let Some(object) = entry.as_object_mut() {
+        if !resource.short_names.is_empty() {
+            object.insert("shortNames".to_owned(), json!(resource.short_names));
+        }
+        if !resource.categories.is_empty() {
+            object.insert("categories".to_owned(), json!(resource.categories));
+        }
+        if !subresources.is_empty() {
+            object.insert("subresources".to_owned(), json!(subresources));
+        }
+    }
+    entry
+}
+
+/// Whether an `Accept` header asks for aggregated discovery `v2` (any clause naming
+/// `as=APIGroupDiscoveryList`, `g=apidiscovery.k8s.io`, `v=v2`).
+pub fn wants_aggregated(accept: Option<&str>) -> bool {
+    accept.is_some_and(|accept| {
+        accept.split(',').any(|clause| {
+            let params: Vec<&str> = clause.split(';').map(str::trim).collect();
+            params.first().is_some_and(|m| *m == "application/json")
+                && params.contains(&"as=APIGroupDiscoveryList")
+                && params.contains(&"g=apidiscovery.k8s.io")
+                && params.contains(&"v=v2")
+        })
+    })
 }

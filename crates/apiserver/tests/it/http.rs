@@ -37,12 +37,68 @@ async fn discovery_documents_describe_core_and_named_groups() {
 }
 
 #[tokio::test]
-async fn aggregated_discovery_requests_get_legacy_json_with_a_plain_content_type() {
+async fn aggregated_discovery_echoes_its_kind_and_supports_etags() {
     let t = TestServer::start().await;
-    let response = t
-        .send("GET", "/apis", None, Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"), "")
+    let accept =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let response = t.send("GET", "/apis", None, Some(accept), "").await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    );
+    let etag = response.headers()["etag"].to_str().unwrap().to_owned();
+    use http_body_util::BodyExt;
+    let body: Value =
+        serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(body["kind"], "APIGroupDiscoveryList");
+    let apps = body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == "apps")
+        .unwrap();
+    let deployments = apps["versions"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "deployments")
+        .unwrap();
+    assert_eq!(
+        (
+            deployments["scope"].as_str(),
+            deployments["responseKind"]["kind"].as_str()
+        ),
+        (Some("Namespaced"), Some("Deployment"))
+    );
+    assert!(
+        deployments["subresources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["subresource"] == "scale")
+    );
+    let core = t.send("GET", "/api", None, Some(accept), "").await;
+    use http_body_util::BodyExt as _;
+    let core: Value =
+        serde_json::from_slice(&core.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(core["items"][0]["metadata"], json!({}));
+    // The same document again: 304 with no body.
+    let request = hyper::Request::builder()
+        .uri(format!("{}/apis", t.server.url()))
+        .header("accept", accept)
+        .header("if-none-match", &etag)
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http();
+    let not_modified = client.request(request).await.unwrap();
+    assert_eq!(not_modified.status(), 304);
+    // Without the aggregated clause: legacy JSON with a plain Content-Type.
+    let legacy = t
+        .send("GET", "/apis", None, Some("application/json"), "")
         .await;
-    assert_eq!(response.headers()["content-type"], "application/json");
+    assert_eq!(legacy.headers()["content-type"], "application/json");
 }
 
 #[tokio::test]
