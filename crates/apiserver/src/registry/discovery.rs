@@ -120,59 +120,6 @@ pub fn api_resource_list(registry: &Registry, group: &str, version: &str) -> Val
     document
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn core_resource_list_has_subresources_and_no_api_version() {
-        let list = api_resource_list(&Registry::new(), "", "v1");
-        assert!(list.get("apiVersion").is_none());
-        let names: Vec<&str> = list["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|r| r["name"].as_str())
-            .collect();
-        assert!(names.contains(&"pods") && names.contains(&"pods/status"));
-        let pods = &list["resources"][names.iter().position(|n| *n == "pods").unwrap()];
-        assert_eq!(pods["shortNames"], json!(["po"]));
-        assert_eq!(pods["categories"], json!(["all"]));
-    }
-
-    #[test]
-    fn group_list_names_every_group_with_its_preferred_version() {
-        let list = api_group_list(&Registry::new());
-        let apps = list["groups"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|g| g["name"] == "apps")
-            .unwrap();
-        assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
-        assert!(
-            list["groups"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|g| g["name"] != "")
-        );
-    }
-
-    #[test]
-    fn scale_subresources_name_the_autoscaling_kind() {
-        let list = api_resource_list(&Registry::new(), "apps", "v1");
-        let scale = list["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["name"] == "deployments/scale")
-            .unwrap();
-        assert_eq!(scale["kind"], "Scale");
-        assert_eq!(scale["group"], "autoscaling");
-    }
-}
-
 /// Aggregated discovery (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`) for `/api`
 /// (`core: true`, the core group) or `/apis` (every named group), versions in preference
 /// order (apiserver-semantics §2.2).
@@ -251,4 +198,57 @@ pub fn wants_aggregated(accept: Option<&str>) -> bool {
                 && params.contains(&"v=v2")
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_resource_list_has_subresources_and_no_api_version() {
+        let list = api_resource_list(&Registry::new(), "", "v1");
+        assert!(list.get("apiVersion").is_none());
+        let names: Vec<&str> = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["name"].as_str())
+            .collect();
+        assert!(names.contains(&"pods") && names.contains(&"pods/status"));
+        let pods = &list["resources"][names.iter().position(|n| *n == "pods").unwrap()];
+        assert_eq!(pods["shortNames"], json!(["po"]));
+        assert_eq!(pods["categories"], json!(["all"]));
+    }
+
+    #[test]
+    fn group_list_names_every_group_with_its_preferred_version() {
+        let list = api_group_list(&Registry::new());
+        let apps = list["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == "apps")
+            .unwrap();
+        assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
+        assert!(
+            list["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|g| g["name"] != "")
+        );
+    }
+
+    #[test]
+    fn scale_subresources_name_the_autoscaling_kind() {
+        let list = api_resource_list(&Registry::new(), "apps", "v1");
+        let scale = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "deployments/scale")
+            .unwrap();
+        assert_eq!(scale["kind"], "Scale");
+        assert_eq!(scale["group"], "autoscaling");
+    }
 }
