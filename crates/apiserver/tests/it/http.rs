@@ -79,7 +79,6 @@ async fn aggregated_discovery_echoes_its_kind_and_supports_etags() {
             .any(|s| s["subresource"] == "scale")
     );
     let core = t.send("GET", "/api", None, Some(accept), "").await;
-    use http_body_util::BodyExt as _;
     let core: Value =
         serde_json::from_slice(&core.into_body().collect().await.unwrap().to_bytes()).unwrap();
     assert_eq!(core["items"][0]["metadata"], json!({}));
