@@ -151,12 +151,7 @@ fn aggregated_discovery(
     if_none_match: Option<&str>,
 ) -> Response<Body> {
     let body = discovery::aggregated(registry, core).to_string();
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in body.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    let etag = format!("\"{hash:016X}\"");
+    let etag = format!("\"{}\"", openapi::content_hash(&body));
     let mut response = if if_none_match == Some(etag.as_str()) {
         let mut response = Response::new(response::full(bytes::Bytes::new()));
         *response.status_mut() = StatusCode::NOT_MODIFIED;

@@ -94,8 +94,9 @@ pub fn v3_document(registry: &Registry, key: &str) -> Option<Value> {
     }))
 }
 
-/// A stable hex hash (FNV-1a 64) of the document, for the index's `hash` parameter.
-fn content_hash(text: &str) -> String {
+/// A stable hex hash (FNV-1a 64) of a document: the OpenAPI index's `hash` parameter and
+/// the aggregated discovery ETag.
+pub(crate) fn content_hash(text: &str) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in text.bytes() {
         hash ^= u64::from(byte);
