@@ -9,6 +9,8 @@
 //! - [`selector`]: label selectors (the full grammar) and field selectors.
 //! - [`status`]: the [`Status`] object and [`ApiError`] with client-go's `Is*` helpers.
 //! - [`watch`]: [`WatchEvent`] and a streaming decoder for newline-delimited watch bodies.
+//! - [`list`]: a streaming splitter of list bodies into items, and byte-level edits of one
+//!   item (dropping `managedFields`, reading its key and resourceVersion).
 //!
 //! # Kubernetes version
 //!
@@ -32,6 +34,7 @@
 //! ```
 
 pub mod gvk;
+pub mod list;
 pub mod meta;
 pub mod selector;
 pub mod status;

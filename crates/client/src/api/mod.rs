@@ -22,7 +22,7 @@ pub use params::{
 
 use crate::error::{Error, Result};
 use crate::rest::watch::WatchStream;
-use crate::rest::{Client, JSON, Request, decode};
+use crate::rest::{Client, DecodeOptions, JSON, Request, SharedList, decode};
 
 /// What metadata-only lists ask for (client-go's metadata client, JSON only).
 const METADATA_LIST_ACCEPT: &str =
@@ -290,6 +290,70 @@ where
             .query(&query_pairs(&query))
             .accept(METADATA_ACCEPT);
         self.client.watch(request).await
+    }
+
+    /// Reads one page of a list as shared objects, decoding items on worker threads as the
+    /// body arrives (the informers' path); items that do not decode are reported in
+    /// [`SharedList::skipped`](crate::rest::SharedList) instead of failing the page.
+    ///
+    /// # Errors
+    ///
+    /// As [`list`](Self::list).
+    pub async fn list_shared(
+        &self,
+        params: &ListParams,
+        options: &DecodeOptions<K>,
+    ) -> Result<SharedList<K>>
+    where
+        K: Sync,
+    {
+        let query = params.query();
+        let request = Request::get(self.path(None, None)).query(&query_pairs(&query));
+        self.client.list_shared(request, options).await
+    }
+
+    /// As [`list_shared`](Self::list_shared), metadata only (`PartialObjectMetadataList`).
+    ///
+    /// # Errors
+    ///
+    /// As [`list`](Self::list).
+    pub async fn list_metadata_shared(
+        &self,
+        params: &ListParams,
+        options: &DecodeOptions<K>,
+    ) -> Result<SharedList<K>>
+    where
+        K: Sync,
+    {
+        let query = params.query();
+        let request = Request::get(self.path(None, None))
+            .query(&query_pairs(&query))
+            .accept(METADATA_LIST_ACCEPT);
+        self.client.list_shared(request, options).await
+    }
+
+    /// As [`watch`](Self::watch) (or [`watch_metadata`](Self::watch_metadata) with
+    /// `metadata_only`), dropping each object's `managedFields` before decoding it when
+    /// `strip_managed_fields` is set.
+    ///
+    /// # Errors
+    ///
+    /// As [`watch`](Self::watch).
+    pub async fn watch_with(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+        metadata_only: bool,
+        strip_managed_fields: bool,
+    ) -> Result<WatchStream<K>> {
+        let query = params.query(resource_version);
+        let mut request = Request::get(self.path(None, None)).query(&query_pairs(&query));
+        if metadata_only {
+            request = request.accept(METADATA_ACCEPT);
+        }
+        self.client
+            .watch_decoded(request, strip_managed_fields)
+            .await
     }
 
     /// Creates an object.

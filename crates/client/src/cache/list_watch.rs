@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use crate::api::{Api, ListParams, ObjectList, WatchParams};
 use crate::error::Result;
 use crate::rest::watch::WatchStream;
+use crate::rest::{DecodeOptions, SharedList};
 
 /// A boxed future, for the object-safe [`ListerWatcher`].
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -20,6 +21,29 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait ListerWatcher<K>: Send + Sync + 'static {
     /// One page of the list.
     fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<K>>>;
+
+    /// One page of the list as shared objects, decoded as `options` says; items that do
+    /// not decode are reported in [`SharedList::skipped`]. The default calls
+    /// [`list`](Self::list) and ignores `options`; [`ApiListWatch`] decodes as the body
+    /// arrives, on worker threads.
+    fn list_shared<'a>(
+        &'a self,
+        params: &'a ListParams,
+        options: &'a DecodeOptions<K>,
+    ) -> BoxFuture<'a, Result<SharedList<K>>>
+    where
+        K: Send,
+    {
+        let _ = options;
+        Box::pin(async move {
+            let page = self.list(params).await?;
+            Ok(SharedList {
+                metadata: page.metadata,
+                items: page.items.into_iter().map(Arc::new).collect(),
+                skipped: Vec::new(),
+            })
+        })
+    }
 
     /// A watch from `resource_version`.
     fn watch<'a>(
@@ -66,6 +90,7 @@ pub struct ApiListWatch<K> {
     api: Api<K>,
     tweak: Option<TweakListOptions>,
     mode: ListWatchMode,
+    strip_managed_fields: bool,
 }
 
 impl<K> ApiListWatch<K> {
@@ -76,7 +101,16 @@ impl<K> ApiListWatch<K> {
             api,
             tweak: None,
             mode: ListWatchMode::Full,
+            strip_managed_fields: false,
         }
+    }
+
+    /// Drops `metadata.managedFields` from every listed or watched object's bytes before
+    /// decoding it: faster than decoding them, and the cache never holds them.
+    #[must_use]
+    pub fn strip_managed_fields(mut self, strip: bool) -> Self {
+        self.strip_managed_fields = strip;
+        self
     }
 
     /// With a tweak applied to every list and watch.
@@ -104,6 +138,7 @@ impl ApiListWatch<DynamicObject> {
             api,
             tweak: None,
             mode: ListWatchMode::MetadataOnly,
+            strip_managed_fields: false,
         }
     }
 }
@@ -129,10 +164,31 @@ where
     ) -> BoxFuture<'a, Result<WatchStream<K>>> {
         Box::pin(async move {
             let (_, params) = self.tweaked(&ListParams::default(), params);
+            let metadata_only = self.mode == ListWatchMode::MetadataOnly;
+            self.api
+                .watch_with(
+                    &params,
+                    resource_version,
+                    metadata_only,
+                    self.strip_managed_fields,
+                )
+                .await
+        })
+    }
+
+    fn list_shared<'a>(
+        &'a self,
+        params: &'a ListParams,
+        options: &'a DecodeOptions<K>,
+    ) -> BoxFuture<'a, Result<SharedList<K>>> {
+        Box::pin(async move {
+            let (params, _) = self.tweaked(params, &WatchParams::default());
+            let mut options = options.clone();
+            options.strip_managed_fields |= self.strip_managed_fields;
             match self.mode {
-                ListWatchMode::Full => self.api.watch(&params, resource_version).await,
+                ListWatchMode::Full => self.api.list_shared(&params, &options).await,
                 ListWatchMode::MetadataOnly => {
-                    self.api.watch_metadata(&params, resource_version).await
+                    self.api.list_metadata_shared(&params, &options).await
                 }
             }
         })

@@ -76,11 +76,12 @@ pub use handler::{
 pub use index::{IndexFunc, Indexers, NAMESPACE_INDEX, meta_namespace_index_func};
 pub use list_watch::{ApiListWatch, BoxFuture, ListWatchMode, ListerWatcher, TweakListOptions};
 pub use lister::{Lister, NamespaceLister};
-pub use processor::{EventHandlerRegistration, MINIMUM_RESYNC_PERIOD};
+pub use processor::{EventHandlerRegistration, LISTENER_CAPACITY, MINIMUM_RESYNC_PERIOD};
 pub use queue::{PopFuture, ProcessFn, Queue};
 pub use real_fifo::{RealFIFO, RealFifoOptions};
 pub use reflector::{
-    DEFAULT_MIN_WATCH_TIMEOUT, DEFAULT_PAGE_SIZE, Reflector, ReflectorOptions, WatchErrorHandler,
+    DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_MIN_WATCH_TIMEOUT, DEFAULT_PAGE_SIZE, Reflector,
+    ReflectorOptions, WatchErrorHandler,
 };
 pub use representation::{ArcRepr, Representation};
 pub use shared_informer::{InformerOptions, SharedIndexInformer};

@@ -1,14 +1,25 @@
-//! The shared processor: one listener per registered handler, each with its own unbounded
-//! buffer and task, so a slow handler never blocks the informer or the other handlers.
+//! The shared processor: one listener per registered handler, each with its own buffer and
+//! task, so a handler that is slow for a while never blocks the informer or the other
+//! handlers. Buffers are bounded: once a listener holds [`LISTENER_CAPACITY`] undelivered
+//! notifications, the informer stops popping its queue until the listener catches up, and
+//! the full queue in turn slows the reading of the watch stream. A backlog therefore costs
+//! time, never unbounded memory (client-go's buffers grow without limit).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 
 use super::handler::{Notification, ResourceEventHandler};
+
+/// Undelivered notifications one listener may hold before the informer waits for it.
+pub const LISTENER_CAPACITY: usize = 1024;
+
+/// Registration ids are unique across every informer of the process, so a registration
+/// passed to the wrong informer never matches one of its handlers.
+static NEXT_REGISTRATION_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The smallest resync period a handler gets (client-go: 1 s).
 pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
@@ -29,17 +40,30 @@ pub(crate) struct Listener<K> {
     /// Set by the last `should_resync` check: sync updates go to this listener.
     pub(crate) resyncing: bool,
     pub(crate) removed: Arc<AtomicBool>,
+    /// Notifications sent and not yet delivered.
+    queued: Arc<AtomicUsize>,
 }
 
 impl<K> Listener<K> {
-    /// Queues a notification (never blocks); `initial` marks an initial-list add.
+    /// Queues a notification (never blocks); `initial` marks an initial-list add, which
+    /// the registration's `has_synced` waits for.
     pub(crate) fn send(&self, notification: Notification<K>, initial: bool) {
         if initial {
             self.pending_initial.fetch_add(1, Ordering::SeqCst);
         }
-        if self.sender.send((notification, initial)).is_err() && initial {
-            self.pending_initial.fetch_sub(1, Ordering::SeqCst);
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        if self.sender.send((notification, initial)).is_err() {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+            if initial {
+                self.pending_initial.fetch_sub(1, Ordering::SeqCst);
+            }
         }
+    }
+
+    /// Whether this listener's buffer is full (a removed listener never is).
+    pub(crate) fn is_full(&self) -> bool {
+        !self.removed.load(Ordering::SeqCst)
+            && self.queued.load(Ordering::SeqCst) >= LISTENER_CAPACITY
     }
 }
 
@@ -48,21 +72,25 @@ pub(crate) enum Sink<K> {
     /// A handler called by the listener's own task.
     Handler(Arc<dyn ResourceEventHandler<K>>),
     /// A channel read by the user (the stream API).
-    Channel(mpsc::UnboundedSender<Notification<K>>),
+    Channel(mpsc::Sender<Notification<K>>),
 }
 
-/// Creates a listener and starts its delivery task.
+/// Creates a listener and starts its delivery task; `room` is notified each time the
+/// listener delivers a notification below its capacity, or ends.
 pub(crate) fn spawn_listener<K: Send + Sync + 'static>(
-    id: u64,
     sink: Sink<K>,
     requested_resync: Duration,
     resync_period: Duration,
+    room: Arc<Notify>,
 ) -> Listener<K> {
+    let id = NEXT_REGISTRATION_ID.fetch_add(1, Ordering::Relaxed);
     let (sender, mut receiver) = mpsc::unbounded_channel::<(Notification<K>, bool)>();
     let pending_initial = Arc::new(AtomicUsize::new(0));
     let removed = Arc::new(AtomicBool::new(false));
+    let queued = Arc::new(AtomicUsize::new(0));
     let pending = pending_initial.clone();
     let gone = removed.clone();
+    let in_buffer = queued.clone();
     tokio::spawn(async move {
         while let Some((notification, initial)) = receiver.recv().await {
             if gone.load(Ordering::SeqCst) {
@@ -81,7 +109,7 @@ pub(crate) fn spawn_listener<K: Send + Sync + 'static>(
                     }
                 }
                 Sink::Channel(channel) => {
-                    if channel.send(notification).is_err() {
+                    if channel.send(notification).await.is_err() {
                         break;
                     }
                 }
@@ -89,7 +117,13 @@ pub(crate) fn spawn_listener<K: Send + Sync + 'static>(
             if initial {
                 pending.fetch_sub(1, Ordering::SeqCst);
             }
+            if in_buffer.fetch_sub(1, Ordering::SeqCst) <= LISTENER_CAPACITY {
+                room.notify_one();
+            }
         }
+        // Nothing will drain this buffer any more: never let the informer wait for it.
+        gone.store(true, Ordering::SeqCst);
+        room.notify_one();
     });
     Listener {
         id,
@@ -100,6 +134,7 @@ pub(crate) fn spawn_listener<K: Send + Sync + 'static>(
         next_resync: Instant::now() + resync_period,
         resyncing: false,
         removed,
+        queued,
     }
 }
 
@@ -120,23 +155,29 @@ pub struct EventHandlerRegistration {
     pub(crate) id: u64,
     pending_initial: Arc<AtomicUsize>,
     informer_synced: watch::Receiver<bool>,
+    removed: Arc<AtomicBool>,
 }
 
 impl EventHandlerRegistration {
-    pub(crate) fn new(
-        id: u64,
-        pending_initial: Arc<AtomicUsize>,
-        informer_synced: watch::Receiver<bool>,
-    ) -> Self {
+    pub(crate) fn new<K>(listener: &Listener<K>, informer_synced: watch::Receiver<bool>) -> Self {
         EventHandlerRegistration {
-            id,
-            pending_initial,
+            id: listener.id,
+            pending_initial: listener.pending_initial.clone(),
             informer_synced,
+            removed: listener.removed.clone(),
         }
     }
 
-    /// True once the informer has synced and this handler has received every object of
-    /// the initial list (or of the cache replayed when it was added late).
+    /// Whether the handler is still registered (false once removed, or once its informer
+    /// has stopped).
+    #[must_use]
+    pub fn is_registered(&self) -> bool {
+        !self.removed.load(Ordering::SeqCst)
+    }
+
+    /// True once the informer has synced and this handler has *handled* every object of
+    /// the initial list (or of the cache replayed when it was added late): its callback
+    /// returned for each, as client-go's `HasSynced` of a registration.
     #[must_use]
     pub fn has_synced(&self) -> bool {
         *self.informer_synced.borrow() && self.pending_initial.load(Ordering::SeqCst) == 0

@@ -101,6 +101,22 @@ pub trait Queue<K>: Send + Sync {
     /// `process`, so dropping the future never loses one.
     fn pop<'a>(&'a self, process: ProcessFn<'a, K>) -> PopFuture<'a>;
 
+    /// Waits until the queue holds fewer than `max` entries (or is closed), so a writer
+    /// can slow down instead of growing the queue without bound. The default returns at
+    /// once (an unbounded queue).
+    ///
+    /// # Errors
+    ///
+    /// None from the queues of this crate.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    fn wait_for_room<'a>(&'a self, max: usize) -> PopFuture<'a> {
+        let _ = max;
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     /// Closes the queue: consumers drain what is left, then get
     /// [`Error::Closed`](super::Error::Closed).
     fn close(&self);

@@ -85,6 +85,8 @@ pub struct RealFIFO<K> {
     /// Guards every field of [`Inner`] together.
     inner: Mutex<Inner<K>>,
     waiters: Waiters,
+    /// Notified after every pop, for writers waiting in `wait_for_room`.
+    room: tokio::sync::Notify,
 }
 
 /// The locked state of a [`RealFIFO`].
@@ -114,6 +116,7 @@ impl<K: Object> RealFIFO<K> {
                 closed: false,
             }),
             waiters: Waiters::default(),
+            room: tokio::sync::Notify::new(),
         }
     }
 
@@ -136,6 +139,7 @@ impl<K: Object> RealFIFO<K> {
         process(Deltas::one(delta), is_in_initial_list);
         // After processing: `has_synced` flips only once the last initial item is in the cache.
         inner.population.popped();
+        self.room.notify_waiters();
         Some(Ok(true))
     }
 
@@ -163,6 +167,23 @@ fn tombstone<K>(key: &str, obj: Option<Arc<K>>) -> (String, Delta<K>) {
 }
 
 impl<K: Object> Queue<K> for RealFIFO<K> {
+    fn wait_for_room<'a>(&'a self, max: usize) -> PopFuture<'a> {
+        Box::pin(async move {
+            loop {
+                let room = self.room.notified();
+                tokio::pin!(room);
+                room.as_mut().enable();
+                {
+                    let inner = lock(&self.inner);
+                    if inner.items.len() < max || inner.closed {
+                        return Ok(());
+                    }
+                }
+                room.await;
+            }
+        })
+    }
+
     fn add(&self, obj: Arc<K>) -> Result<()> {
         self.append(obj, Delta::Added)
     }

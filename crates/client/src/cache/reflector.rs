@@ -7,20 +7,25 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use kubeclient_machinery::{ApiError, Object, WatchEvent, meta_namespace_key};
+use kubeclient_machinery::{ApiError, Object, WatchDecodeError, WatchEvent, meta_namespace_key};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
 use super::list_watch::ListerWatcher;
 use super::queue::Queue;
+use super::store::KnownObjects;
 use crate::api::{ListParams, WatchParams};
 use crate::error::Error;
 use crate::rest::watch::WatchStream;
+use crate::rest::{DecodeOptions, SharedList};
+use kubeclient_machinery::list::ItemMeta;
 
 /// The shortest server-side watch timeout (client-go: 5 minutes; each watch picks a
 /// random timeout in `[min, 2 min)`).
 pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
+/// How many changes may wait in the queue before the reflector stops reading the watch.
+pub const DEFAULT_MAX_QUEUED_EVENTS: usize = 1024;
 /// The LIST page size (client-go's pager default).
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
 
@@ -49,6 +54,10 @@ pub struct ReflectorOptions {
     pub watch_error_handler: Option<WatchErrorHandler>,
     /// Retry delays.
     pub backoff: Backoff,
+    /// Stop reading the watch while this many changes wait in the queue (backpressure
+    /// from a slow consumer: memory stays bounded, the server's stream waits). Zero: no
+    /// bound. Default [`DEFAULT_MAX_QUEUED_EVENTS`].
+    pub max_queued_events: usize,
 }
 
 impl Default for ReflectorOptions {
@@ -62,6 +71,7 @@ impl Default for ReflectorOptions {
             use_watch_list: true,
             watch_error_handler: None,
             backoff: Backoff::default(),
+            max_queued_events: DEFAULT_MAX_QUEUED_EVENTS,
         }
     }
 }
@@ -74,6 +84,7 @@ pub struct Reflector<K> {
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     queue: Arc<dyn Queue<K>>,
     options: ReflectorOptions,
+    decode_options: DecodeOptions<K>,
     state: Mutex<RvState>,
 }
 
@@ -111,8 +122,26 @@ where
             lister_watcher,
             queue,
             options,
+            decode_options: DecodeOptions::default(),
             state: Mutex::new(RvState::default()),
         }
+    }
+
+    /// Shares objects from `known` (normally the informer's cache, keyed by
+    /// `namespace/name`) when a relist returns them at the same resourceVersion, instead of
+    /// decoding them again. A relist of a mostly unchanged cache then costs little time and
+    /// holds no second copy of the objects. The key function of the cache must be
+    /// [`meta_namespace_key`].
+    #[must_use]
+    pub fn reuse_unchanged_from(mut self, known: Arc<dyn KnownObjects<K>>) -> Self {
+        self.decode_options.reuse = Some(Arc::new(move |meta: &ItemMeta| {
+            if meta.resource_version.is_empty() {
+                return None;
+            }
+            let existing = known.get_by_key(&meta.key()).ok().flatten()?;
+            (existing.resource_version() == meta.resource_version).then_some(existing)
+        }));
+        self
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, RvState> {
@@ -147,6 +176,10 @@ where
     pub async fn run(&self, stop: CancellationToken) {
         let mut backoff = self.options.backoff.clone();
         loop {
+            // Already stopped: make no call at all (client-go checks the stop first too).
+            if stop.is_cancelled() {
+                return;
+            }
             if let Err(err) = self.list_and_watch(&stop, &mut backoff).await {
                 match &self.options.watch_error_handler {
                     Some(handler) => handler(&err),
@@ -174,7 +207,7 @@ where
     ) -> Result<(), Error> {
         let mut stream = None;
         if self.options.use_watch_list {
-            match self.watch_list(stop).await {
+            match self.watch_list(stop, backoff).await {
                 Ok(Some(open)) => stream = Some(open),
                 Ok(None) => return Ok(()),
                 Err(err) => {
@@ -184,6 +217,7 @@ where
         }
         if stream.is_none() {
             tokio::select! {
+                biased;
                 () = stop.cancelled() => return Ok(()),
                 result = self.list() => result?,
             }
@@ -228,7 +262,9 @@ where
     }
 
     /// Every page of a list at `rv` (client-go's pager): later pages by continue token
-    /// only; an expired token falls back to one unpaginated list.
+    /// only; an expired token falls back to one unpaginated list. Items are decoded as
+    /// they arrive; an item that does not decode is reported and left out, so one bad
+    /// object never stops the informer.
     async fn list_pages(&self, rv: &str) -> Result<(Vec<Arc<K>>, String), Error> {
         // At a concrete RV the server's cache serves the whole list cheaply: no limit.
         let limit = if rv.is_empty() || rv == "0" {
@@ -241,29 +277,29 @@ where
             limit,
             ..ListParams::default()
         };
-        let mut page = self.lister_watcher.list(&first).await?;
+        let page = self.list_page(&first).await?;
         let list_rv = page.metadata.resource_version.clone().unwrap_or_default();
-        let mut items: Vec<Arc<K>> = page.items.drain(..).map(Arc::new).collect();
         let mut token = page.continue_token().map(str::to_owned);
+        let mut items = page.items;
         while let Some(continue_token) = token {
             let next = ListParams {
                 continue_token: Some(continue_token),
                 limit,
                 ..ListParams::default()
             };
-            match self.lister_watcher.list(&next).await {
-                Ok(mut page) => {
+            match self.list_page(&next).await {
+                Ok(page) => {
                     token = page.continue_token().map(str::to_owned);
-                    items.extend(page.items.drain(..).map(Arc::new));
+                    items.extend(page.items);
                 }
                 Err(Error::Api(err)) if err.is_resource_expired() => {
                     let full = ListParams {
                         limit: None,
                         ..first.clone()
                     };
-                    let page = self.lister_watcher.list(&full).await?;
+                    let page = self.list_page(&full).await?;
                     let rv = page.metadata.resource_version.clone().unwrap_or_default();
-                    return Ok((page.items.into_iter().map(Arc::new).collect(), rv));
+                    return Ok((page.items, rv));
                 }
                 Err(err) => return Err(err),
             }
@@ -271,10 +307,49 @@ where
         Ok((items, list_rv))
     }
 
+    /// One page, with its undecodable items reported.
+    async fn list_page(&self, params: &ListParams) -> Result<SharedList<K>, Error> {
+        let page = self
+            .lister_watcher
+            .list_shared(params, &self.decode_options)
+            .await?;
+        for skipped in &page.skipped {
+            self.report(skipped);
+        }
+        Ok(page)
+    }
+
+    /// Sleeps for `delay`; false when stopped first.
+    async fn sleep(&self, stop: &CancellationToken, delay: Duration) -> bool {
+        tokio::select! {
+            () = stop.cancelled() => false,
+            () = tokio::time::sleep(delay) => true,
+        }
+    }
+
+    /// Tells the watch error handler (or the log) about an error the reflector handles.
+    fn report(&self, err: &Error) {
+        match &self.options.watch_error_handler {
+            Some(handler) => handler(err),
+            None => {
+                tracing::warn!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %err, "skipped an object that does not decode");
+            }
+        }
+    }
+
     /// A streaming watch-list: the initial state arrives as ADDED events ended by the
     /// `initial-events-end` bookmark, then the same stream carries the changes.
     /// `Ok(None)`: stopped. `Err`: the server refused it; the caller falls back to LIST.
-    async fn watch_list(&self, stop: &CancellationToken) -> Result<Option<WatchStream<K>>, Error> {
+    ///
+    /// As client-go: a 429 or a connection failure backs off and retries the watch-list
+    /// (a LIST is the heavier request for an overloaded server); a stream that closes
+    /// before the bookmark starts over, after a backoff step, unless it was a very short
+    /// watch with nothing in it, which means the server does not really serve it.
+    async fn watch_list(
+        &self,
+        stop: &CancellationToken,
+        backoff: &mut Backoff,
+    ) -> Result<Option<WatchStream<K>>, Error> {
         loop {
             let rv = {
                 let state = self.state();
@@ -290,18 +365,48 @@ where
                 send_initial_events: true,
                 ..WatchParams::default()
             };
-            let mut stream = tokio::select! {
+            let opened = tokio::select! {
+                biased;
                 () = stop.cancelled() => return Ok(None),
-                opened = self.lister_watcher.watch(&params, &rv) => opened?,
+                opened = self.lister_watcher.watch(&params, &rv) => opened,
             };
+            let mut stream = match opened {
+                Ok(stream) => stream,
+                Err(err) if is_retriable_watch_error(&err) => {
+                    tracing::debug!(reflector = %self.options.name, error = %err, "watch-list failed; backing off");
+                    if !self.sleep(stop, backoff.next_delay()).await {
+                        return Ok(None);
+                    }
+                    continue;
+                }
+                Err(err) => return Err(err),
+            };
+            let started = Instant::now();
+            let mut received = 0usize;
             let mut initial: HashMap<String, Arc<K>> = HashMap::new();
             loop {
                 let event = tokio::select! {
                     () = stop.cancelled() => return Ok(None),
                     event = stream.next() => event,
                 };
+                received += 1;
                 match event {
-                    None => break, // closed before the bookmark: start over
+                    None if received == 1 && started.elapsed() < Duration::from_secs(1) => {
+                        return Err(Error::InvalidRequest(
+                            "very short watch-list: it ended within a second with no events"
+                                .to_owned(),
+                        ));
+                    }
+                    None => {
+                        // Closed before the bookmark: start over, a backoff step later.
+                        if !self.sleep(stop, backoff.next_delay()).await {
+                            return Ok(None);
+                        }
+                        break;
+                    }
+                    Some(Err(err @ Error::WatchEvent(WatchDecodeError::InvalidObject { .. }))) => {
+                        self.report(&err);
+                    }
                     Some(Err(err)) => return Err(err),
                     Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
                         initial.insert(meta_namespace_key(&obj), Arc::new(obj));
@@ -399,12 +504,23 @@ where
                             break WatchEnd::Relist;
                         }
                     }
-                    event = events.next() => match event {
+                    event = async {
+                        if self.options.max_queued_events > 0 {
+                            let _ = self.queue.wait_for_room(self.options.max_queued_events).await;
+                        }
+                        events.next().await
+                    } => match event {
                         None if seen == 0 && started.elapsed() < Duration::from_secs(1) => {
                             tracing::debug!(reflector = %self.options.name, "very short watch: it lasted less than a second and no items were received");
                             break WatchEnd::Relist;
                         }
                         None => break WatchEnd::Rewatch,
+                        Some(Err(err @ Error::WatchEvent(WatchDecodeError::InvalidObject { .. }))) => {
+                            // One bad object in an intact stream: report it and go on, so one
+                            // object the server should have refused never stops the informer.
+                            seen += 1;
+                            self.report(&err);
+                        }
                         Some(Err(err)) => {
                             // A broken or undecodable stream: events may be lost, so relist.
                             tracing::debug!(reflector = %self.options.name, error = %err, "watch stream failed; relisting");

@@ -2,21 +2,21 @@
 //! handlers, each fed through its own buffer. One informer per resource can serve a whole
 //! program.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use futures_util::Stream;
 use kubeclient_machinery::{DeletedObject, Object};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::handler::{Notification, ResourceEventHandler};
 use super::list_watch::ListerWatcher;
 use super::processor::{
-    EventHandlerRegistration, Listener, MINIMUM_RESYNC_PERIOD, Sink, determine_resync_period,
-    spawn_listener,
+    EventHandlerRegistration, LISTENER_CAPACITY, Listener, MINIMUM_RESYNC_PERIOD, Sink,
+    determine_resync_period, spawn_listener,
 };
 use super::reflector::{Reflector, ReflectorOptions, WatchErrorHandler};
 use super::{
@@ -77,7 +77,8 @@ struct Inner<K: Object> {
     /// Guards handler registration against delta processing (client-go's `blockDeltas`).
     state: Mutex<State<K>>,
     synced: watch::Sender<bool>,
-    next_id: AtomicU64,
+    /// Notified when a listener's buffer has room again.
+    room: Arc<Notify>,
     reflector: OnceLock<Arc<Reflector<K>>>,
     reflector_options: Mutex<Option<ReflectorOptions>>,
 }
@@ -119,7 +120,7 @@ where
                     watch_error_handler: None,
                 }),
                 synced,
-                next_id: AtomicU64::new(1),
+                room: Arc::new(Notify::new()),
                 reflector: OnceLock::new(),
                 reflector_options: Mutex::new(Some(options.reflector)),
             }),
@@ -247,7 +248,7 @@ where
         ),
         &'static str,
     > {
-        let (sender, mut receiver) = mpsc::unbounded_channel();
+        let (sender, mut receiver) = mpsc::channel(LISTENER_CAPACITY);
         let period = self.state().default_resync;
         let registration = self.add_listener(Sink::Channel(sender), period)?;
         let stream = futures_util::stream::poll_fn(move |cx| receiver.poll_recv(cx));
@@ -280,8 +281,7 @@ where
             }
         }
         let effective = determine_resync_period(requested, state.resync_check_period);
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let listener = spawn_listener(id, sink, requested, effective);
+        let listener = spawn_listener(sink, requested, effective, self.inner.room.clone());
         if state.started {
             // Replay the cache as initial adds, atomically with respect to new deltas.
             for obj in self.inner.indexer.list() {
@@ -294,11 +294,7 @@ where
                 );
             }
         }
-        let registration = EventHandlerRegistration::new(
-            id,
-            listener.pending_initial.clone(),
-            self.inner.synced.subscribe(),
-        );
+        let registration = EventHandlerRegistration::new(&listener, self.inner.synced.subscribe());
         state.listeners.push(listener);
         Ok(registration)
     }
@@ -380,10 +376,26 @@ where
                 }
             };
             if let Some((notification, sync)) = notification {
+                // Initial-list adds count towards each registration's `has_synced`.
+                let initial =
+                    is_in_initial_list && matches!(notification, Notification::Add { .. });
                 for listener in state.listeners.iter().filter(|l| !sync || l.resyncing) {
-                    listener.send(notification.clone(), false);
+                    listener.send(notification.clone(), initial);
                 }
             }
+        }
+    }
+
+    /// Waits until no listener's buffer is full (backpressure from slow handlers).
+    async fn wait_for_listener_room(&self) {
+        loop {
+            let room = self.inner.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            if !self.state().listeners.iter().any(Listener::is_full) {
+                return;
+            }
+            room.await;
         }
     }
 
@@ -426,11 +438,10 @@ where
             if let Some(handler) = &state.watch_error_handler {
                 options.watch_error_handler = Some(handler.clone());
             }
-            let reflector = Arc::new(Reflector::new(
-                self.inner.lister_watcher.clone(),
-                queue.clone(),
-                options,
-            ));
+            let reflector = Arc::new(
+                Reflector::new(self.inner.lister_watcher.clone(), queue.clone(), options)
+                    .reuse_unchanged_from(self.inner.indexer.clone()),
+            );
             let _ = self.inner.reflector.set(reflector.clone());
             (queue, reflector)
         };
@@ -450,7 +461,10 @@ where
             tokio::select! {
                 () = stop.cancelled() => break,
                 _ = sync_check.tick(), if !self.has_synced() => {}
-                popped = queue.pop(&mut process) => {
+                popped = async {
+                    self.wait_for_listener_room().await;
+                    queue.pop(&mut process).await
+                } => {
                     if popped.is_err() {
                         break;
                     }

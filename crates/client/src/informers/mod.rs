@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 use crate::api::Api;
 use crate::cache::{
     ApiListWatch, InformerOptions, Lister, ListerWatcher, ReflectorOptions, SharedIndexInformer,
-    TransformFunc, TweakListOptions,
+    TweakListOptions,
 };
 use crate::rest::Client;
 
@@ -172,7 +172,7 @@ impl SharedInformerFactory {
         {
             return existing.clone();
         }
-        let mut lister_watcher = make_lw();
+        let mut lister_watcher = make_lw().strip_managed_fields(self.strip_managed_fields);
         if let Some(tweak) = &self.tweak {
             lister_watcher = lister_watcher.with_tweak(tweak.clone());
         }
@@ -191,9 +191,6 @@ impl SharedInformerFactory {
             ..InformerOptions::default()
         };
         let informer = SharedIndexInformer::new(lister_watcher, options);
-        if self.strip_managed_fields {
-            let _ = informer.set_transform(strip_managed_fields_transform());
-        }
         entries.insert(
             key,
             Entry {
@@ -322,16 +319,4 @@ impl SharedInformerFactory {
             let _ = task.await;
         }
     }
-}
-
-/// A transform that drops `metadata.managedFields` (copying the object only when it has some).
-fn strip_managed_fields_transform<K: Object + Clone>() -> TransformFunc<K> {
-    Arc::new(|obj: Arc<K>| {
-        if obj.meta().managed_fields.is_none() {
-            return Ok(obj);
-        }
-        let mut owned = Arc::unwrap_or_clone(obj);
-        owned.meta_mut().managed_fields = None;
-        Ok(Arc::new(owned))
-    })
 }

@@ -2,7 +2,6 @@
 //! client-side rate limiting, retries on 429/503 with `Retry-After`, gzip, `Warning`
 //! headers, and Status errors.
 
-use std::io::Read as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +19,7 @@ use serde::de::DeserializeOwned;
 
 use super::auth::Authenticator;
 use super::connector::Connector;
+use super::gzip::{MAX_INFLATED_BODY, gunzip};
 use super::rate_limit::TokenBucket;
 use super::request::{JSON, Request};
 use super::tls::client_config;
@@ -150,6 +150,11 @@ impl Client {
     #[must_use]
     pub fn base_url(&self) -> &str {
         &self.inner.base_url
+    }
+
+    /// The timeout of non-watch requests (`None`: none).
+    pub(crate) fn timeout(&self) -> Option<Duration> {
+        self.inner.timeout
     }
 
     fn url(&self, request: &Request) -> String {
@@ -327,19 +332,10 @@ async fn collect(body: Incoming, headers: &http::HeaderMap) -> std::result::Resu
         .get(CONTENT_ENCODING)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"))
     {
-        gunzip(&bytes).map(Bytes::from)
+        gunzip(&bytes, MAX_INFLATED_BODY).map(Bytes::from)
     } else {
         Ok(bytes)
     }
-}
-
-/// Decompresses a gzip body.
-pub(crate) fn gunzip(bytes: &[u8]) -> std::result::Result<Vec<u8>, String> {
-    let mut decoded = Vec::with_capacity(bytes.len() * 4);
-    flate2::read::GzDecoder::new(bytes)
-        .read_to_end(&mut decoded)
-        .map_err(|err| format!("the gzip body is corrupt: {err}"))?;
-    Ok(decoded)
 }
 
 /// An error and its sources, joined (`connection refused: ...`).
@@ -355,24 +351,4 @@ fn error_chain(err: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     message
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gzip_bodies_are_decompressed_and_corrupt_ones_reported() {
-        use std::io::Write as _;
-        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        encoder
-            .write_all(b"{\"kind\":\"PodList\",\"items\":[]}")
-            .unwrap();
-        let compressed = encoder.finish().unwrap();
-        assert_eq!(
-            gunzip(&compressed).unwrap(),
-            b"{\"kind\":\"PodList\",\"items\":[]}"
-        );
-        assert!(gunzip(b"not gzip").unwrap_err().contains("corrupt"));
-    }
 }

@@ -5,6 +5,9 @@
 mod auth;
 mod client;
 mod connector;
+mod gzip;
+mod list_stream;
+mod ordered_decode;
 mod rate_limit;
 mod request;
 mod tls;
@@ -12,5 +15,6 @@ pub mod watch;
 
 pub use client::Client;
 pub(crate) use client::decode;
+pub use list_stream::{DecodeOptions, ReuseFn, SharedList};
 pub use rate_limit::TokenBucket;
 pub use request::{JSON, Request};

@@ -1,27 +1,158 @@
-//! Watch responses as a `Stream` of [`WatchEvent`]s.
+//! Watch responses as a `Stream` of [`WatchEvent`]s, decoded on worker threads when events
+//! arrive in bursts.
 
-use futures_util::Stream;
+use std::collections::VecDeque;
+use std::ops::Range;
+
+use futures_util::{FutureExt as _, Stream};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use kubeclient_machinery::{WatchEvent, WatchStreamDecoder};
+use kubeclient_machinery::{WatchDecodeError, WatchEvent, WatchStreamDecoder};
 use serde::de::DeserializeOwned;
 
+use super::ordered_decode::OrderedDecoder;
 use super::{Client, Request};
 use crate::error::{Error, Result};
 
 /// A stream of watch events (boxed, so it is `Unpin` and easy to store).
 pub type WatchStream<K> = futures_util::stream::BoxStream<'static, Result<WatchEvent<K>>>;
 
-struct State {
+/// Read at most this much already-arrived body before handing a batch to the decoders.
+const MAX_BATCH_BYTES: usize = 256 * 1024;
+
+/// Lines of a watch body, copied out of the line splitter so they can go to a worker.
+struct LineBatch {
+    bytes: Vec<u8>,
+    lines: Vec<std::result::Result<Range<usize>, WatchDecodeError>>,
+}
+
+struct State<K> {
     body: Incoming,
-    decoder: WatchStreamDecoder,
+    lines: WatchStreamDecoder,
+    decoding: OrderedDecoder<Result<WatchEvent<K>>>,
+    ready: VecDeque<Result<WatchEvent<K>>>,
     url: String,
-    done: bool,
+    strip: bool,
+    /// The body has ended (cleanly or not); only decoding is left.
+    ended: bool,
+}
+
+impl<K: DeserializeOwned + Send + 'static> State<K> {
+    /// Hands every complete line received so far to the decoders, as one batch.
+    fn submit_lines(&mut self) {
+        let mut batch = LineBatch {
+            bytes: Vec::new(),
+            lines: Vec::new(),
+        };
+        while let Some(frame) = self.lines.next_frame() {
+            batch.lines.push(frame.map(|line| {
+                let start = batch.bytes.len();
+                batch.bytes.extend_from_slice(line);
+                start..batch.bytes.len()
+            }));
+        }
+        self.submit(batch);
+    }
+
+    fn submit(&mut self, batch: LineBatch) {
+        if batch.lines.is_empty() {
+            return;
+        }
+        let strip = self.strip;
+        self.decoding.submit(
+            batch.bytes.len(),
+            move || decode_lines(&batch, strip),
+            |message| Err(Error::InvalidRequest(message)),
+        );
+    }
+
+    /// Appends an item after everything already queued.
+    fn submit_result(&mut self, result: Result<WatchEvent<K>>) {
+        self.decoding.submit(
+            0,
+            move || vec![result],
+            |message| Err(Error::InvalidRequest(message)),
+        );
+    }
+
+    /// Takes in a frame of the body and every frame that has already arrived after it, up
+    /// to a batch's worth, then submits the complete lines.
+    fn take_frames(
+        &mut self,
+        first: Option<std::result::Result<hyper::body::Frame<bytes::Bytes>, hyper::Error>>,
+    ) {
+        let mut next = first;
+        let mut taken = 0usize;
+        loop {
+            match next {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        taken += data.len();
+                        self.lines.push(&data);
+                    }
+                }
+                Some(Err(err)) => {
+                    self.ended = true;
+                    self.submit_lines();
+                    let error = Error::Transport {
+                        url: self.url.clone(),
+                        message: format!("the watch stream broke: {err}"),
+                    };
+                    self.submit_result(Err(error));
+                    return;
+                }
+                None => {
+                    self.ended = true;
+                    self.submit_lines();
+                    if let Some(last) = self.lines.finish::<K>() {
+                        self.submit_result(last.map_err(Error::from));
+                    }
+                    return;
+                }
+            }
+            if taken >= MAX_BATCH_BYTES {
+                break;
+            }
+            match self.body.frame().now_or_never() {
+                Some(frame) => next = frame,
+                None => break,
+            }
+        }
+        self.submit_lines();
+    }
+}
+
+fn decode_lines<K: DeserializeOwned>(batch: &LineBatch, strip: bool) -> Vec<Result<WatchEvent<K>>> {
+    batch
+        .lines
+        .iter()
+        .map(|line| {
+            let line = match line {
+                Ok(range) => &batch.bytes[range.clone()],
+                Err(err) => return Err(Error::from(clone_decode_error(err))),
+            };
+            let event = if strip {
+                WatchEvent::from_json_stripped(line)
+            } else {
+                WatchEvent::from_json(line)
+            };
+            event.map_err(Error::from)
+        })
+        .collect()
+}
+
+/// The splitter's own errors carry no source, so they can be rebuilt for the batch.
+fn clone_decode_error(err: &WatchDecodeError) -> WatchDecodeError {
+    match err {
+        WatchDecodeError::TooLarge { max } => WatchDecodeError::TooLarge { max: *max },
+        other => WatchDecodeError::UnknownType(other.to_string()),
+    }
 }
 
 /// Decodes a watch response body into events as its bytes arrive. A malformed event
 /// yields an error item and the stream goes on; a broken connection yields one error and
-/// ends; a clean end of the body ends the stream.
+/// ends; a clean end of the body ends the stream. Events that arrive together are decoded
+/// on worker threads, in order.
 pub fn event_stream<K>(
     body: Incoming,
     url: String,
@@ -29,41 +160,41 @@ pub fn event_stream<K>(
 where
     K: DeserializeOwned + Send + 'static,
 {
+    decoded_event_stream(body, url, false)
+}
+
+pub(crate) fn decoded_event_stream<K>(
+    body: Incoming,
+    url: String,
+    strip: bool,
+) -> impl Stream<Item = Result<WatchEvent<K>>> + Send
+where
+    K: DeserializeOwned + Send + 'static,
+{
     let state = State {
         body,
-        decoder: WatchStreamDecoder::new(),
+        lines: WatchStreamDecoder::new(),
+        decoding: OrderedDecoder::new(),
+        ready: VecDeque::new(),
         url,
-        done: false,
+        strip,
+        ended: false,
     };
     futures_util::stream::unfold(state, |mut state| async move {
         loop {
-            if let Some(event) = state.decoder.next_event::<K>() {
-                return Some((event.map_err(Error::from), state));
+            if let Some(event) = state.ready.pop_front() {
+                return Some((event, state));
             }
-            if state.done {
-                return None;
+            if state.ended || state.decoding.is_full() {
+                state.ready.extend(state.decoding.next().await?);
+                continue;
             }
-            match state.body.frame().await {
-                Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
-                        state.decoder.push(&data);
-                    }
+            tokio::select! {
+                biased;
+                Some(batch) = state.decoding.next(), if !state.decoding.is_empty() => {
+                    state.ready.extend(batch);
                 }
-                Some(Err(err)) => {
-                    state.done = true;
-                    let error = Error::Transport {
-                        url: state.url.clone(),
-                        message: format!("the watch stream broke: {err}"),
-                    };
-                    return Some((Err(error), state));
-                }
-                None => {
-                    state.done = true;
-                    if let Some(last) = state.decoder.finish::<K>() {
-                        return Some((last.map_err(Error::from), state));
-                    }
-                    return None;
-                }
+                frame = state.body.frame() => state.take_frames(frame),
             }
         }
     })
@@ -74,14 +205,35 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// The error of the request itself (the stream then carries per-event errors).
+    /// The error of opening the watch (the stream then carries per-event errors).
     pub async fn watch<K>(&self, request: Request) -> Result<WatchStream<K>>
+    where
+        K: DeserializeOwned + Send + 'static,
+    {
+        self.watch_decoded(request, false).await
+    }
+
+    /// As [`watch`](Self::watch); with `strip_managed_fields`, each object's
+    /// `metadata.managedFields` are dropped from its bytes before it is decoded.
+    ///
+    /// # Errors
+    ///
+    /// As [`watch`](Self::watch).
+    pub async fn watch_decoded<K>(
+        &self,
+        request: Request,
+        strip_managed_fields: bool,
+    ) -> Result<WatchStream<K>>
     where
         K: DeserializeOwned + Send + 'static,
     {
         let request = request.streaming();
         let url = format!("{}{}", self.base_url(), request.path);
         let response = self.send(&request).await?;
-        Ok(Box::pin(event_stream(response.into_body(), url)))
+        Ok(Box::pin(decoded_event_stream(
+            response.into_body(),
+            url,
+            strip_managed_fields,
+        )))
     }
 }

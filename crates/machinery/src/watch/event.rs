@@ -85,6 +85,21 @@ pub enum WatchDecodeError {
         /// The first bytes of the offending line, for the log.
         snippet: String,
     },
+    /// The event is well formed but its object does not decode as the watched type (a
+    /// bad object on the server). Unlike [`Malformed`](Self::Malformed), the stream is
+    /// intact: nothing else was lost, so a reader can report this event and go on.
+    #[error(
+        "the object of a {event_type} watch event does not decode ({source}); the object starts with: {snippet}"
+    )]
+    InvalidObject {
+        /// ADDED, MODIFIED or DELETED.
+        event_type: &'static str,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+        /// The first bytes of the object, for the log.
+        snippet: String,
+    },
     /// `type` is not one of ADDED, MODIFIED, DELETED, BOOKMARK, ERROR.
     #[error(
         "unknown watch event type {0:?} (expected ADDED, MODIFIED, DELETED, BOOKMARK or ERROR)"
@@ -136,20 +151,46 @@ impl<K: DeserializeOwned> WatchEvent<K> {
     ///
     /// # Errors
     ///
-    /// [`WatchDecodeError::Malformed`] for invalid JSON or an object that does not decode
-    /// as `K`; [`WatchDecodeError::UnknownType`] for an unknown `type`.
+    /// [`WatchDecodeError::Malformed`] for invalid JSON, [`WatchDecodeError::InvalidObject`]
+    /// for an object that does not decode as `K`; [`WatchDecodeError::UnknownType`] for an unknown `type`.
     pub fn from_json(line: &[u8]) -> Result<Self, WatchDecodeError> {
+        Self::decode(line, false)
+    }
+
+    /// As [`from_json`](Self::from_json), dropping the object's `metadata.managedFields`
+    /// from its bytes before decoding it (cheaper than decoding then dropping them).
+    ///
+    /// # Errors
+    ///
+    /// As [`from_json`](Self::from_json).
+    pub fn from_json_stripped(line: &[u8]) -> Result<Self, WatchDecodeError> {
+        Self::decode(line, true)
+    }
+
+    fn decode(line: &[u8], strip: bool) -> Result<Self, WatchDecodeError> {
         let malformed = |source| WatchDecodeError::Malformed {
             source,
             snippet: snippet(line),
         };
         let envelope: Envelope<'_> = serde_json::from_slice(line).map_err(malformed)?;
         let object = envelope.object.get();
-        let decode = || serde_json::from_str::<K>(object).map_err(malformed);
+        let decode = |event_type: &'static str| {
+            let bytes = object.as_bytes();
+            let result = if strip {
+                serde_json::from_slice::<K>(&crate::list::strip_managed_fields(bytes))
+            } else {
+                serde_json::from_slice::<K>(bytes)
+            };
+            result.map_err(|source| WatchDecodeError::InvalidObject {
+                event_type,
+                source,
+                snippet: snippet(bytes),
+            })
+        };
         Ok(match envelope.event_type.as_ref() {
-            "ADDED" => WatchEvent::Added(decode()?),
-            "MODIFIED" => WatchEvent::Modified(decode()?),
-            "DELETED" => WatchEvent::Deleted(decode()?),
+            "ADDED" => WatchEvent::Added(decode("ADDED")?),
+            "MODIFIED" => WatchEvent::Modified(decode("MODIFIED")?),
+            "DELETED" => WatchEvent::Deleted(decode("DELETED")?),
             "BOOKMARK" => {
                 let raw: BookmarkObject = serde_json::from_str(object).map_err(malformed)?;
                 WatchEvent::Bookmark(Bookmark {
@@ -338,7 +379,6 @@ mod tests {
             b"null",
             br#"{"type":"ADDED"}"#,
             br#"{"object":{}}"#,
-            br#"{"type":"ADDED","object":{"metadata":{"name":5}}}"#,
             br#"{"type":"ADDED","object":{}} trailing"#,
             b"\xff\xfe",
         ];
@@ -346,6 +386,21 @@ mod tests {
             let err = WatchEvent::<ConfigMap>::from_json(line).unwrap_err();
             assert!(matches!(err, WatchDecodeError::Malformed { .. }), "{err}");
         }
+        // A sound event whose object is not a ConfigMap: the stream itself is intact.
+        let err = WatchEvent::<ConfigMap>::from_json(
+            br#"{"type":"MODIFIED","object":{"metadata":{"name":5}}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                WatchDecodeError::InvalidObject {
+                    event_type: "MODIFIED",
+                    ..
+                }
+            ),
+            "{err}"
+        );
         let err =
             WatchEvent::<ConfigMap>::from_json(br#"{"type":"SNAPSHOT","object":{}}"#).unwrap_err();
         assert_eq!(

@@ -1,0 +1,259 @@
+//! Lists decoded as their bytes arrive: the body is split into items by
+//! [`ListStreamDecoder`], and batches of items are decoded on worker threads into shared
+//! `Arc<K>`s while the rest of the body is still being read. The whole body is never held
+//! in memory, nor is any item decoded twice, and one item that does not decode is reported
+//! and skipped instead of failing the whole list.
+
+use std::sync::Arc;
+
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use kubeclient_machinery::list::{
+    ItemBatch, ItemMeta, ListStreamDecoder, peek_item_meta, strip_managed_fields,
+};
+use serde::de::DeserializeOwned;
+
+use super::gzip::Inflater;
+use super::ordered_decode::OrderedDecoder;
+use super::{Client, Request};
+use crate::error::{Error, Result};
+use http::header::CONTENT_ENCODING;
+
+/// Finds an object the caller already holds at the same version, so it is shared instead
+/// of decoded again (a relist of a mostly unchanged cache then costs little time and no
+/// second copy of the objects).
+pub type ReuseFn<K> = Arc<dyn Fn(&ItemMeta) -> Option<Arc<K>> + Send + Sync>;
+
+/// How the items of a list (or the objects of watch events) are decoded.
+#[must_use]
+pub struct DecodeOptions<K> {
+    /// Drop `metadata.managedFields` from each object's bytes before decoding it.
+    pub strip_managed_fields: bool,
+    /// Share an object already held at the same key and resourceVersion instead of
+    /// decoding the item (lists only).
+    pub reuse: Option<ReuseFn<K>>,
+}
+
+impl<K> Clone for DecodeOptions<K> {
+    fn clone(&self) -> Self {
+        DecodeOptions {
+            strip_managed_fields: self.strip_managed_fields,
+            reuse: self.reuse.clone(),
+        }
+    }
+}
+
+impl<K> Default for DecodeOptions<K> {
+    fn default() -> Self {
+        DecodeOptions {
+            strip_managed_fields: false,
+            reuse: None,
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for DecodeOptions<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecodeOptions")
+            .field("strip_managed_fields", &self.strip_managed_fields)
+            .field("reuse", &self.reuse.is_some())
+            .finish()
+    }
+}
+
+/// A page of a list whose items are shared `Arc`s.
+#[derive(Debug)]
+pub struct SharedList<K> {
+    /// `resourceVersion`, `continue`, `remainingItemCount`.
+    pub metadata: ListMeta,
+    /// The objects that decoded, in list order.
+    pub items: Vec<Arc<K>>,
+    /// One [`Error::Decode`] per item that did not decode (it is left out of `items`).
+    pub skipped: Vec<Error>,
+}
+
+impl<K> SharedList<K> {
+    /// The continue token, if there are more pages.
+    #[must_use]
+    pub fn continue_token(&self) -> Option<&str> {
+        self.metadata.continue_.as_deref().filter(|t| !t.is_empty())
+    }
+}
+
+impl Client {
+    /// Sends a list request and decodes the answer as it arrives (see the module docs):
+    /// items become shared `Arc<K>`s, decoded on worker threads; an item that does not
+    /// decode is reported in [`SharedList::skipped`] and left out.
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Client::send); [`Error::Decode`] when the body is not a list;
+    /// [`Error::Timeout`] past the client's timeout.
+    pub async fn list_shared<K>(
+        &self,
+        request: Request,
+        options: &DecodeOptions<K>,
+    ) -> Result<SharedList<K>>
+    where
+        K: DeserializeOwned + Send + Sync + 'static,
+    {
+        let url = format!("{}{}", self.base_url(), request.path);
+        let work = async {
+            let response = self.send(&request).await?;
+            let gzip = response
+                .headers()
+                .get(CONTENT_ENCODING)
+                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+            decode_list_body(response.into_body(), gzip, &url, options).await
+        };
+        match self.timeout() {
+            Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+                Err(Error::Timeout {
+                    url: url.clone(),
+                    seconds: limit.as_secs(),
+                })
+            }),
+            None => work.await,
+        }
+    }
+}
+
+/// Start a worker batch once this many bytes of complete items are buffered.
+const BATCH_BYTES: usize = 256 * 1024;
+
+/// Decodes a list body as it arrives.
+pub(crate) async fn decode_list_body<K>(
+    mut body: Incoming,
+    gzip: bool,
+    url: &str,
+    options: &DecodeOptions<K>,
+) -> Result<SharedList<K>>
+where
+    K: DeserializeOwned + Send + Sync + 'static,
+{
+    let transport = |message: String| Error::Transport {
+        url: url.to_owned(),
+        message,
+    };
+    let malformed = |err: kubeclient_machinery::list::ListDecodeError| Error::Decode {
+        url: url.to_owned(),
+        expected: std::any::type_name::<K>(),
+        message: err.to_string(),
+    };
+    let mut splitter = ListStreamDecoder::new();
+    let mut inflater = gzip.then(Inflater::new);
+    let mut decoding = OrderedDecoder::new();
+    let mut list = SharedList {
+        metadata: ListMeta::default(),
+        items: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let mut next_index = 0usize;
+    let mut ended = false;
+    while !ended {
+        match body.frame().await {
+            None => {
+                ended = true;
+                if let Some(inflater) = &mut inflater {
+                    splitter.push(&inflater.finish().map_err(transport)?);
+                }
+            }
+            Some(Err(err)) => return Err(transport(format!("the list body broke: {err}"))),
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    match &mut inflater {
+                        Some(inflater) => {
+                            splitter.push(&inflater.inflate(&data).map_err(transport)?)
+                        }
+                        None => splitter.push(&data),
+                    }
+                }
+            }
+        }
+        if ended || splitter.ready_len().map_err(malformed)? >= BATCH_BYTES {
+            if let Some(batch) = splitter.next_batch().map_err(malformed)? {
+                let first = next_index;
+                next_index += batch.len();
+                let (batch_url, panic_url, options) =
+                    (url.to_owned(), url.to_owned(), options.clone());
+                decoding.submit(
+                    batch.bytes.len(),
+                    move || decode_batch(&batch, first, &batch_url, &options),
+                    move |message| {
+                        Err(Error::Decode {
+                            url: panic_url,
+                            expected: std::any::type_name::<K>(),
+                            message,
+                        })
+                    },
+                );
+            }
+        }
+        while decoding.is_full() || (ended && !decoding.is_empty()) {
+            for result in decoding.next().await.unwrap_or_default() {
+                match result {
+                    Ok(item) => list.items.push(item),
+                    Err(err) => list.skipped.push(err),
+                }
+            }
+        }
+    }
+    if let Some(metadata) = splitter.finish().map_err(malformed)? {
+        list.metadata = serde_json::from_slice(&metadata).map_err(|err| Error::Decode {
+            url: url.to_owned(),
+            expected: "ListMeta",
+            message: err.to_string(),
+        })?;
+    }
+    Ok(list)
+}
+
+/// Decodes the items of one batch (on a worker thread); `first` is the list index of the
+/// batch's first item, for error messages.
+fn decode_batch<K: DeserializeOwned>(
+    batch: &ItemBatch,
+    first: usize,
+    url: &str,
+    options: &DecodeOptions<K>,
+) -> Vec<Result<Arc<K>>> {
+    batch
+        .items()
+        .enumerate()
+        .map(|(offset, item)| {
+            if let Some(reuse) = &options.reuse
+                && let Some(existing) = peek_item_meta(item).and_then(|meta| reuse(&meta))
+            {
+                return Ok(existing);
+            }
+            decode_object(item, options.strip_managed_fields)
+                .map(Arc::new)
+                .map_err(|err| item_error::<K>(url, first + offset, item, &err))
+        })
+        .collect()
+}
+
+/// Decodes one object's JSON, without its managedFields when asked.
+pub(crate) fn decode_object<K: DeserializeOwned>(
+    object: &[u8],
+    strip: bool,
+) -> std::result::Result<K, serde_json::Error> {
+    if strip {
+        serde_json::from_slice(&strip_managed_fields(object))
+    } else {
+        serde_json::from_slice(object)
+    }
+}
+
+/// A clear error for one item that did not decode: which item, which object, why.
+fn item_error<K>(url: &str, index: usize, item: &[u8], err: &serde_json::Error) -> Error {
+    let which = match peek_item_meta(item) {
+        Some(meta) if !meta.name.is_empty() => format!("item {index} ({})", meta.key()),
+        _ => format!("item {index}"),
+    };
+    Error::Decode {
+        url: url.to_owned(),
+        expected: std::any::type_name::<K>(),
+        message: format!("{which} of the list was skipped: {err}"),
+    }
+}
