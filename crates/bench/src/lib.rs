@@ -96,6 +96,12 @@ pub struct Report {
     pub peak_rss: u64,
     /// CPU seconds (user + system).
     pub cpu_seconds: f64,
+    /// Live heap after sync, bytes (counting allocator).
+    pub heap_after_sync: u64,
+    /// Peak live heap, bytes (counting allocator).
+    pub peak_heap: u64,
+    /// Relist scenario: seconds from the forced relist to the new list being applied.
+    pub relist_seconds: f64,
 }
 
 impl Report {
@@ -107,6 +113,7 @@ impl Report {
             "sync_seconds": self.sync_seconds, "events_seconds": self.events_seconds,
             "events_per_second": if self.events_seconds > 0.0 { self.events as f64 / self.events_seconds } else { 0.0 },
             "rss_after_sync": self.rss_after_sync, "peak_rss": self.peak_rss, "cpu_seconds": self.cpu_seconds,
+            "heap_after_sync": self.heap_after_sync, "peak_heap": self.peak_heap, "relist_seconds": self.relist_seconds,
         })
         .to_string()
     }
@@ -153,6 +160,25 @@ pub fn cpu_time() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// The allocator of both client programs: mimalloc, counting live heap bytes so memory is
+/// reported as live heap next to RSS. The same for every peer, so the comparison stays fair.
+pub type CountingAllocator = cap::Cap<mimalloc::MiMalloc>;
+
+/// A [`CountingAllocator`] with no limit, for `#[global_allocator]`.
+#[must_use]
+pub const fn counting_allocator() -> CountingAllocator {
+    cap::Cap::new(mimalloc::MiMalloc, usize::MAX)
+}
+
+/// Every tenth Pod changes between the first list and the relist of the relist scenario.
+pub const RELIST_CHANGE_EVERY: usize = 10;
+
+/// How many Pods of `objects` the relist scenario's second list changes.
+#[must_use]
+pub fn relist_changes(objects: usize) -> usize {
+    objects.div_ceil(RELIST_CHANGE_EVERY)
+}
+
 /// Client program arguments: `--url URL --objects N --events M [--mode MODE]`.
 #[derive(Debug, Clone, clap::Parser)]
 pub struct ClientArgs {
@@ -168,6 +194,24 @@ pub struct ClientArgs {
     /// Ours only: typed | dynamic | metadata | strip.
     #[arg(long, default_value = "typed")]
     pub mode: String,
+    /// held | during-sync | relist | slow-handler (see the runner's --scenarios).
+    #[arg(long, default_value = "held")]
+    pub scenario: String,
+    /// Microseconds the handler sleeps per event (the slow-handler scenario).
+    #[arg(long, default_value_t = 0)]
+    pub handler_delay_us: u64,
+}
+
+impl ClientArgs {
+    /// Updates the client must see: the watch events, plus the changed Pods of the relist.
+    #[must_use]
+    pub fn expected_updates(&self) -> usize {
+        if self.scenario == "relist" {
+            self.events + relist_changes(self.objects)
+        } else {
+            self.events
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -14,7 +15,11 @@ use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::sync::mpsc;
 
-use kubeclient_bench::{LIST_RESOURCE_VERSION, pod};
+use kubeclient_bench::{LIST_RESOURCE_VERSION, RELIST_CHANGE_EVERY, pod};
+
+/// The ERROR event that ends the first watch of the relist scenario.
+const GONE: &[u8] = br#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 999999 (1000000)","reason":"Expired","code":410}}
+"#;
 
 /// The data served: every Pod's JSON, and every watch event line.
 pub(crate) struct LoadData {
@@ -27,6 +32,13 @@ pub(crate) struct LoadData {
     /// The same, as `PartialObjectMetadata` (for metadata-only clients).
     metadata_items: Vec<Bytes>,
     metadata_events: Vec<Bytes>,
+    /// The relist scenario's second list: every tenth Pod at a new resourceVersion.
+    relist_items: Vec<Bytes>,
+    metadata_relist_items: Vec<Bytes>,
+    /// The relist scenario is on: the first watch ends with 410 Expired.
+    pub(crate) relist: AtomicBool,
+    /// The 410 was sent: lists now serve the second list.
+    gone_sent: AtomicBool,
 }
 
 fn metadata_only(object: &serde_json::Value) -> serde_json::Value {
@@ -49,6 +61,14 @@ impl LoadData {
         let encode = |v: &serde_json::Value| Bytes::from(serde_json::to_vec(v).unwrap_or_default());
         let items = pods.iter().map(encode).collect();
         let metadata_items = pods.iter().map(|p| encode(&metadata_only(p))).collect();
+        let relisted: Vec<serde_json::Value> = (0..objects)
+            .map(|i| {
+                let changed = i % RELIST_CHANGE_EVERY == 0;
+                pod(i, LIST_RESOURCE_VERSION - if changed { 2 } else { 1 })
+            })
+            .collect();
+        let relist_items = relisted.iter().map(encode).collect();
+        let metadata_relist_items = relisted.iter().map(|p| encode(&metadata_only(p))).collect();
         let mut event_lines = Vec::with_capacity(events);
         let mut metadata_events = Vec::with_capacity(events);
         for e in 0..events {
@@ -64,7 +84,18 @@ impl LoadData {
             events: event_lines,
             metadata_items,
             metadata_events,
+            relist_items,
+            metadata_relist_items,
+            relist: AtomicBool::new(false),
+            gone_sent: AtomicBool::new(false),
         }
+    }
+
+    /// Back to the state before a client ran.
+    pub(crate) fn reset(&self, released: bool, relist: bool) {
+        self.release.send_replace(released);
+        self.relist.store(relist, Ordering::SeqCst);
+        self.gone_sent.store(false, Ordering::SeqCst);
     }
 
     /// Bytes of the list JSON (for reports).
@@ -86,10 +117,12 @@ fn full(status: u16, body: impl Into<Bytes>) -> Response<Body> {
 }
 
 fn list(data: &LoadData, query: &[(String, String)], metadata: bool) -> Response<Body> {
-    let items = if metadata {
-        &data.metadata_items
-    } else {
-        &data.items
+    let relisted = data.gone_sent.load(Ordering::SeqCst);
+    let items = match (metadata, relisted) {
+        (true, false) => &data.metadata_items,
+        (false, false) => &data.items,
+        (true, true) => &data.metadata_relist_items,
+        (false, true) => &data.relist_items,
     };
     let get = |name: &str| {
         query
@@ -141,6 +174,10 @@ fn watch(data: Arc<LoadData>, metadata: bool) -> Response<Body> {
     tokio::spawn(async move {
         let mut released = data.release.subscribe();
         if released.wait_for(|r| *r).await.is_err() {
+            return;
+        }
+        if data.relist.load(Ordering::SeqCst) && !data.gone_sent.swap(true, Ordering::SeqCst) {
+            let _ = sender.send(Bytes::from_static(GONE)).await;
             return;
         }
         // Batches of about 64 KiB, as a busy server flushes.

@@ -43,6 +43,18 @@ struct Args {
         value_delimiter = ','
     )]
     peers: Vec<String>,
+    /// Scenarios: held (events wait until the client has synced), during-sync (events
+    /// flow as soon as the watch opens), relist (the first watch gets 410 and the client
+    /// relists a list where every tenth Pod changed, then the events flow), slow-handler
+    /// (the handler sleeps --handler-delay-us per event; --slow-events events).
+    #[arg(long, default_value = "held", value_delimiter = ',')]
+    scenarios: Vec<String>,
+    /// The slow handler's sleep per event, microseconds.
+    #[arg(long, default_value_t = 1000)]
+    handler_delay_us: u64,
+    /// Watch events of the slow-handler scenario.
+    #[arg(long, default_value_t = 5000)]
+    slow_events: usize,
     /// Skip the parts benchmarks (work queue, indexer, embedded server).
     #[arg(long)]
     skip_parts: bool,
@@ -65,21 +77,39 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
-async fn run_client(
-    peer: &str,
-    url: &str,
+/// One client run: which peer, on what, in which scenario.
+struct Run<'a> {
+    peer: &'a str,
+    url: &'a str,
     objects: usize,
     events: usize,
-    data: &load_server::LoadData,
-) -> Result<Value, String> {
+    scenario: &'a str,
+    handler_delay_us: u64,
+}
+
+async fn run_client(run: &Run<'_>, data: &load_server::LoadData) -> Result<Value, String> {
+    let Run {
+        peer,
+        url,
+        objects,
+        events,
+        scenario,
+        handler_delay_us,
+    } = *run;
     use tokio::io::AsyncBufReadExt;
     let (program, mode) = match peer {
         "kube" => ("bench-kube", "typed"),
         other => ("bench-ours", other.trim_start_matches("ours-")),
     };
-    data.release.send_replace(false);
+    data.reset(scenario == "during-sync", scenario == "relist");
+    let delay = if scenario == "slow-handler" {
+        handler_delay_us
+    } else {
+        0
+    };
     let mut child = tokio::process::Command::new(sibling(program))
         .args(["--url", url, "--objects", &objects.to_string(), "--events", &events.to_string(), "--mode", mode])
+        .args(["--scenario", scenario, "--handler-delay-us", &delay.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
@@ -121,11 +151,32 @@ async fn main() {
 }
 
 async fn peers(args: &Args, objects: usize) {
-    eprintln!(
-        "generating {objects} pods and {} watch events ...",
-        args.events
-    );
-    let data = Arc::new(load_server::LoadData::generate(objects, args.events));
+    for scenario in &args.scenarios {
+        let events = if scenario == "slow-handler" {
+            args.slow_events.min(args.events)
+        } else {
+            args.events
+        };
+        scenario_table(args, objects, events, scenario).await;
+    }
+}
+
+/// The columns of a scenario table, medians over runs.
+const COLUMNS: [&str; 9] = [
+    "sync_seconds",
+    "events_per_second",
+    "rss_after_sync",
+    "heap_after_sync",
+    "peak_rss",
+    "peak_heap",
+    "cpu_seconds",
+    "relist_seconds",
+    "peak_over_steady",
+];
+
+async fn scenario_table(args: &Args, objects: usize, events: usize, scenario: &str) {
+    eprintln!("generating {objects} pods and {events} watch events ({scenario}) ...");
+    let data = Arc::new(load_server::LoadData::generate(objects, events));
     let average = data.list_bytes() / objects.max(1);
     let address = match load_server::serve(data.clone()).await {
         Ok(address) => address,
@@ -139,60 +190,80 @@ async fn peers(args: &Args, objects: usize) {
         args.peers.iter().map(|p| (p.clone(), Vec::new())).collect();
     for run in 0..args.runs {
         for (peer, reports) in &mut results {
-            eprintln!("run {}/{}: {peer} ({objects} objects)", run + 1, args.runs);
-            match run_client(peer, &url, objects, args.events, &data).await {
-                Ok(report) => reports.push(report),
+            eprintln!(
+                "run {}/{}: {peer} ({objects} objects, {scenario})",
+                run + 1,
+                args.runs
+            );
+            let client = Run {
+                peer,
+                url: &url,
+                objects,
+                events,
+                scenario,
+                handler_delay_us: args.handler_delay_us,
+            };
+            match run_client(&client, &data).await {
+                Ok(mut report) => {
+                    let steady = report["rss_after_sync"].as_f64().unwrap_or(f64::NAN);
+                    let peak = report["peak_rss"].as_f64().unwrap_or(f64::NAN);
+                    report["peak_over_steady"] = (peak / steady).into();
+                    reports.push(report);
+                }
                 Err(err) => eprintln!("  failed: {err}"),
             }
         }
     }
     println!();
     println!(
-        "### {objects} Pods (≈{:.1} KB of JSON each), then {} watch events; medians of {} runs",
+        "### {objects} Pods (≈{:.1} KB of JSON each), then {events} watch events, scenario `{scenario}`; medians of {} runs",
         average as f64 / 1024.0,
-        args.events,
         args.runs
     );
     println!();
     println!(
-        "| client | time to sync | watch events/s | memory per cached Pod | RSS after sync | peak RSS | CPU s |"
+        "| client | time to sync | watch events/s | RSS per Pod | live heap per Pod | RSS after sync | peak RSS | peak / steady RSS | peak heap | CPU s | relist s |"
     );
-    println!("|---|---|---|---|---|---|---|");
-    let mut medians: Vec<(String, [f64; 5])> = Vec::new();
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut medians: Vec<(String, [f64; 9])> = Vec::new();
     for (peer, reports) in &results {
-        let field = |name: &str| -> f64 {
+        let mut m = [f64::NAN; 9];
+        for (slot, name) in m.iter_mut().zip(COLUMNS) {
             let mut values: Vec<f64> = reports.iter().filter_map(|r| r[name].as_f64()).collect();
-            median(&mut values)
-        };
-        let m = [
-            field("sync_seconds"),
-            field("events_per_second"),
-            field("rss_after_sync"),
-            field("peak_rss"),
-            field("cpu_seconds"),
-        ];
+            *slot = median(&mut values);
+        }
+        let kb_per_pod = |bytes: f64| bytes / objects as f64 / 1024.0;
         println!(
-            "| {peer} | {:.2} s | {:.0} | {:.1} KB | {:.0} MB | {:.0} MB | {:.1} |",
+            "| {peer} | {:.2} s | {:.0} | {:.1} KB | {:.1} KB | {:.0} MB | {:.0} MB | {:.2} | {:.0} MB | {:.1} | {} |",
             m[0],
             m[1],
-            m[2] / objects as f64 / 1024.0,
+            kb_per_pod(m[2]),
+            kb_per_pod(m[3]),
             m[2] / 1_048_576.0,
-            m[3] / 1_048_576.0,
-            m[4]
+            m[4] / 1_048_576.0,
+            m[8],
+            m[5] / 1_048_576.0,
+            m[6],
+            if scenario == "relist" {
+                format!("{:.2}", m[7])
+            } else {
+                "-".to_owned()
+            },
         );
         medians.push((peer.clone(), m));
     }
-    if let (Some(ours), Some(kube)) = (
-        medians.iter().find(|(p, _)| p == "ours-typed"),
-        medians.iter().find(|(p, _)| p == "kube"),
-    ) {
+    let kube = medians.iter().find(|(p, _)| p == "kube").map(|(_, m)| *m);
+    if let Some(kube) = kube {
         println!();
-        println!(
-            "ours-typed vs kube-rs: sync {:.2}x faster, {:.2}x the watch events/s, {:.2}x the memory per cached Pod, peak RSS {:.2}x",
-            kube.1[0] / ours.1[0],
-            ours.1[1] / kube.1[1],
-            ours.1[2] / kube.1[2],
-            ours.1[3] / kube.1[3]
-        );
+        for (peer, ours) in medians.iter().filter(|(p, _)| p != "kube") {
+            println!(
+                "{peer} vs kube-rs: sync {:.2}x faster, {:.2}x the watch events/s, {:.2}x the RSS per Pod, {:.2}x the live heap per Pod, peak RSS {:.2}x",
+                kube[0] / ours[0],
+                ours[1] / kube[1],
+                ours[2] / kube[2],
+                ours[3] / kube[3],
+                ours[4] / kube[4]
+            );
+        }
     }
 }

@@ -33,6 +33,7 @@
 //! assert_eq!(selector.to_string(), "app in (api,web),!canary");
 //! ```
 
+mod decode;
 pub mod gvk;
 pub mod list;
 pub mod meta;
@@ -40,6 +41,7 @@ pub mod selector;
 pub mod status;
 pub mod watch;
 
+pub use decode::{ObjectDecodeError, decode_object};
 pub use gvk::{ApiResource, GroupResource, GroupVersion, GroupVersionKind, GroupVersionResource};
 pub use meta::{
     DeletedFinalStateUnknown, DeletedObject, DynamicObject, KeyError, Object, ObjectName, TypeMeta,

@@ -11,7 +11,21 @@ use kubeclient::cache::{ResourceEventHandlerFuncs, SharedIndexInformer};
 use kubeclient::informers::SharedInformerFactory;
 use kubeclient::machinery::{ApiResource, DynamicObject, Object};
 use kubeclient::{Client, Config};
-use kubeclient_bench::{ClientArgs, Report, cpu_time, peak_rss_bytes, rss_bytes};
+use kubeclient_bench::{
+    ClientArgs, CountingAllocator, Report, counting_allocator, cpu_time, peak_rss_bytes,
+    relist_changes, rss_bytes,
+};
+
+/// Both peers use the same allocator (mimalloc, counting live bytes), so the comparison
+/// stays fair.
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = counting_allocator();
+
+async fn wait_for(counter: &AtomicUsize, target: usize) {
+    while counter.load(Ordering::Relaxed) < target {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
 
 async fn measure<K: Object + Send + Sync + 'static>(
     factory: &SharedInformerFactory,
@@ -22,9 +36,14 @@ async fn measure<K: Object + Send + Sync + 'static>(
 ) -> Report {
     let updates = Arc::new(AtomicUsize::new(0));
     let counter = updates.clone();
+    let delay = Duration::from_micros(args.handler_delay_us);
     let _registration = informer
         .add_event_handler(ResourceEventHandlerFuncs::new().on_update(
             move |_: &Arc<K>, _: &Arc<K>| {
+                if !delay.is_zero() {
+                    // A slow handler, as a user's blocking code would be.
+                    std::thread::sleep(delay);
+                }
                 counter.fetch_add(1, Ordering::Relaxed);
             },
         ))
@@ -33,27 +52,35 @@ async fn measure<K: Object + Send + Sync + 'static>(
     factory.wait_for_cache_sync().await;
     let synced = start.elapsed();
     let rss_after_sync = rss_bytes();
+    let heap_after_sync = ALLOCATOR.allocated() as u64;
     // Tell the runner, which then lets the load server send the watch events.
     println!("synced");
-    let events_started = Instant::now();
-    while updates.load(Ordering::Relaxed) < args.events {
-        tokio::time::sleep(Duration::from_millis(2)).await;
+    let mut events_started = Instant::now();
+    let mut relist_seconds = 0.0;
+    let mut events = args.events;
+    if args.scenario == "relist" {
+        // The first watch gets a 410; the relist changes every tenth Pod.
+        wait_for(&updates, relist_changes(args.objects)).await;
+        relist_seconds = events_started.elapsed().as_secs_f64();
+        events_started = Instant::now();
+        events =
+            args.expected_updates() - updates.load(Ordering::Relaxed).min(args.expected_updates());
     }
+    wait_for(&updates, args.expected_updates()).await;
     Report {
         peer,
         objects: informer.indexer().len(),
-        events: updates.load(Ordering::Relaxed),
+        events,
         sync_seconds: synced.as_secs_f64(),
         events_seconds: events_started.elapsed().as_secs_f64(),
         rss_after_sync,
         peak_rss: peak_rss_bytes(),
         cpu_seconds: cpu_time().as_secs_f64(),
+        heap_after_sync,
+        peak_heap: ALLOCATOR.max_allocated() as u64,
+        relist_seconds,
     }
 }
-
-/// Both peers use the same allocator (mimalloc), so the comparison stays fair.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() {

@@ -9,9 +9,8 @@ use std::sync::Arc;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
-use kubeclient_machinery::list::{
-    ItemBatch, ItemMeta, ListStreamDecoder, peek_item_meta, strip_managed_fields,
-};
+use kubeclient_machinery::list::{ItemBatch, ItemMeta, ListStreamDecoder, peek_item_meta};
+use kubeclient_machinery::{ObjectDecodeError, decode_object};
 use serde::de::DeserializeOwned;
 
 use super::gzip::Inflater;
@@ -233,20 +232,8 @@ fn decode_batch<K: DeserializeOwned>(
         .collect()
 }
 
-/// Decodes one object's JSON, without its managedFields when asked.
-pub(crate) fn decode_object<K: DeserializeOwned>(
-    object: &[u8],
-    strip: bool,
-) -> std::result::Result<K, serde_json::Error> {
-    if strip {
-        serde_json::from_slice(&strip_managed_fields(object))
-    } else {
-        serde_json::from_slice(object)
-    }
-}
-
 /// A clear error for one item that did not decode: which item, which object, why.
-fn item_error<K>(url: &str, index: usize, item: &[u8], err: &serde_json::Error) -> Error {
+fn item_error<K>(url: &str, index: usize, item: &[u8], err: &ObjectDecodeError) -> Error {
     let which = match peek_item_meta(item) {
         Some(meta) if !meta.name.is_empty() => format!("item {index} ({})", meta.key()),
         _ => format!("item {index}"),

@@ -16,6 +16,7 @@ use kubeclient::machinery::{
     DeletedObject, GroupResource, LabelSelector, Object, meta_namespace_key,
 };
 use kubeclient::rest::watch::WatchStream;
+use kubeclient::rest::{DecodeOptions, SharedList};
 use kubeclient::{
     Api, Client, DeleteParams, ListParams, ObjectList, Patch, PatchParams, PostParams, WatchParams,
 };
@@ -42,6 +43,15 @@ impl ListerWatcher<ConfigMap> for Counting {
     ) -> BoxFuture<'a, kubeclient::Result<ObjectList<ConfigMap>>> {
         self.lists.fetch_add(1, Ordering::SeqCst);
         self.inner.list(params)
+    }
+
+    fn list_shared<'a>(
+        &'a self,
+        params: &'a ListParams,
+        options: &'a DecodeOptions<ConfigMap>,
+    ) -> BoxFuture<'a, kubeclient::Result<SharedList<ConfigMap>>> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        self.inner.list_shared(params, options)
     }
 
     fn watch<'a>(

@@ -4,11 +4,14 @@
 //! - `dynamic`: the dynamic client on a custom resource, and discovery.
 //! - `auth`: TLS with the server's CA plus a token, client certificates, an exec plugin.
 //! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
+//! - `informer_pipeline`: undecodable objects, relists sharing unchanged objects, per-handler
+//!   sync, and a relist during a burst with a slow handler.
 //! - `proxy`: requests through an HTTP CONNECT proxy.
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
 mod auth;
 mod dynamic;
+mod informer_pipeline;
 mod informers;
 mod proxy;
 mod support;

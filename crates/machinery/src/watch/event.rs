@@ -94,9 +94,9 @@ pub enum WatchDecodeError {
     InvalidObject {
         /// ADDED, MODIFIED or DELETED.
         event_type: &'static str,
-        /// The JSON error.
+        /// Why it does not decode.
         #[source]
-        source: serde_json::Error,
+        source: crate::ObjectDecodeError,
         /// The first bytes of the object, for the log.
         snippet: String,
     },
@@ -176,15 +176,12 @@ impl<K: DeserializeOwned> WatchEvent<K> {
         let object = envelope.object.get();
         let decode = |event_type: &'static str| {
             let bytes = object.as_bytes();
-            let result = if strip {
-                serde_json::from_slice::<K>(&crate::list::strip_managed_fields(bytes))
-            } else {
-                serde_json::from_slice::<K>(bytes)
-            };
-            result.map_err(|source| WatchDecodeError::InvalidObject {
-                event_type,
-                source,
-                snippet: snippet(bytes),
+            crate::decode_object::<K>(bytes, strip).map_err(|source| {
+                WatchDecodeError::InvalidObject {
+                    event_type,
+                    source,
+                    snippet: snippet(bytes),
+                }
             })
         };
         Ok(match envelope.event_type.as_ref() {
