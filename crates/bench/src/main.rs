@@ -55,6 +55,10 @@ struct Args {
     /// Watch events of the slow-handler scenario.
     #[arg(long, default_value_t = 5000)]
     slow_events: usize,
+    /// Only serve the load data (this many Pods, --events events released at once) and
+    /// print its URL, for profiling one client by hand.
+    #[arg(long)]
+    serve_only: Option<usize>,
     /// Skip the parts benchmarks (work queue, indexer, embedded server).
     #[arg(long)]
     skip_parts: bool,
@@ -140,6 +144,18 @@ async fn run_client(run: &Run<'_>, data: &load_server::LoadData) -> Result<Value
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
+    if let Some(objects) = args.serve_only {
+        let data = Arc::new(load_server::LoadData::generate(objects, args.events));
+        data.reset(true, false);
+        match load_server::serve(data).await {
+            Ok(address) => println!("http://{address}"),
+            Err(err) => {
+                eprintln!("cannot start the load server: {err}");
+                std::process::exit(1);
+            }
+        }
+        std::future::pending::<()>().await;
+    }
     if !args.parts_only {
         for &objects in &args.sizes {
             peers(&args, objects).await;

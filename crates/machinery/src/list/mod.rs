@@ -9,7 +9,7 @@
 
 mod decoder;
 mod item;
-mod json_scan;
+pub(crate) mod json_scan;
 
 pub use decoder::{ItemBatch, ListDecodeError, ListStreamDecoder};
 pub use item::{ItemMeta, peek_item_meta, strip_managed_fields};

@@ -172,24 +172,38 @@ impl<K: DeserializeOwned> WatchEvent<K> {
             source,
             snippet: snippet(line),
         };
-        let envelope: Envelope<'_> = serde_json::from_slice(line).map_err(malformed)?;
-        let object = envelope.object.get();
+        // The envelope is found by a byte scan (the object is validated by its decoder);
+        // anything unusual goes through serde_json, which also words the errors.
+        let (event_type, object) = match scan_envelope(line) {
+            Some(found) => found,
+            None => {
+                let envelope: Envelope<'_> = serde_json::from_slice(line).map_err(malformed)?;
+                let event_type = match envelope.event_type {
+                    Cow::Borrowed(text) => text,
+                    // Escapes in the type: compare the unescaped text.
+                    Cow::Owned(text) => ["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+                        .into_iter()
+                        .find(|known| *known == text)
+                        .ok_or(WatchDecodeError::UnknownType(text))?,
+                };
+                (event_type, envelope.object.get().as_bytes())
+            }
+        };
         let decode = |event_type: &'static str| {
-            let bytes = object.as_bytes();
-            crate::decode_object::<K>(bytes, strip).map_err(|source| {
+            crate::decode_object::<K>(object, strip).map_err(|source| {
                 WatchDecodeError::InvalidObject {
                     event_type,
                     source,
-                    snippet: snippet(bytes),
+                    snippet: snippet(object),
                 }
             })
         };
-        Ok(match envelope.event_type.as_ref() {
+        Ok(match event_type {
             "ADDED" => WatchEvent::Added(decode("ADDED")?),
             "MODIFIED" => WatchEvent::Modified(decode("MODIFIED")?),
             "DELETED" => WatchEvent::Deleted(decode("DELETED")?),
             "BOOKMARK" => {
-                let raw: BookmarkObject = serde_json::from_str(object).map_err(malformed)?;
+                let raw: BookmarkObject = serde_json::from_slice(object).map_err(malformed)?;
                 WatchEvent::Bookmark(Bookmark {
                     types: TypeMeta {
                         api_version: raw.api_version,
@@ -199,12 +213,43 @@ impl<K: DeserializeOwned> WatchEvent<K> {
                     annotations: raw.metadata.annotations.unwrap_or_default(),
                 })
             }
-            "ERROR" => {
-                WatchEvent::Error(Box::new(serde_json::from_str(object).map_err(malformed)?))
-            }
+            "ERROR" => WatchEvent::Error(Box::new(
+                serde_json::from_slice(object).map_err(malformed)?,
+            )),
             other => return Err(WatchDecodeError::UnknownType(other.to_owned())),
         })
     }
+}
+
+/// The event's type and its object's bytes, found without decoding anything; `None` when
+/// the line is not a plain `{"type":"...","object":{...}}` (the caller then lets serde_json
+/// decide and word the error).
+fn scan_envelope(line: &[u8]) -> Option<(&str, &[u8])> {
+    use crate::list::json_scan::{object_members, skip_whitespace, value_end};
+    let start = skip_whitespace(line, 0);
+    let end = value_end(line, start)?;
+    if skip_whitespace(line, end) != line.len() {
+        return None;
+    }
+    let members = object_members(line, start)?;
+    let value_of = |name: &[u8]| {
+        let mut found = members
+            .iter()
+            .filter(|member| &line[member.key.0..member.key.1] == name);
+        let member = found.next()?;
+        // A repeated key is left for serde_json to refuse.
+        found.next().is_none().then(|| &line[member.value.0..member.value.1])
+    };
+    let event_type = value_of(b"type")?;
+    let event_type = event_type.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    if event_type.contains(&b'\\') {
+        return None;
+    }
+    let object = value_of(b"object")?;
+    if object.first() != Some(&b'{') {
+        return None;
+    }
+    Some((std::str::from_utf8(event_type).ok()?, object))
 }
 
 impl<K> WatchEvent<K> {
@@ -366,6 +411,19 @@ mod tests {
         };
         assert_eq!(status.code, 410);
         assert_eq!(status.reason, "Expired");
+    }
+
+    #[test]
+    fn escaped_or_spaced_envelopes_decode_like_plain_ones() {
+        let plain: WatchEvent<ConfigMap> =
+            WatchEvent::from_json(br#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}"#).unwrap();
+        for line in [
+            &br#" { "object" : {"metadata":{"name":"a"}} , "type" : "ADDED" } "#[..],
+            br#"{"type":"ADD\u0045D","object":{"metadata":{"name":"a"}}}"#,
+        ] {
+            assert_eq!(WatchEvent::<ConfigMap>::from_json(line).unwrap(), plain);
+        }
+        assert!(WatchEvent::<ConfigMap>::from_json(br#"{"type":"ADDED","type":"DELETED","object":{}}"#).is_err());
     }
 
     #[test]
