@@ -21,15 +21,30 @@ async fn main() {
     config.timeout = None;
     let client = Client::new(config).await.expect("a client");
     let pods: Api<Pod> = Api::all(client);
-    let params = ListParams { resource_version: Some("0".into()), ..ListParams::default() };
+    let params = ListParams {
+        resource_version: Some("0".into()),
+        ..ListParams::default()
+    };
     for strip in [false, true, false] {
-        let options = DecodeOptions { strip_managed_fields: strip, ..DecodeOptions::default() };
+        let options = DecodeOptions {
+            strip_managed_fields: strip,
+            ..DecodeOptions::default()
+        };
         let start = Instant::now();
         let list = pods.list_shared(&params, &options).await.expect("a list");
-        println!("streamed (strip {strip}): {} items in {:?}, live heap {} MB, peak {} MB", list.items.len(), start.elapsed(),
-            ALLOCATOR.allocated() >> 20, ALLOCATOR.max_allocated() >> 20);
+        println!(
+            "streamed (strip {strip}): {} items in {:?}, live heap {} MB, peak {} MB",
+            list.items.len(),
+            start.elapsed(),
+            ALLOCATOR.allocated() >> 20,
+            ALLOCATOR.max_allocated() >> 20
+        );
     }
     let start = Instant::now();
     let list = pods.list(&params).await.expect("a list");
-    println!("whole body, serde_json: {} items in {:?}", list.items.len(), start.elapsed());
+    println!(
+        "whole body, serde_json: {} items in {:?}",
+        list.items.len(),
+        start.elapsed()
+    );
 }

@@ -1,62 +1,52 @@
-//! Live heap of one decoded Pod: straight from serde_json, and after a clone.
+//! Live heap and decode time of the benchmark's Pod, by decoder: serde_json straight from
+//! the bytes, a clone of that (what kube-rs's store holds), and kubeclient's
+//! `decode_object` (simd-json), with and without managedFields. The measurement behind the
+//! choice of decoder (see `kubeclient_machinery::decode_object`).
+//!
+//! ```text
+//! cargo run --release -p kubeclient-bench --example pod_heap
+//! ```
+use std::time::Instant;
+
 use k8s_openapi::api::core::v1::Pod;
+use kubeclient::machinery::decode_object;
 use kubeclient_bench::{CountingAllocator, counting_allocator, pod};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = counting_allocator();
 
-fn main() {
-    let bytes = serde_json::to_vec(&pod(7, 1)).unwrap();
-    let n = 1000;
+const PODS: usize = 2000;
+
+/// Decodes `PODS` Pods with `decode`; prints live heap per Pod and time per Pod.
+fn measure(label: &str, decode: impl Fn() -> Pod) -> Vec<Pod> {
     let before = ALLOCATOR.allocated();
-    let decoded: Vec<Pod> = (0..n)
-        .map(|_| serde_json::from_slice(&bytes).unwrap())
-        .collect();
-    let after_decode = ALLOCATOR.allocated();
-    let cloned: Vec<Pod> = decoded.iter().cloned().collect();
-    let after_clone = ALLOCATOR.allocated();
-    println!(
-        "json {} B; decoded {} B/pod; cloned {} B/pod; size_of Pod {}",
-        bytes.len(),
-        (after_decode - before) / n,
-        (after_clone - after_decode) / n,
-        std::mem::size_of::<Pod>()
-    );
-    let t = std::time::Instant::now();
-    let again: Vec<Pod> = (0..n)
-        .map(|_| serde_json::from_slice(&bytes).unwrap())
-        .collect();
-    let d = t.elapsed();
-    let t = std::time::Instant::now();
-    let c: Vec<Pod> = again.iter().cloned().collect();
-    println!(
-        "decode {:?}/pod clone {:?}/pod",
-        d / n as u32,
-        t.elapsed() / n as u32
-    );
-    drop((cloned, c));
-    let before = ALLOCATOR.allocated();
-    let mut scratch = bytes.clone();
-    let t = std::time::Instant::now();
-    let simd: Vec<Pod> = (0..n)
-        .map(|_| {
-            scratch.copy_from_slice(&bytes);
-            simd_json::serde::from_slice(&mut scratch).unwrap()
-        })
-        .collect();
-    let d = t.elapsed();
-    println!(
-        "simd decoded {} B/pod in {:?}/pod",
-        (ALLOCATOR.allocated() - before - bytes.len()) / n,
-        d / n as u32
-    );
-    let t = std::time::Instant::now();
-    let again: Vec<Pod> = (0..n)
-        .map(|_| serde_json::from_slice(&bytes).unwrap())
-        .collect();
-    println!("serde_json again {:?}/pod", t.elapsed() / n as u32);
-    drop((simd, again));
+    let start = Instant::now();
+    let pods: Vec<Pod> = (0..PODS).map(|_| decode()).collect();
+    let elapsed = start.elapsed();
+    let per_pod = (ALLOCATOR.allocated() - before) / PODS;
+    let per_pod_time = elapsed / u32::try_from(PODS).unwrap_or(1);
+    println!("{label:<28} {per_pod:>6} B/Pod live heap, {per_pod_time:>10?} per Pod");
+    pods
 }
 
-#[allow(dead_code)]
-fn simd() {}
+fn main() {
+    let bytes = serde_json::to_vec(&pod(7, 1)).expect("the Pod encodes");
+    println!(
+        "one Pod: {} bytes of JSON, size_of::<Pod>() = {}",
+        bytes.len(),
+        std::mem::size_of::<Pod>()
+    );
+    let decoded = measure("serde_json::from_slice", || {
+        serde_json::from_slice(&bytes).expect("a Pod")
+    });
+    let _cloned = measure("clone of that", || decoded[0].clone());
+    let _ours = measure("decode_object", || {
+        decode_object(&bytes, false).expect("a Pod")
+    });
+    let _stripped = measure("decode_object, stripped", || {
+        decode_object(&bytes, true).expect("a Pod")
+    });
+    let _again = measure("serde_json::from_slice", || {
+        serde_json::from_slice(&bytes).expect("a Pod")
+    });
+}

@@ -48,6 +48,9 @@ pub use config::Config;
 pub use error::{Error, Result};
 pub use kubeclient_machinery as machinery;
 pub use rest::Client;
+/// Stops informers, reflectors and controllers (re-exported so no direct `tokio-util`
+/// dependency is needed).
+pub use tokio_util::sync::CancellationToken;
 
 /// The workspace README's examples, compiled and run as doc tests so they stay true (this
 /// crate sees the machinery, the client and, as a dev-dependency, the server).

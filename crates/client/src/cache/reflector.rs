@@ -43,10 +43,14 @@ pub struct ReflectorOptions {
     pub resync_period: Duration,
     /// Decides at each resync tick whether to resync (the informer asks its handlers).
     pub should_resync: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
-    /// The minimum watch timeout. Default 5 minutes.
+    /// The minimum watch timeout. Default and minimum 5 minutes (shorter values are raised).
     pub min_watch_timeout: Duration,
-    /// The LIST page size. Default 500.
-    pub page_size: u32,
+    /// The LIST page size (client-go's `WatchListPageSize`). `None` (the default): pages of
+    /// [`DEFAULT_PAGE_SIZE`] for lists at `""` or `"0"`, and unpaginated lists at a concrete
+    /// resourceVersion (which a server's watch cache serves cheaply), unless the first list
+    /// came back paginated (the server has no watch cache): then every list is paged.
+    /// `Some(n)`: pages of `n` for every list.
+    pub page_size: Option<u32>,
     /// Try a streaming watch-list (`sendInitialEvents`) before LIST, falling back to LIST
     /// when the server refuses it. Default true (as client-go since 1.35).
     pub use_watch_list: bool,
@@ -67,7 +71,7 @@ impl Default for ReflectorOptions {
             resync_period: Duration::ZERO,
             should_resync: None,
             min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
-            page_size: DEFAULT_PAGE_SIZE,
+            page_size: None,
             use_watch_list: true,
             watch_error_handler: None,
             backoff: Backoff::default(),
@@ -90,6 +94,9 @@ pub struct Reflector<K> {
 
 #[derive(Default)]
 struct RvState {
+    /// The first list (at `"0"`) came back paginated: the server has no watch cache, so
+    /// later lists are paged too (client-go's `paginatedResult`).
+    paginated_result: bool,
     last_sync_rv: String,
     /// The last RV is unusable (a LIST at it got 410 or "too large"): list at `""`.
     unavailable: bool,
@@ -162,8 +169,14 @@ where
         }
     }
 
+    /// A random server-side timeout in `[min, 2 min)`, with `min` never below client-go's
+    /// 5 minutes (a shorter setting is raised, as client-go does).
     fn watch_timeout(&self) -> u32 {
-        let min = self.options.min_watch_timeout.as_secs().max(1);
+        let min = self
+            .options
+            .min_watch_timeout
+            .max(DEFAULT_MIN_WATCH_TIMEOUT)
+            .as_secs();
         u32::try_from(min + fastrand::u64(0..min)).unwrap_or(u32::MAX)
     }
 
@@ -266,11 +279,14 @@ where
     /// they arrive; an item that does not decode is reported and left out, so one bad
     /// object never stops the informer.
     async fn list_pages(&self, rv: &str) -> Result<(Vec<Arc<K>>, String), Error> {
-        // At a concrete RV the server's cache serves the whole list cheaply: no limit.
-        let limit = if rv.is_empty() || rv == "0" {
-            Some(self.options.page_size)
-        } else {
-            None
+        let limit = match self.options.page_size {
+            Some(size) => Some(size),
+            None if rv.is_empty() || rv == "0" || self.state().paginated_result => {
+                Some(DEFAULT_PAGE_SIZE)
+            }
+            // At a concrete RV a server's watch cache serves the whole list cheaply, and
+            // only when no limit is set: do not page.
+            None => None,
         };
         let first = ListParams {
             resource_version: Some(rv.to_owned()).filter(|rv| !rv.is_empty()),
@@ -278,6 +294,9 @@ where
             ..ListParams::default()
         };
         let page = self.list_page(&first).await?;
+        if rv == "0" && page.continue_token().is_some() {
+            self.state().paginated_result = true;
+        }
         let list_rv = page.metadata.resource_version.clone().unwrap_or_default();
         let mut token = page.continue_token().map(str::to_owned);
         let mut items = page.items;
@@ -602,5 +621,66 @@ fn is_retriable_watch_error(err: &Error) -> bool {
         Error::Api(api) => api.is_too_many_requests(),
         Error::Transport { .. } | Error::Timeout { .. } => true,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ObjectList;
+    use crate::cache::list_watch::BoxFuture;
+    use crate::cache::{Cache, CacheOptions, RealFIFO, RealFifoOptions};
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    struct Nothing;
+
+    impl ListerWatcher<ConfigMap> for Nothing {
+        fn list<'a>(
+            &'a self,
+            _: &'a ListParams,
+        ) -> BoxFuture<'a, Result<ObjectList<ConfigMap>, Error>> {
+            Box::pin(async { Err(Error::InvalidRequest("unused".into())) })
+        }
+        fn watch<'a>(
+            &'a self,
+            _: &'a WatchParams,
+            _: &'a str,
+        ) -> BoxFuture<'a, Result<WatchStream<ConfigMap>, Error>> {
+            Box::pin(async { Err(Error::InvalidRequest("unused".into())) })
+        }
+        fn describe(&self) -> String {
+            "nothing".into()
+        }
+    }
+
+    fn reflector(min_watch_timeout: Duration) -> Reflector<ConfigMap> {
+        let cache = Arc::new(Cache::new(CacheOptions::default()));
+        let queue = Arc::new(RealFIFO::new(cache, RealFifoOptions::default()));
+        Reflector::new(
+            Arc::new(Nothing),
+            queue,
+            ReflectorOptions {
+                min_watch_timeout,
+                ..ReflectorOptions::default()
+            },
+        )
+    }
+
+    #[test]
+    fn the_watch_timeout_is_clamped_to_client_gos_minimum_and_stays_below_twice_it() {
+        for min in [
+            Duration::ZERO,
+            Duration::from_secs(1),
+            Duration::from_secs(299),
+        ] {
+            let reflector = reflector(min);
+            for _ in 0..200 {
+                assert!((300..600).contains(&reflector.watch_timeout()));
+            }
+        }
+        let long = reflector(Duration::from_secs(900));
+        for _ in 0..200 {
+            assert!((900..1800).contains(&long.watch_timeout()));
+        }
     }
 }

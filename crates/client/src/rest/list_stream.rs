@@ -170,8 +170,10 @@ where
                 }
             }
         }
-        if ended || splitter.ready_len().map_err(malformed)? >= BATCH_BYTES {
-            if let Some(batch) = splitter.next_batch().map_err(malformed)? {
+        if (ended || splitter.ready_len().map_err(malformed)? >= BATCH_BYTES)
+            && let Some(batch) = splitter.next_batch().map_err(malformed)?
+        {
+            {
                 let first = next_index;
                 next_index += batch.len();
                 let (batch_url, panic_url, options) =

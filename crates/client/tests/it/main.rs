@@ -6,6 +6,8 @@
 //! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
 //! - `informer_pipeline`: undecodable objects, relists sharing unchanged objects, per-handler
 //!   sync, and a relist during a burst with a slow handler.
+//! - `reflector_rules`: client-go's reflector edge rules (watch-list 429, stop before run,
+//!   page sizes at concrete resourceVersions, paginated results).
 //! - `proxy`: requests through an HTTP CONNECT proxy.
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
@@ -14,6 +16,7 @@ mod dynamic;
 mod informer_pipeline;
 mod informers;
 mod proxy;
+mod reflector_rules;
 mod support;
 mod typed;
 mod watch_bytes;

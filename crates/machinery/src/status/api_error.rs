@@ -230,8 +230,16 @@ impl ApiError {
     /// from `""` on this.
     #[must_use]
     pub fn is_too_large_resource_version(&self) -> bool {
+        const MESSAGE: &str = "Too large resource version";
+        // 1.17.0-1.18.5 said so in a cause's message, older servers in the Status message.
+        let said_in_a_cause = || {
+            self.status
+                .details
+                .as_ref()
+                .is_some_and(|details| details.causes.iter().any(|cause| cause.message == MESSAGE))
+        };
         self.status.has_cause(CauseType::RESOURCE_VERSION_TOO_LARGE)
-            || (self.is_timeout() && self.status.message.contains("Too large resource version"))
+            || (self.is_timeout() && (said_in_a_cause() || self.status.message.contains(MESSAGE)))
     }
 
     /// How long the server asked the client to wait, if it did (Go's
@@ -494,6 +502,18 @@ mod tests {
             !ApiError::from(Status::timeout("request did not complete", 0))
                 .is_too_large_resource_version()
         );
+        // Kubernetes 1.17.0-1.18.5: a Timeout whose cause's message says so.
+        let mut v1_18 = Status::timeout("Timeout: request did not complete", 1);
+        v1_18
+            .details
+            .get_or_insert_with(Default::default)
+            .causes
+            .push(crate::StatusCause {
+                reason: "ResourceVersionTooLarge_not_set".to_owned(),
+                message: "Too large resource version".to_owned(),
+                field: String::new(),
+            });
+        assert!(ApiError::from(v1_18).is_too_large_resource_version());
     }
 
     #[test]

@@ -213,9 +213,9 @@ impl<K: DeserializeOwned> WatchEvent<K> {
                     annotations: raw.metadata.annotations.unwrap_or_default(),
                 })
             }
-            "ERROR" => WatchEvent::Error(Box::new(
-                serde_json::from_slice(object).map_err(malformed)?,
-            )),
+            "ERROR" => {
+                WatchEvent::Error(Box::new(serde_json::from_slice(object).map_err(malformed)?))
+            }
             other => return Err(WatchDecodeError::UnknownType(other.to_owned())),
         })
     }
@@ -238,7 +238,10 @@ fn scan_envelope(line: &[u8]) -> Option<(&str, &[u8])> {
             .filter(|member| &line[member.key.0..member.key.1] == name);
         let member = found.next()?;
         // A repeated key is left for serde_json to refuse.
-        found.next().is_none().then(|| &line[member.value.0..member.value.1])
+        found
+            .next()
+            .is_none()
+            .then(|| &line[member.value.0..member.value.1])
     };
     let event_type = value_of(b"type")?;
     let event_type = event_type.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
@@ -416,14 +419,18 @@ mod tests {
     #[test]
     fn escaped_or_spaced_envelopes_decode_like_plain_ones() {
         let plain: WatchEvent<ConfigMap> =
-            WatchEvent::from_json(br#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}"#).unwrap();
+            WatchEvent::from_json(br#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}"#)
+                .unwrap();
         for line in [
             &br#" { "object" : {"metadata":{"name":"a"}} , "type" : "ADDED" } "#[..],
             br#"{"type":"ADD\u0045D","object":{"metadata":{"name":"a"}}}"#,
         ] {
             assert_eq!(WatchEvent::<ConfigMap>::from_json(line).unwrap(), plain);
         }
-        assert!(WatchEvent::<ConfigMap>::from_json(br#"{"type":"ADDED","type":"DELETED","object":{}}"#).is_err());
+        assert!(
+            WatchEvent::<ConfigMap>::from_json(br#"{"type":"ADDED","type":"DELETED","object":{}}"#)
+                .is_err()
+        );
     }
 
     #[test]
