@@ -8,6 +8,7 @@
 //!   sync, and a relist during a burst with a slow handler.
 //! - `reflector_rules`: client-go's reflector edge rules (watch-list 429, stop before run,
 //!   page sizes at concrete resourceVersions, paginated results).
+//! - `soak`: seeded random schedules of writes and faults; see the module for the full run.
 //! - `proxy`: requests through an HTTP CONNECT proxy.
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
@@ -17,6 +18,7 @@ mod informer_pipeline;
 mod informers;
 mod proxy;
 mod reflector_rules;
+mod soak;
 mod support;
 mod typed;
 mod watch_bytes;
