@@ -2,6 +2,7 @@
 //! client-side rate limiting, retries on 429/503 with `Retry-After`, gzip, `Warning`
 //! headers, and Status errors.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -152,11 +153,6 @@ impl Client {
         &self.inner.base_url
     }
 
-    /// The timeout of non-watch requests (`None`: none).
-    pub(crate) fn timeout(&self) -> Option<Duration> {
-        self.inner.timeout
-    }
-
     fn url(&self, request: &Request) -> String {
         format!("{}{}", self.inner.base_url, request.path)
     }
@@ -254,20 +250,30 @@ impl Client {
     ///
     /// As [`send`](Self::send), plus [`Error::Timeout`].
     pub async fn request_bytes(&self, request: Request) -> Result<Bytes> {
-        let work = async {
+        let url = self.url(&request);
+        self.within_timeout(&request, async {
             let response = self.send(&request).await?;
             let (parts, body) = response.into_parts();
             collect(body, &parts.headers)
                 .await
                 .map_err(|message| Error::Transport {
-                    url: self.url(&request),
+                    url: url.clone(),
                     message,
                 })
-        };
+        })
+        .await
+    }
+
+    /// Runs `work` within the client's timeout (none for streaming requests).
+    pub(crate) async fn within_timeout<T>(
+        &self,
+        request: &Request,
+        work: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
         match self.inner.timeout.filter(|_| !request.streaming) {
             Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
                 Err(Error::Timeout {
-                    url: self.url(&request),
+                    url: self.url(request),
                     seconds: limit.as_secs(),
                 })
             }),
@@ -275,29 +281,34 @@ impl Client {
         }
     }
 
-    /// Sends a request and returns the answer's `Content-Type` and (decompressed) body.
+    /// Sends a request and returns the answer's `Content-Type` and (decompressed) body
+    /// (discovery uses it), within the client's timeout.
     ///
     /// # Errors
     ///
-    /// As [`send`](Self::send).
+    /// As [`send`](Self::send), plus [`Error::Timeout`].
     pub async fn request_with_content_type(
         &self,
         request: Request,
     ) -> Result<(Option<String>, Bytes)> {
-        let response = self.send(&request).await?;
-        let (parts, body) = response.into_parts();
-        let content_type = parts
-            .headers
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let bytes = collect(body, &parts.headers)
-            .await
-            .map_err(|message| Error::Transport {
-                url: self.url(&request),
-                message,
-            })?;
-        Ok((content_type, bytes))
+        let url = self.url(&request);
+        self.within_timeout(&request, async {
+            let response = self.send(&request).await?;
+            let (parts, body) = response.into_parts();
+            let content_type = parts
+                .headers
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let bytes = collect(body, &parts.headers)
+                .await
+                .map_err(|message| Error::Transport {
+                    url: url.clone(),
+                    message,
+                })?;
+            Ok((content_type, bytes))
+        })
+        .await
     }
 
     /// Sends a request and decodes the JSON answer.

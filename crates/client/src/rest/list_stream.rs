@@ -98,23 +98,15 @@ impl Client {
         K: DeserializeOwned + Send + Sync + 'static,
     {
         let url = format!("{}{}", self.base_url(), request.path);
-        let work = async {
+        self.within_timeout(&request, async {
             let response = self.send(&request).await?;
             let gzip = response
                 .headers()
                 .get(CONTENT_ENCODING)
                 .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
             decode_list_body(response.into_body(), gzip, &url, options).await
-        };
-        match self.timeout() {
-            Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
-                Err(Error::Timeout {
-                    url: url.clone(),
-                    seconds: limit.as_secs(),
-                })
-            }),
-            None => work.await,
-        }
+        })
+        .await
     }
 }
 

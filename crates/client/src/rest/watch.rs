@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::ops::Range;
+use std::time::Duration;
 
 use futures_util::{FutureExt as _, Stream};
 use http_body_util::BodyExt;
@@ -16,6 +17,11 @@ use crate::error::{Error, Result};
 
 /// A stream of watch events (boxed, so it is `Unpin` and easy to store).
 pub type WatchStream<K> = futures_util::stream::BoxStream<'static, Result<WatchEvent<K>>>;
+
+/// A watch asked to end after `timeoutSeconds` is given up as silent this long after that,
+/// if no byte arrived meanwhile: a server (or a proxy) that sent headers and then went
+/// quiet is noticed, and the reader reconnects instead of waiting forever.
+const IDLE_MARGIN: Duration = Duration::from_secs(30);
 
 /// Read at most this much already-arrived body before handing a batch to the decoders.
 const MAX_BATCH_BYTES: usize = 256 * 1024;
@@ -35,6 +41,8 @@ struct State<K> {
     strip: bool,
     /// The body has ended (cleanly or not); only decoding is left.
     ended: bool,
+    /// How long the body may stay silent.
+    idle_limit: Option<Duration>,
 }
 
 impl<K: DeserializeOwned + Send + 'static> State<K> {
@@ -160,13 +168,14 @@ pub fn event_stream<K>(
 where
     K: DeserializeOwned + Send + 'static,
 {
-    decoded_event_stream(body, url, false)
+    decoded_event_stream(body, url, false, None)
 }
 
 pub(crate) fn decoded_event_stream<K>(
     body: Incoming,
     url: String,
     strip: bool,
+    idle_limit: Option<Duration>,
 ) -> impl Stream<Item = Result<WatchEvent<K>>> + Send
 where
     K: DeserializeOwned + Send + 'static,
@@ -179,6 +188,7 @@ where
         url,
         strip,
         ended: false,
+        idle_limit,
     };
     futures_util::stream::unfold(state, |mut state| async move {
         loop {
@@ -189,19 +199,43 @@ where
                 state.ready.extend(state.decoding.next().await?);
                 continue;
             }
+            let silent = async {
+                match state.idle_limit {
+                    Some(limit) => tokio::time::sleep(limit).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 Some(batch) = state.decoding.next(), if !state.decoding.is_empty() => {
                     state.ready.extend(batch);
                 }
                 frame = state.body.frame() => state.take_frames(frame),
+                () = silent => {
+                    state.ended = true;
+                    let seconds = state.idle_limit.map_or(0, |limit| limit.as_secs());
+                    let error = Error::Transport {
+                        url: state.url.clone(),
+                        message: format!("the watch sent nothing for {seconds} s, past its timeout; reconnecting"),
+                    };
+                    state.submit_result(Err(error));
+                }
             }
         }
     })
 }
 
+/// The `timeoutSeconds` of a request path's query, if any.
+fn timeout_seconds(path: &str) -> Option<u64> {
+    let (_, query) = path.split_once('?')?;
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(name, _)| name == "timeoutSeconds")
+        .and_then(|(_, value)| value.parse().ok())
+}
+
 impl Client {
-    /// Opens a watch and returns its events as a stream.
+    /// Opens a watch and returns its events as a stream. A watch with `timeoutSeconds`
+    /// that stays silent 30 s past that ends with a transport error.
     ///
     /// # Errors
     ///
@@ -229,11 +263,14 @@ impl Client {
     {
         let request = request.streaming();
         let url = format!("{}{}", self.base_url(), request.path);
+        let idle_limit = timeout_seconds(&request.path)
+            .and_then(|seconds| Duration::from_secs(seconds).checked_add(IDLE_MARGIN));
         let response = self.send(&request).await?;
         Ok(Box::pin(decoded_event_stream(
             response.into_body(),
             url,
             strip_managed_fields,
+            idle_limit,
         )))
     }
 }
