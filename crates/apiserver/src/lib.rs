@@ -30,6 +30,6 @@ pub mod state;
 pub mod storage;
 mod tls;
 
-pub use faults::{Fault, Faults};
+pub use faults::{Fault, Faults, MAX_FAULT_COUNT};
 pub use server::{ApiServer, ApiServerBuilder, StartError};
 pub use tls::{CertificatePair, TlsError};

@@ -123,11 +123,10 @@ where
             None => not_found_text(),
         },
         Route::Admin(action) if state.config.admin_enabled => {
-            let count = query::Query::parse(request.uri().query())
-                .get("count")
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(1);
-            admin(&state, request.method(), &action, count)
+            match admin_count(query::Query::parse(request.uri().query()).get("count")) {
+                Ok(count) => admin(&state, request.method(), &action, count),
+                Err(status) => status_response(&status),
+            }
         }
         Route::Resource(path) => match resource_request(state, request, path).await {
             Ok(response) | Err(response) => response,
@@ -184,6 +183,22 @@ fn not_found_status() -> Response<Body> {
         StatusReason::NotFound,
         "the server could not find the requested resource",
     ))
+}
+
+/// The `count` of an admin fault request: 1 when absent, else a whole number from 0 to
+/// [`MAX_FAULT_COUNT`](crate::faults::MAX_FAULT_COUNT).
+fn admin_count(raw: Option<&str>) -> Result<usize, Status> {
+    let Some(raw) = raw else { return Ok(1) };
+    raw.parse::<u64>()
+        .ok()
+        .filter(|count| *count <= crate::faults::MAX_FAULT_COUNT)
+        .and_then(|count| usize::try_from(count).ok())
+        .ok_or_else(|| {
+            Status::bad_request(format!(
+                "count must be a whole number from 0 to {}, not {raw:?}",
+                crate::faults::MAX_FAULT_COUNT
+            ))
+        })
 }
 
 /// `POST /_kubeclient/faults/{kind}?count=N` and friends, for `kubeclient serve --enable-faults`.

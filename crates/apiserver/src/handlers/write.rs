@@ -605,17 +605,9 @@ pub(crate) fn patch(call: &Call) -> HandlerResult<Response<Body>> {
                 )));
             }
             write_patched(call, |current| {
-                let mut document = current.clone();
-                json_patch::patch(&mut document, &operations).map_err(|err| {
-                    invalid(
-                        &call.resource,
-                        call.name(),
-                        "",
-                        "FieldValueInvalid",
-                        &format!("the JSON patch could not be applied: {err}"),
-                    )
-                })?;
-                Ok(document)
+                // As the API server: a patch that does not apply is 422 Invalid.
+                crate::patch::json::apply(current, &operations)
+                    .map_err(|err| fail(Status::failure(StatusReason::Invalid, err.to_string())))
             })
         }
         "application/merge-patch+json" => {
