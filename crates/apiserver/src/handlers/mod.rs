@@ -8,6 +8,7 @@ mod read;
 mod response;
 mod route;
 mod table;
+mod validate;
 mod watch;
 mod write;
 

@@ -11,6 +11,7 @@ use super::object::{
     dry_run_value, generate_name, meta_str, metadata_mut, now, store_key, validate_name,
 };
 use super::response::{Body, HandlerResult, fail, json, json_bytes};
+use super::validate;
 use crate::patch::managed_fields;
 use crate::patch::strategic_merge::{ListStrategy, builtin_list_strategy, strategic_merge};
 use crate::registry::{ResourceDef, Special, crd_resources, crd_status};
@@ -368,8 +369,9 @@ fn create_object(
         }
         Special::None => {}
     }
-    call.check_namespace_exists()?;
     let mut value = Value::Object(object);
+    validate::check_object(&resource, &value)?;
+    call.check_namespace_exists()?;
     if !ownership_recorded {
         let (manager, api_version) = (call.field_manager(), resource.api_version());
         let keys = list_key(&resource.kind);
@@ -503,6 +505,7 @@ fn write_existing(
                 &write_context(call, &manager, &api_version, &time, &keys),
             );
         }
+        validate::check_object(&call.resource, &result)?;
         let write = if finalized(&result) { Write::Delete } else { Write::Update(result.clone()) };
         response_object = Some(result);
         Ok(if dry_run { Write::Unchanged } else { write })
