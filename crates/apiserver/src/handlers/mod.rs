@@ -33,9 +33,6 @@ pub fn now_rfc3339() -> String {
 use response::{HandlerResult, fail, json, status_response, text};
 use route::{ResourcePath, Route, route};
 
-/// The largest request body accepted (the API server's default, 3 MiB).
-const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
-
 /// What a resource handler needs from the request, read once.
 pub(crate) struct Call {
     pub state: Arc<State>,
@@ -62,7 +59,9 @@ where
 {
     let path = request.uri().path().to_owned();
     let route = route(&path);
-    tracing::debug!(method = %request.method(), uri = %request.uri(), "request");
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        tracing::debug!(method = %request.method(), uri = %redacted_uri(request.uri()), "request");
+    }
     let public = matches!(route, Route::Health | Route::Version);
     if let Some(token) = &state.config.token
         && !public
@@ -137,6 +136,32 @@ where
             not_found_text()
         }
     }
+}
+
+/// The URI for logs, with the values of token-like query parameters (`token`,
+/// `access_token`, `id_token` ...) replaced by `REDACTED`.
+fn redacted_uri(uri: &http::Uri) -> String {
+    let Some(query) = uri.query() else {
+        return uri.to_string();
+    };
+    let redacted: Vec<String> = query
+        .split('&')
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let decoded = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
+            let lower = decoded.to_ascii_lowercase();
+            if !value.is_empty()
+                && (lower.contains("token")
+                    || lower.contains("password")
+                    || lower.contains("secret"))
+            {
+                format!("{name}=REDACTED")
+            } else {
+                pair.to_owned()
+            }
+        })
+        .collect();
+    format!("{}?{}", uri.path(), redacted.join("&"))
 }
 
 fn header_str<B>(request: &Request<B>, name: http::header::HeaderName) -> Option<&str> {
@@ -281,21 +306,30 @@ where
     let content_type = header(CONTENT_TYPE).unwrap_or_default();
     let user_agent = header(USER_AGENT).unwrap_or_default();
     let method = request.method().clone();
-    let body = match Limited::new(request.into_body(), MAX_BODY_BYTES)
-        .collect()
-        .await
-    {
+    let limit = state.config.limits.max_request_body_bytes;
+    let too_large = || {
+        status_response(&Status::failure(
+            StatusReason::RequestEntityTooLarge,
+            format!("Request entity too large: limit is {limit}"),
+        ))
+    };
+    // Refuse an announced oversized body before reading any of it: hyper sends
+    // `100 Continue` only when the body is first read.
+    let announced = request
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if announced.is_some_and(|length| length > limit as u64) {
+        return Err(too_large());
+    }
+    let body = match Limited::new(request.into_body(), limit).collect().await {
         Ok(collected) => collected.to_bytes(),
+        Err(err) if err.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
         Err(err) => {
-            let too_large = err.to_string().contains("length limit");
-            return Err(status_response(&if too_large {
-                Status::failure(
-                    StatusReason::RequestEntityTooLarge,
-                    "Request entity too large: limit is 3145728",
-                )
-            } else {
-                Status::bad_request(format!("unable to read the request body: {err}"))
-            }));
+            return Err(status_response(&Status::bad_request(format!(
+                "unable to read the request body: {err}"
+            ))));
         }
     };
     let call = Call {
@@ -331,5 +365,31 @@ fn serves_subresource(resource: &ResourceDef, subresource: &str) -> bool {
         "status" => resource.status_subresource,
         "scale" => resource.scale.is_some(),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_in_query_string_is_redacted_in_debug_logs() {
+        let uri: http::Uri = "/api/v1/pods?watch=1&access_token=s3cret&Token=x&tok=y"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            redacted_uri(&uri),
+            "/api/v1/pods?watch=1&access_token=REDACTED&Token=REDACTED&tok=y"
+        );
+        let plain: http::Uri = "/api/v1/pods".parse().unwrap();
+        assert_eq!(redacted_uri(&plain), "/api/v1/pods");
+    }
+
+    #[test]
+    fn admin_count_is_bounded() {
+        assert_eq!(admin_count(None).unwrap(), 1);
+        assert_eq!(admin_count(Some("1000000")).unwrap(), 1_000_000);
+        assert!(admin_count(Some("18446744073709551615")).is_err());
+        assert!(admin_count(Some("1000001")).is_err());
     }
 }

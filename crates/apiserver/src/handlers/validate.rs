@@ -46,6 +46,40 @@ pub(crate) fn check_object(resource: &ResourceDef, object: &Value) -> HandlerRes
     check_metadata(resource, object)
 }
 
+/// Checks that `object` encodes to at most `max_bytes` (a patch can grow an object
+/// beyond the request body limit: `copy` operations, long merge values).
+///
+/// # Errors
+///
+/// 413 RequestEntityTooLarge.
+pub(crate) fn check_size(
+    resource: &ResourceDef,
+    object: &Value,
+    max_bytes: usize,
+) -> HandlerResult<()> {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    if serde_json::to_writer(&mut counter, object).is_ok() && counter.0 <= max_bytes {
+        return Ok(());
+    }
+    Err(fail(Status::failure(
+        kubeclient_machinery::StatusReason::RequestEntityTooLarge,
+        format!(
+            "Request entity too large: the {} would be {} bytes, over the limit of {max_bytes}",
+            resource.kind, counter.0
+        ),
+    )))
+}
+
 /// Checks that `object` decodes into its type.
 ///
 /// # Errors

@@ -24,8 +24,10 @@ use crate::storage::{
 
 /// How long a watch-list waits for a resourceVersion newer than the store.
 const TOO_LARGE_RV_WAIT: Duration = Duration::from_secs(3);
-/// Buffered event lines per watch before the writer waits for the client.
-const WATCH_BUFFER: usize = 256;
+/// Buffered event lines per watch before the writer waits for the client. Small: the
+/// store's bounded per-watcher queue ([`WatcherLimits`](crate::storage::WatcherLimits))
+/// does the buffering, and ends the watch of a client that falls too far behind.
+const WATCH_BUFFER: usize = 32;
 
 /// A 200 response whose body is one ERROR event, then the end (how real servers report
 /// storage errors after a watch has been accepted).
@@ -329,7 +331,7 @@ impl WatchStream {
                     // (fan-out happens before the revision is published): drain, then
                     // the bookmark is a valid resume point.
                     let revision = self.state.store.revision();
-                    while let Ok(change) = subscription.changes.try_recv() {
+                    while let Some(change) = subscription.changes.try_recv() {
                         if change.rv > after
                             && let Some(line) = self.event_for(&change)
                             && !self.send(line).await

@@ -371,6 +371,7 @@ fn create_object(
     }
     let mut value = Value::Object(object);
     validate::check_object(&resource, &value)?;
+    validate::check_size(&resource, &value, call.state.config.limits.max_object_bytes)?;
     call.check_namespace_exists()?;
     if !ownership_recorded {
         let (manager, api_version) = (call.field_manager(), resource.api_version());
@@ -393,18 +394,17 @@ fn create_object(
             metadata.insert("name".to_owned(), json!(name));
         }
         let key = call.key_for(&name);
-        let candidate = value.clone();
         let outcome = call
             .state
             .store
-            .write(&call.group_resource(), &key, |current| {
+            .update(&call.group_resource(), &key, |current| {
                 if current.is_some() {
                     return Err(fail(Status::already_exists(&call.group_resource(), &name)));
                 }
                 Ok(if dry_run {
                     Write::Unchanged
                 } else {
-                    Write::Create(candidate)
+                    Write::Create(value.clone())
                 })
             });
         match outcome {
@@ -452,12 +452,14 @@ enum Ownership {
     AlreadyRecorded,
 }
 
-/// Runs an update-like write (PUT, PATCH) on an existing object.
+/// Runs an update-like write (PUT, PATCH) on an existing object. `compute` runs outside
+/// the store lock and again if another writer changed the object meanwhile
+/// ([`Store::update`](crate::storage::Store::update)).
 fn write_existing(
     call: &Call,
     require_rv: bool,
     ownership: Ownership,
-    compute: impl FnOnce(&StoredObject) -> HandlerResult<Map<String, Value>>,
+    mut compute: impl FnMut(&StoredObject) -> HandlerResult<Map<String, Value>>,
 ) -> HandlerResult<Response<Body>> {
     let dry_run = call.dry_run()?;
     let name = call.name().to_owned();
@@ -465,7 +467,7 @@ fn write_existing(
     let api_version = call.resource.api_version();
     let kind = call.resource.kind.clone();
     let mut response_object: Option<Value> = None;
-    let outcome = call.state.store.write(&call.group_resource(), &call.key_for(&name), |current| {
+    let outcome = call.state.store.update(&call.group_resource(), &call.key_for(&name), |current| {
         let current = current.ok_or_else(|| call.not_found(&name))?;
         let mut desired = compute(current)?;
         call.check_type_meta(&mut desired)?;
@@ -506,6 +508,7 @@ fn write_existing(
             );
         }
         validate::check_object(&call.resource, &result)?;
+        validate::check_size(&call.resource, &result, call.state.config.limits.max_object_bytes)?;
         let write = if finalized(&result) { Write::Delete } else { Write::Update(result.clone()) };
         response_object = Some(result);
         Ok(if dry_run { Write::Unchanged } else { write })
@@ -548,10 +551,10 @@ pub(crate) fn update(call: &Call) -> HandlerResult<Response<Body>> {
             .cloned()
             .unwrap_or(json!(0));
         return write_existing(call, false, Ownership::RecordUpdate, |current| {
-            Ok(with_replicas(call, &current.value, replicas))
+            Ok(with_replicas(call, &current.value, replicas.clone()))
         });
     }
-    write_existing(call, true, Ownership::RecordUpdate, |_| Ok(body))
+    write_existing(call, true, Ownership::RecordUpdate, |_| Ok(body.clone()))
 }
 
 fn force_forbidden(call: &Call) -> Box<Status> {
@@ -642,7 +645,7 @@ pub(crate) fn patch(call: &Call) -> HandlerResult<Response<Body>> {
 /// A non-apply patch: the patch result, with the scale subresource mapped onto replicas.
 fn write_patched(
     call: &Call,
-    apply_patch: impl FnOnce(&Value) -> HandlerResult<Value>,
+    apply_patch: impl Fn(&Value) -> HandlerResult<Value>,
 ) -> HandlerResult<Response<Body>> {
     write_existing(call, false, Ownership::RecordUpdate, |current| {
         if call.subresource() == Some("scale") {
