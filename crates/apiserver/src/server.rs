@@ -1,9 +1,12 @@
 //! [`ApiServer`]: starting, addressing, configuring clients for, and stopping the server.
 
 use std::convert::Infallible;
+use std::future::Future as _;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -110,7 +113,8 @@ impl ApiServerBuilder {
         self
     }
 
-    /// The largest encoded object a write may store. Default 3 MiB.
+    /// The largest encoded object a write may store, managedFields included. Default
+    /// 8 MiB; larger results get 413 RequestEntityTooLarge.
     pub fn max_object_bytes(mut self, bytes: usize) -> Self {
         self.limits.max_object_bytes = bytes;
         self
@@ -132,7 +136,7 @@ impl ApiServerBuilder {
     }
 
     /// The most encoded bytes of objects kept in one resource's change history (besides
-    /// the [`history_window`](Self::history_window) count). Default 256 MiB.
+    /// the [`history_window`](Self::history_window) count). Default 64 MiB.
     pub fn history_bytes(mut self, bytes: usize) -> Self {
         self.limits.history_bytes = bytes;
         self
@@ -266,12 +270,16 @@ async fn accept_loop(
                         Some(acceptor) => match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
                             Ok(Ok(tls)) => {
                                 let verified = tls.get_ref().1.peer_certificates().is_some_and(|c| !c.is_empty());
-                                serve_connection(TokioIo::new(tls), state, verified).await;
+                                let io = FirstByteDeadline::new(tls, handshake_timeout);
+                                serve_connection(TokioIo::new(io), state, verified).await;
                             }
                             Ok(Err(err)) => tracing::debug!(%peer, %err, "TLS handshake failed"),
                             Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                         },
-                        None => serve_connection(TokioIo::new(stream), state, false).await,
+                        None => {
+                            let io = FirstByteDeadline::new(stream, handshake_timeout);
+                            serve_connection(TokioIo::new(io), state, false).await;
+                        }
                     }
                 });
             }
@@ -347,6 +355,87 @@ fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     renamed
+}
+
+/// A connection that must send its first byte within a deadline. hyper's header-read
+/// timeout starts only once the HTTP version is known, which the auto-detecting builder
+/// learns from the first bytes: a client that connects and sends nothing would otherwise
+/// hold its connection (and a file descriptor) forever.
+struct FirstByteDeadline<I> {
+    inner: I,
+    /// `None` once a byte has arrived.
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<I> FirstByteDeadline<I> {
+    fn new(inner: I, timeout: Duration) -> Self {
+        FirstByteDeadline {
+            inner,
+            deadline: Some(Box::pin(tokio::time::sleep(timeout))),
+        }
+    }
+}
+
+impl<I: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstByteDeadline<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        match Pin::new(&mut self.inner).poll_read(cx, buf) {
+            Poll::Ready(result) => {
+                if buf.filled().len() > before {
+                    self.deadline = None;
+                }
+                Poll::Ready(result)
+            }
+            Poll::Pending => {
+                let expired = self
+                    .deadline
+                    .as_mut()
+                    .is_some_and(|deadline| deadline.as_mut().poll(cx).is_ready());
+                if expired {
+                    Poll::Ready(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "no request within the header read timeout",
+                    )))
+                } else {
+                    Poll::Pending
+                }
+            }
+        }
+    }
+}
+
+impl<I: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for FirstByteDeadline<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
 }
 
 /// Why the server could not start.
@@ -496,5 +585,23 @@ impl ApiServer {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.task.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emfile_and_enfile_make_the_accept_loop_back_off() {
+        for code in [24, 23] {
+            assert!(is_resource_exhaustion(&std::io::Error::from_raw_os_error(
+                code
+            )));
+        }
+        assert!(!is_resource_exhaustion(&std::io::Error::from_raw_os_error(
+            103
+        )));
+        assert!(!is_resource_exhaustion(&std::io::Error::other("x")));
     }
 }

@@ -16,8 +16,9 @@ pub struct Limits {
     /// 413, and a request announcing one in `Content-Length` gets it before its body is
     /// read (so `Expect: 100-continue` is answered 413, not 100).
     pub max_request_body_bytes: usize,
-    /// The largest encoded object a write may store (a patch can grow an object past the
-    /// body limit). Default 3 MiB.
+    /// The largest encoded object a write may store, managedFields included (a patch can
+    /// grow an object past the body limit, and the managedFields of a map with many keys
+    /// are about as large as the map). Default 8 MiB.
     pub max_object_bytes: usize,
     /// How long a client may take to send a request's headers, and to finish the TLS
     /// handshake; also how long an idle keep-alive connection stays open. Default 32 s
@@ -26,7 +27,7 @@ pub struct Limits {
     /// How far a watcher may fall behind before its watch is ended.
     pub watcher: WatcherLimits,
     /// The most encoded bytes of objects kept in one resource's change history.
-    /// Default 256 MiB (besides the count window).
+    /// Default 64 MiB (besides the count window); decoded objects take several times more.
     pub history_bytes: usize,
 }
 
@@ -34,7 +35,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_request_body_bytes: 3 * 1024 * 1024,
-            max_object_bytes: 3 * 1024 * 1024,
+            max_object_bytes: 8 * 1024 * 1024,
             header_read_timeout: Duration::from_secs(32),
             watcher: WatcherLimits::default(),
             history_bytes: Store::DEFAULT_HISTORY_BYTES,

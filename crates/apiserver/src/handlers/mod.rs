@@ -30,7 +30,7 @@ pub use response::Body;
 pub fn now_rfc3339() -> String {
     object::now()
 }
-use response::{HandlerResult, fail, json, status_response, text};
+use response::{HandlerResult, json, status_response, text};
 use route::{ResourcePath, Route, route};
 
 /// What a resource handler needs from the request, read once.
@@ -213,17 +213,17 @@ fn not_found_status() -> Response<Body> {
 
 /// The `count` of an admin fault request: 1 when absent, else a whole number from 0 to
 /// [`MAX_FAULT_COUNT`](crate::faults::MAX_FAULT_COUNT).
-fn admin_count(raw: Option<&str>) -> Result<usize, Status> {
+fn admin_count(raw: Option<&str>) -> Result<usize, Box<Status>> {
     let Some(raw) = raw else { return Ok(1) };
     raw.parse::<u64>()
         .ok()
         .filter(|count| *count <= crate::faults::MAX_FAULT_COUNT)
         .and_then(|count| usize::try_from(count).ok())
         .ok_or_else(|| {
-            Status::bad_request(format!(
+            Box::new(Status::bad_request(format!(
                 "count must be a whole number from 0 to {}, not {raw:?}",
                 crate::faults::MAX_FAULT_COUNT
-            ))
+            )))
         })
 }
 
@@ -343,21 +343,39 @@ where
         body,
     };
     let has_name = call.path.name.is_some();
-    let result: HandlerResult<Response<Body>> = match (method, has_name) {
-        (Method::GET | Method::HEAD, _) if is_watch => watch::watch(call).await,
-        (Method::GET | Method::HEAD, true) => read::get(&call),
-        (Method::GET | Method::HEAD, false) => read::list(&call).await,
-        (Method::POST, false) => write::create(&call),
-        (Method::PUT, true) => write::update(&call),
-        (Method::PATCH, true) => write::patch(&call),
-        (Method::DELETE, true) => write::delete(&call),
-        (Method::DELETE, false) => write::delete_collection(&call),
-        _ => Err(fail(Status::failure(
-            StatusReason::MethodNotAllowed,
-            "the server does not allow this method on the requested resource",
-        ))),
+    let writer: fn(&Call) -> HandlerResult<Response<Body>> = match (method, has_name) {
+        (Method::GET | Method::HEAD, _) if is_watch => {
+            return watch::watch(call).await.map_err(|s| status_response(&s));
+        }
+        (Method::GET | Method::HEAD, true) => {
+            return read::get(&call).map_err(|s| status_response(&s));
+        }
+        (Method::GET | Method::HEAD, false) => {
+            return read::list(&call).await.map_err(|s| status_response(&s));
+        }
+        (Method::POST, false) => write::create,
+        (Method::PUT, true) => write::update,
+        (Method::PATCH, true) => write::patch,
+        (Method::DELETE, true) => write::delete,
+        (Method::DELETE, false) => write::delete_collection,
+        _ => {
+            return Err(status_response(&Status::failure(
+                StatusReason::MethodNotAllowed,
+                "the server does not allow this method on the requested resource",
+            )));
+        }
     };
-    result.map_err(|status| status_response(&status))
+    // Writes decode, merge, validate and encode whole objects (seconds for a huge one):
+    // they run on the blocking pool so the async workers keep serving reads meanwhile.
+    match tokio::task::spawn_blocking(move || writer(&call)).await {
+        Ok(result) => result.map_err(|status| status_response(&status)),
+        Err(err) => {
+            tracing::error!(%err, "a write handler panicked");
+            Err(status_response(&Status::internal_error(
+                "the write failed unexpectedly (a bug in the server; see its log)",
+            )))
+        }
+    }
 }
 
 fn serves_subresource(resource: &ResourceDef, subresource: &str) -> bool {

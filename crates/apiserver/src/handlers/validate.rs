@@ -207,9 +207,13 @@ fn stringify_quantities(value: &mut Value, under_quantity: bool) -> bool {
             }
             changed
         }
-        Value::Array(items) => items.iter_mut().fold(false, |changed, item| {
-            stringify_quantities(item, false) || changed
-        }),
+        Value::Array(items) => {
+            let mut changed = false;
+            for item in items {
+                changed |= stringify_quantities(item, false);
+            }
+            changed
+        }
         _ => false,
     }
 }

@@ -371,7 +371,6 @@ fn create_object(
     }
     let mut value = Value::Object(object);
     validate::check_object(&resource, &value)?;
-    validate::check_size(&resource, &value, call.state.config.limits.max_object_bytes)?;
     call.check_namespace_exists()?;
     if !ownership_recorded {
         let (manager, api_version) = (call.field_manager(), resource.api_version());
@@ -382,6 +381,7 @@ fn create_object(
             &write_context(call, &manager, &api_version, &time, &keys),
         );
     }
+    validate::check_size(&resource, &value, call.state.config.limits.max_object_bytes)?;
     for attempt in 0..8 {
         let name = if explicit_name.is_empty() {
             generate_name(&generate_prefix)

@@ -289,7 +289,7 @@ impl Inner {
 
 impl Store {
     /// The default bound of one resource's history in encoded bytes of objects.
-    pub const DEFAULT_HISTORY_BYTES: usize = 256 * 1024 * 1024;
+    pub const DEFAULT_HISTORY_BYTES: usize = 64 * 1024 * 1024;
 
     /// An empty store keeping the last `history_window` changes of each resource (and at
     /// most [`DEFAULT_HISTORY_BYTES`](Self::DEFAULT_HISTORY_BYTES) of their objects).
