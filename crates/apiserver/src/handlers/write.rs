@@ -733,7 +733,11 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     {
         let created = managed_fields::apply(None, &applied, force, &context, &merge)
             .map_err(|conflicts| conflict_status(&conflicts))?;
-        return create_object(call, as_object(created)?, call.dry_run()?, true);
+        match create_object(call, as_object(created)?, call.dry_run()?, true) {
+            // Another apply created it meanwhile: apply to that object instead.
+            Err(status) if status.reason == StatusReason::AlreadyExists.as_str() => {}
+            other => return other,
+        }
     }
     write_existing(call, false, Ownership::AlreadyRecorded, |current| {
         let result = managed_fields::apply(Some(&current.value), &applied, force, &context, &merge)

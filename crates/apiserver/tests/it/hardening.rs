@@ -453,3 +453,34 @@ async fn kubeconfig_is_written_0600_and_a_planted_symlink_is_replaced_not_follow
     assert_eq!(leftovers, 2, "no temporary file left behind");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_server_side_applies_creating_one_object_all_succeed_instead_of_already_exists()
+{
+    let t = std::sync::Arc::new(TestServer::start().await);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let t = t.clone();
+        tasks.spawn(async move {
+            // Enough data that computing the apply takes a while: the creates overlap.
+            let data: String = (0..3000).map(|k| format!("  k{k}: \"{i}\"\n")).collect();
+            let body =
+                format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: raced\ndata:\n{data}");
+            t.patch(
+                &format!("{CONFIGMAPS}/raced?fieldManager=demo&force=true"),
+                "application/apply-patch+yaml",
+                &body,
+            )
+            .await
+        });
+    }
+    while let Some(reply) = tasks.join_next().await {
+        let reply = reply.unwrap();
+        assert!(
+            reply.status == 200 || reply.status == 201,
+            "{}: {}",
+            reply.status,
+            String::from_utf8_lossy(&reply.body)
+        );
+    }
+}
