@@ -244,9 +244,12 @@ pub enum StorageError {
 /// - `revision` only grows; every stored change has a distinct `rv` in `1..=revision`, and
 ///   every object's `rv` is the `rv` of its last change.
 /// - per table, `history` holds exactly the changes with `rv > history_start`, in order,
-///   at most `history_window` of them.
+///   at most `history_window` of them and (but for the newest) at most `history_bytes` of
+///   encoded objects, counted in `history_bytes` of the table.
+/// - a key being written through `update` is held by its stripe for the whole write.
 /// - a watcher registered at revision R has been sent every change with `rv > R`
-///   (registration and fan-out happen under the same lock).
+///   (registration and fan-out happen under the same lock), or was ended for falling
+///   more than [`WatcherLimits`] behind (then it is no longer in the table).
 #[derive(Debug)]
 pub struct Store {
     inner: Mutex<Inner>,
