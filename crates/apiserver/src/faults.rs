@@ -43,23 +43,41 @@ impl Fault {
     }
 }
 
+/// The most requests one [`Faults::fail_next`] call can fail: larger counts are clamped
+/// (and the `/_kubeclient/faults/...?count=N` admin paths answer 400 above it). A queued
+/// run of faults is one counter, so memory does not depend on the count.
+pub const MAX_FAULT_COUNT: u64 = 1_000_000;
+
 /// The fault controls of a running server. Faults apply to resource requests only (not to
 /// discovery, health or version), in the order they were queued.
+///
+/// Invariant: every queued run has a count of at least 1.
 #[derive(Debug, Default)]
 pub struct Faults {
-    queued: Mutex<VecDeque<Fault>>,
+    /// Runs of the same fault: `(fault, how many more requests it answers)`.
+    queued: Mutex<VecDeque<(Fault, u64)>>,
     delay_millis: AtomicU64,
     malformed_watch_events: AtomicU64,
 }
 
 impl Faults {
-    /// Answers the next `count` resource requests with `fault`.
+    /// Answers the next `count` resource requests with `fault` (at most
+    /// [`MAX_FAULT_COUNT`]; larger counts are clamped to it).
     pub fn fail_next(&self, count: usize, fault: Fault) {
+        let count = u64::try_from(count)
+            .unwrap_or(u64::MAX)
+            .min(MAX_FAULT_COUNT);
+        if count == 0 {
+            return;
+        }
         let mut queued = self
             .queued
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        queued.extend(std::iter::repeat_n(fault, count));
+        match queued.back_mut() {
+            Some((last, run)) if *last == fault => *run = run.saturating_add(count),
+            _ => queued.push_back((fault, count)),
+        }
     }
 
     /// Delays every resource response by `delay` (zero to stop).
@@ -94,17 +112,28 @@ impl Faults {
 
     /// The number of queued faults.
     pub fn pending(&self) -> usize {
-        self.queued
+        let total: u64 = self
+            .queued
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
+            .iter()
+            .map(|(_, run)| *run)
+            .fold(0, u64::saturating_add);
+        usize::try_from(total).unwrap_or(usize::MAX)
     }
 
     pub(crate) fn take(&self) -> Option<Fault> {
-        self.queued
+        let mut queued = self
+            .queued
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop_front()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (fault, run) = queued.front_mut()?;
+        let fault = fault.clone();
+        *run -= 1;
+        if *run == 0 {
+            queued.pop_front();
+        }
+        Some(fault)
     }
 
     pub(crate) fn delay(&self) -> Duration {
@@ -142,5 +171,22 @@ mod tests {
         faults.set_delay(Duration::from_millis(5));
         faults.clear();
         assert_eq!((faults.pending(), faults.delay()), (0, Duration::ZERO));
+    }
+
+    #[test]
+    fn fault_count_of_u64_max_is_clamped_without_allocating() {
+        let faults = Faults::default();
+        faults.fail_next(usize::MAX, Fault::InternalError);
+        faults.fail_next(usize::MAX, Fault::InternalError);
+        let cap = usize::try_from(MAX_FAULT_COUNT).unwrap();
+        assert_eq!(faults.pending(), 2 * cap);
+        assert_eq!(
+            faults.queued.lock().unwrap().len(),
+            1,
+            "one run, not a Vec of faults"
+        );
+        faults.fail_next(0, Fault::Expired);
+        assert_eq!(faults.take(), Some(Fault::InternalError));
+        assert_eq!(faults.pending(), 2 * cap - 1);
     }
 }

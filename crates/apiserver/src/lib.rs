@@ -30,6 +30,8 @@ pub mod state;
 pub mod storage;
 mod tls;
 
-pub use faults::{Fault, Faults};
+pub use faults::{Fault, Faults, MAX_FAULT_COUNT};
 pub use server::{ApiServer, ApiServerBuilder, StartError};
+pub use state::Limits;
+pub use storage::WatcherLimits;
 pub use tls::{CertificatePair, TlsError};

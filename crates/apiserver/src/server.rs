@@ -1,14 +1,17 @@
 //! [`ApiServer`]: starting, addressing, configuring clients for, and stopping the server.
 
 use std::convert::Infallible;
+use std::future::Future as _;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use base64::Engine as _;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -17,8 +20,8 @@ use tokio::task::JoinSet;
 use crate::faults::Faults;
 use crate::handlers;
 use crate::registry::Registry;
-use crate::state::{Config, State};
-use crate::storage::{Store, Write};
+use crate::state::{Config, Limits, State};
+use crate::storage::{Store, WatcherLimits, Write};
 use crate::tls::{CertificatePair, TlsError, TlsMaterial};
 
 /// The namespaces every cluster starts with.
@@ -46,6 +49,7 @@ pub struct ApiServerBuilder {
     tls: bool,
     admin: bool,
     bookmark_interval: Duration,
+    limits: Limits,
 }
 
 impl Default for ApiServerBuilder {
@@ -57,6 +61,7 @@ impl Default for ApiServerBuilder {
             tls: false,
             admin: false,
             bookmark_interval: Duration::from_secs(60),
+            limits: Limits::default(),
         }
     }
 }
@@ -101,6 +106,42 @@ impl ApiServerBuilder {
         self
     }
 
+    /// The largest request body (every verb and content type). Default 3 MiB, as
+    /// kube-apiserver; larger bodies get 413 RequestEntityTooLarge.
+    pub fn max_request_body_bytes(mut self, bytes: usize) -> Self {
+        self.limits.max_request_body_bytes = bytes;
+        self
+    }
+
+    /// The largest encoded object a write may store, managedFields included. Default
+    /// 8 MiB; larger results get 413 RequestEntityTooLarge.
+    pub fn max_object_bytes(mut self, bytes: usize) -> Self {
+        self.limits.max_object_bytes = bytes;
+        self
+    }
+
+    /// How long a client may take to send request headers (and to finish a TLS
+    /// handshake), and how long an idle keep-alive connection stays open. Default 32 s.
+    /// Slow-loris connections are closed after it.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.header_read_timeout = timeout;
+        self
+    }
+
+    /// How far one watcher may fall behind before its watch is ended (the client then
+    /// re-watches). Default 10,000 changes or 64 MiB.
+    pub fn watcher_limits(mut self, limits: WatcherLimits) -> Self {
+        self.limits.watcher = limits;
+        self
+    }
+
+    /// The most encoded bytes of objects kept in one resource's change history (besides
+    /// the [`history_window`](Self::history_window) count). Default 64 MiB.
+    pub fn history_bytes(mut self, bytes: usize) -> Self {
+        self.limits.history_bytes = bytes;
+        self
+    }
+
     /// Binds the port and starts serving.
     ///
     /// # Errors
@@ -124,8 +165,18 @@ impl ApiServerBuilder {
         };
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = format!("{scheme}://{local}");
+        if self.token.is_none() && !local.ip().is_loopback() {
+            tracing::warn!(
+                address = %local,
+                "listening beyond loopback without a token: anyone who can reach this address can read and change everything (set a token)"
+            );
+        }
         let state = Arc::new(State {
-            store: Store::new(self.history_window),
+            store: Store::with_limits(
+                self.history_window,
+                self.limits.history_bytes,
+                self.limits.watcher,
+            ),
             registry: Registry::new(),
             faults: Faults::default(),
             config: Config {
@@ -133,6 +184,7 @@ impl ApiServerBuilder {
                 server_address: local.to_string(),
                 bookmark_interval: self.bookmark_interval,
                 admin_enabled: self.admin,
+                limits: self.limits,
             },
         });
         create_initial_namespaces(&state.store);
@@ -171,6 +223,16 @@ fn create_initial_namespaces(store: &Store) {
     }
 }
 
+/// How long the accept loop pauses when the process is out of file descriptors (or
+/// memory for sockets), instead of spinning on the failing `accept`.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Whether an `accept` error means a resource is exhausted (retrying at once would spin).
+fn is_resource_exhaustion(err: &std::io::Error) -> bool {
+    // EMFILE, ENFILE, ENOBUFS, ENOMEM on Linux and the BSDs.
+    matches!(err.raw_os_error(), Some(23 | 24 | 105 | 12 | 55))
+}
+
 async fn accept_loop(
     listener: TcpListener,
     state: Arc<State>,
@@ -178,22 +240,46 @@ async fn accept_loop(
     mut stopped: watch::Receiver<bool>,
 ) {
     let mut connections = JoinSet::new();
+    let mut exhausted = false;
+    let handshake_timeout = state.config.limits.header_read_timeout;
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, peer)) = accepted else { continue };
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => {
+                        exhausted = false;
+                        accepted
+                    }
+                    Err(err) => {
+                        if is_resource_exhaustion(&err) {
+                            if !exhausted {
+                                tracing::warn!(%err, "cannot accept connections (out of file descriptors?); retrying every 100 ms");
+                                exhausted = true;
+                            }
+                            tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        } else {
+                            tracing::debug!(%err, "accept failed");
+                        }
+                        continue;
+                    }
+                };
                 let state = state.clone();
                 let acceptor = acceptor.clone();
                 connections.spawn(async move {
                     match acceptor {
-                        Some(acceptor) => match acceptor.accept(stream).await {
-                            Ok(tls) => {
+                        Some(acceptor) => match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
+                            Ok(Ok(tls)) => {
                                 let verified = tls.get_ref().1.peer_certificates().is_some_and(|c| !c.is_empty());
-                                serve_connection(TokioIo::new(tls), state, verified).await;
+                                let io = FirstByteDeadline::new(tls, handshake_timeout);
+                                serve_connection(TokioIo::new(io), state, verified).await;
                             }
-                            Err(err) => tracing::debug!(%peer, %err, "TLS handshake failed"),
+                            Ok(Err(err)) => tracing::debug!(%peer, %err, "TLS handshake failed"),
+                            Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                         },
-                        None => serve_connection(TokioIo::new(stream), state, false).await,
+                        None => {
+                            let io = FirstByteDeadline::new(stream, handshake_timeout);
+                            serve_connection(TokioIo::new(io), state, false).await;
+                        }
                     }
                 });
             }
@@ -214,15 +300,141 @@ async fn serve_connection<I>(io: TokioIo<I>, state: Arc<State>, verified: bool)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let header_read_timeout = state.config.limits.header_read_timeout;
     let service = service_fn(move |request| {
         let state = state.clone();
         async move { Ok::<_, Infallible>(handlers::handle(state, request, verified).await) }
     });
-    if let Err(err) = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-        .serve_connection_with_upgrades(io, service)
-        .await
-    {
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    // Headers must arrive within the timeout (it also closes idle keep-alive
+    // connections); HTTP/2 peers that stop answering pings are dropped.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_timeout(Duration::from_secs(15));
+    if let Err(err) = builder.serve_connection_with_upgrades(io, service).await {
         tracing::debug!(%err, "connection ended with an error");
+    }
+}
+
+/// Writes `contents` to a new owner-only file in `path`'s directory, then renames it over
+/// `path` (see [`ApiServer::write_kubeconfig`]).
+fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "kubeconfig".to_owned());
+    let temporary = directory.join(format!(
+        ".{file_name}.{}.tmp",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let mut options = std::fs::OpenOptions::new();
+    // `create_new` fails on any existing entry, symlinks included: nothing is followed.
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let written = options.open(&temporary).and_then(|mut file| {
+        file.write_all(contents)?;
+        file.sync_all()
+    });
+    let renamed = written.and_then(|()| std::fs::rename(&temporary, path));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    renamed
+}
+
+/// A connection that must send its first byte within a deadline. hyper's header-read
+/// timeout starts only once the HTTP version is known, which the auto-detecting builder
+/// learns from the first bytes: a client that connects and sends nothing would otherwise
+/// hold its connection (and a file descriptor) forever.
+struct FirstByteDeadline<I> {
+    inner: I,
+    /// `None` once a byte has arrived.
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<I> FirstByteDeadline<I> {
+    fn new(inner: I, timeout: Duration) -> Self {
+        FirstByteDeadline {
+            inner,
+            deadline: Some(Box::pin(tokio::time::sleep(timeout))),
+        }
+    }
+}
+
+impl<I: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstByteDeadline<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        match Pin::new(&mut self.inner).poll_read(cx, buf) {
+            Poll::Ready(result) => {
+                if buf.filled().len() > before {
+                    self.deadline = None;
+                }
+                Poll::Ready(result)
+            }
+            Poll::Pending => {
+                let expired = self
+                    .deadline
+                    .as_mut()
+                    .is_some_and(|deadline| deadline.as_mut().poll(cx).is_ready());
+                if expired {
+                    Poll::Ready(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "no request within the header read timeout",
+                    )))
+                } else {
+                    Poll::Pending
+                }
+            }
+        }
+    }
+}
+
+impl<I: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for FirstByteDeadline<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
     }
 }
 
@@ -353,13 +565,16 @@ impl ApiServer {
         )
     }
 
-    /// Writes [`kubeconfig`](Self::kubeconfig) to a file.
+    /// Writes [`kubeconfig`](Self::kubeconfig) (which holds the token) to a file readable
+    /// by its owner only (mode 0600 on Unix). It writes a new file next to `path` and
+    /// renames it over `path`, so a symlink planted at `path` is replaced, never followed,
+    /// and readers never see a half-written file.
     ///
     /// # Errors
     ///
-    /// The I/O error writing the file.
+    /// The I/O error creating, writing or renaming the file.
     pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
-        std::fs::write(path, self.kubeconfig())
+        write_private_file(path.as_ref(), self.kubeconfig().as_bytes())
     }
 
     /// Stops accepting, ends watches and open connections, and waits for that.
@@ -370,5 +585,23 @@ impl ApiServer {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.task.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emfile_and_enfile_make_the_accept_loop_back_off() {
+        for code in [24, 23] {
+            assert!(is_resource_exhaustion(&std::io::Error::from_raw_os_error(
+                code
+            )));
+        }
+        assert!(!is_resource_exhaustion(&std::io::Error::from_raw_os_error(
+            103
+        )));
+        assert!(!is_resource_exhaustion(&std::io::Error::other("x")));
     }
 }

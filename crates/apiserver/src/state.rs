@@ -4,7 +4,44 @@ use std::time::Duration;
 
 use crate::faults::Faults;
 use crate::registry::Registry;
-use crate::storage::Store;
+use crate::storage::{Store, WatcherLimits};
+
+/// The server's resource limits, each with kube-apiserver's value where it has one. Set
+/// them through [`ApiServerBuilder`](crate::ApiServerBuilder) (`kubeclient serve` flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// The largest request body, for every verb and content type (patches included, as
+    /// upstream). Default 3 MiB, kube-apiserver's `MaxRequestBodyBytes`. Larger bodies get
+    /// 413, and a request announcing one in `Content-Length` gets it before its body is
+    /// read (so `Expect: 100-continue` is answered 413, not 100).
+    pub max_request_body_bytes: usize,
+    /// The largest encoded object a write may store, managedFields included (a patch can
+    /// grow an object past the body limit, and the managedFields of a map with many keys
+    /// are about as large as the map). Default 8 MiB.
+    pub max_object_bytes: usize,
+    /// How long a client may take to send a request's headers, and to finish the TLS
+    /// handshake; also how long an idle keep-alive connection stays open. Default 32 s
+    /// (kube-apiserver's `ReadHeaderTimeout`).
+    pub header_read_timeout: Duration,
+    /// How far a watcher may fall behind before its watch is ended.
+    pub watcher: WatcherLimits,
+    /// The most encoded bytes of objects kept in one resource's change history.
+    /// Default 64 MiB (besides the count window); decoded objects take several times more.
+    pub history_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_request_body_bytes: 3 * 1024 * 1024,
+            max_object_bytes: 8 * 1024 * 1024,
+            header_read_timeout: Duration::from_secs(32),
+            watcher: WatcherLimits::default(),
+            history_bytes: Store::DEFAULT_HISTORY_BYTES,
+        }
+    }
+}
 
 /// Settings fixed at start.
 #[derive(Clone, Debug)]
@@ -17,6 +54,8 @@ pub struct Config {
     pub bookmark_interval: Duration,
     /// Whether the `/_kubeclient/` fault admin paths are served.
     pub admin_enabled: bool,
+    /// Resource limits.
+    pub limits: Limits,
 }
 
 /// Everything a request handler reads or changes.

@@ -8,6 +8,7 @@ mod read;
 mod response;
 mod route;
 mod table;
+mod validate;
 mod watch;
 mod write;
 
@@ -29,11 +30,8 @@ pub use response::Body;
 pub fn now_rfc3339() -> String {
     object::now()
 }
-use response::{HandlerResult, fail, json, status_response, text};
+use response::{HandlerResult, json, status_response, text};
 use route::{ResourcePath, Route, route};
-
-/// The largest request body accepted (the API server's default, 3 MiB).
-const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// What a resource handler needs from the request, read once.
 pub(crate) struct Call {
@@ -61,7 +59,9 @@ where
 {
     let path = request.uri().path().to_owned();
     let route = route(&path);
-    tracing::debug!(method = %request.method(), uri = %request.uri(), "request");
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        tracing::debug!(method = %request.method(), uri = %redacted_uri(request.uri()), "request");
+    }
     let public = matches!(route, Route::Health | Route::Version);
     if let Some(token) = &state.config.token
         && !public
@@ -123,11 +123,10 @@ where
             None => not_found_text(),
         },
         Route::Admin(action) if state.config.admin_enabled => {
-            let count = query::Query::parse(request.uri().query())
-                .get("count")
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(1);
-            admin(&state, request.method(), &action, count)
+            match admin_count(query::Query::parse(request.uri().query()).get("count")) {
+                Ok(count) => admin(&state, request.method(), &action, count),
+                Err(status) => status_response(&status),
+            }
         }
         Route::Resource(path) => match resource_request(state, request, path).await {
             Ok(response) | Err(response) => response,
@@ -137,6 +136,32 @@ where
             not_found_text()
         }
     }
+}
+
+/// The URI for logs, with the values of token-like query parameters (`token`,
+/// `access_token`, `id_token` ...) replaced by `REDACTED`.
+fn redacted_uri(uri: &http::Uri) -> String {
+    let Some(query) = uri.query() else {
+        return uri.to_string();
+    };
+    let redacted: Vec<String> = query
+        .split('&')
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let decoded = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
+            let lower = decoded.to_ascii_lowercase();
+            if !value.is_empty()
+                && (lower.contains("token")
+                    || lower.contains("password")
+                    || lower.contains("secret"))
+            {
+                format!("{name}=REDACTED")
+            } else {
+                pair.to_owned()
+            }
+        })
+        .collect();
+    format!("{}?{}", uri.path(), redacted.join("&"))
 }
 
 fn header_str<B>(request: &Request<B>, name: http::header::HeaderName) -> Option<&str> {
@@ -184,6 +209,22 @@ fn not_found_status() -> Response<Body> {
         StatusReason::NotFound,
         "the server could not find the requested resource",
     ))
+}
+
+/// The `count` of an admin fault request: 1 when absent, else a whole number from 0 to
+/// [`MAX_FAULT_COUNT`](crate::faults::MAX_FAULT_COUNT).
+fn admin_count(raw: Option<&str>) -> Result<usize, Box<Status>> {
+    let Some(raw) = raw else { return Ok(1) };
+    raw.parse::<u64>()
+        .ok()
+        .filter(|count| *count <= crate::faults::MAX_FAULT_COUNT)
+        .and_then(|count| usize::try_from(count).ok())
+        .ok_or_else(|| {
+            Box::new(Status::bad_request(format!(
+                "count must be a whole number from 0 to {}, not {raw:?}",
+                crate::faults::MAX_FAULT_COUNT
+            )))
+        })
 }
 
 /// `POST /_kubeclient/faults/{kind}?count=N` and friends, for `kubeclient serve --enable-faults`.
@@ -265,21 +306,30 @@ where
     let content_type = header(CONTENT_TYPE).unwrap_or_default();
     let user_agent = header(USER_AGENT).unwrap_or_default();
     let method = request.method().clone();
-    let body = match Limited::new(request.into_body(), MAX_BODY_BYTES)
-        .collect()
-        .await
-    {
+    let limit = state.config.limits.max_request_body_bytes;
+    let too_large = || {
+        status_response(&Status::failure(
+            StatusReason::RequestEntityTooLarge,
+            format!("Request entity too large: limit is {limit}"),
+        ))
+    };
+    // Refuse an announced oversized body before reading any of it: hyper sends
+    // `100 Continue` only when the body is first read.
+    let announced = request
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if announced.is_some_and(|length| length > limit as u64) {
+        return Err(too_large());
+    }
+    let body = match Limited::new(request.into_body(), limit).collect().await {
         Ok(collected) => collected.to_bytes(),
+        Err(err) if err.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
         Err(err) => {
-            let too_large = err.to_string().contains("length limit");
-            return Err(status_response(&if too_large {
-                Status::failure(
-                    StatusReason::RequestEntityTooLarge,
-                    "Request entity too large: limit is 3145728",
-                )
-            } else {
-                Status::bad_request(format!("unable to read the request body: {err}"))
-            }));
+            return Err(status_response(&Status::bad_request(format!(
+                "unable to read the request body: {err}"
+            ))));
         }
     };
     let call = Call {
@@ -293,21 +343,39 @@ where
         body,
     };
     let has_name = call.path.name.is_some();
-    let result: HandlerResult<Response<Body>> = match (method, has_name) {
-        (Method::GET | Method::HEAD, _) if is_watch => watch::watch(call).await,
-        (Method::GET | Method::HEAD, true) => read::get(&call),
-        (Method::GET | Method::HEAD, false) => read::list(&call).await,
-        (Method::POST, false) => write::create(&call),
-        (Method::PUT, true) => write::update(&call),
-        (Method::PATCH, true) => write::patch(&call),
-        (Method::DELETE, true) => write::delete(&call),
-        (Method::DELETE, false) => write::delete_collection(&call),
-        _ => Err(fail(Status::failure(
-            StatusReason::MethodNotAllowed,
-            "the server does not allow this method on the requested resource",
-        ))),
+    let writer: fn(&Call) -> HandlerResult<Response<Body>> = match (method, has_name) {
+        (Method::GET | Method::HEAD, _) if is_watch => {
+            return watch::watch(call).await.map_err(|s| status_response(&s));
+        }
+        (Method::GET | Method::HEAD, true) => {
+            return read::get(&call).map_err(|s| status_response(&s));
+        }
+        (Method::GET | Method::HEAD, false) => {
+            return read::list(&call).await.map_err(|s| status_response(&s));
+        }
+        (Method::POST, false) => write::create,
+        (Method::PUT, true) => write::update,
+        (Method::PATCH, true) => write::patch,
+        (Method::DELETE, true) => write::delete,
+        (Method::DELETE, false) => write::delete_collection,
+        _ => {
+            return Err(status_response(&Status::failure(
+                StatusReason::MethodNotAllowed,
+                "the server does not allow this method on the requested resource",
+            )));
+        }
     };
-    result.map_err(|status| status_response(&status))
+    // Writes decode, merge, validate and encode whole objects (seconds for a huge one):
+    // they run on the blocking pool so the async workers keep serving reads meanwhile.
+    match tokio::task::spawn_blocking(move || writer(&call)).await {
+        Ok(result) => result.map_err(|status| status_response(&status)),
+        Err(err) => {
+            tracing::error!(%err, "a write handler panicked");
+            Err(status_response(&Status::internal_error(
+                "the write failed unexpectedly (a bug in the server; see its log)",
+            )))
+        }
+    }
 }
 
 fn serves_subresource(resource: &ResourceDef, subresource: &str) -> bool {
@@ -315,5 +383,31 @@ fn serves_subresource(resource: &ResourceDef, subresource: &str) -> bool {
         "status" => resource.status_subresource,
         "scale" => resource.scale.is_some(),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_in_query_string_is_redacted_in_debug_logs() {
+        let uri: http::Uri = "/api/v1/pods?watch=1&access_token=s3cret&Token=x&tok=y"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            redacted_uri(&uri),
+            "/api/v1/pods?watch=1&access_token=REDACTED&Token=REDACTED&tok=y"
+        );
+        let plain: http::Uri = "/api/v1/pods".parse().unwrap();
+        assert_eq!(redacted_uri(&plain), "/api/v1/pods");
+    }
+
+    #[test]
+    fn admin_count_is_bounded() {
+        assert_eq!(admin_count(None).unwrap(), 1);
+        assert_eq!(admin_count(Some("1000000")).unwrap(), 1_000_000);
+        assert!(admin_count(Some("18446744073709551615")).is_err());
+        assert!(admin_count(Some("1000001")).is_err());
     }
 }

@@ -141,15 +141,11 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
     let rv_text = call.query.get("resourceVersion").unwrap_or("");
     let rv_match = call.query.get("resourceVersionMatch").unwrap_or("");
     let continue_token = call.query.non_empty("continue");
-    let limit: usize = match call.query.non_empty("limit") {
-        Some(text) => text
-            .parse::<i64>()
-            .map_err(|_| fail(Status::bad_request(format!("invalid limit: {text:?}"))))?
-            .max(0)
-            .try_into()
-            .unwrap_or(usize::MAX),
-        None => 0,
-    };
+    // A negative limit means no limit, as upstream; `timeoutSeconds` only has to parse.
+    let limit: usize = call.query.int64("limit")?.map_or(0, |limit| {
+        usize::try_from(limit.max(0)).unwrap_or(usize::MAX)
+    });
+    call.query.int64("timeoutSeconds")?;
     if !matches!(rv_match, "" | "Exact" | "NotOlderThan") {
         return Err(list_options_invalid(
             "resourceVersionMatch",

@@ -24,8 +24,10 @@ use crate::storage::{
 
 /// How long a watch-list waits for a resourceVersion newer than the store.
 const TOO_LARGE_RV_WAIT: Duration = Duration::from_secs(3);
-/// Buffered event lines per watch before the writer waits for the client.
-const WATCH_BUFFER: usize = 256;
+/// Buffered event lines per watch before the writer waits for the client. Small: the
+/// store's bounded per-watcher queue ([`WatcherLimits`](crate::storage::WatcherLimits))
+/// does the buffering, and ends the watch of a client that falls too far behind.
+const WATCH_BUFFER: usize = 32;
 
 /// A 200 response whose body is one ERROR event, then the end (how real servers report
 /// storage errors after a watch has been accepted).
@@ -82,15 +84,7 @@ pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
     let include =
         IncludeObject::parse(call.query.get("includeObject")).unwrap_or(IncludeObject::Metadata);
     let bookmarks = call.query.flag("allowWatchBookmarks");
-    let timeout = match call
-        .query
-        .non_empty("timeoutSeconds")
-        .and_then(|t| t.parse::<u64>().ok())
-    {
-        Some(seconds) => Duration::from_secs(seconds),
-        // The API server picks [min-request-timeout, 2x) with a 1800 s default.
-        None => Duration::from_secs(1800 + fastrand::u64(0..1800)),
-    };
+    let timeout = watch_timeout(call.query.int64("timeoutSeconds")?);
     let store = &call.state.store;
     let (from, initial_events_end) = match (send_initial, requested_rv) {
         (Some(true), rv) => {
@@ -168,6 +162,21 @@ pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
         "application/json",
         streaming(receiver),
     ))
+}
+
+/// The longest watch: larger `timeoutSeconds` are clamped to it, so the deadline never
+/// overflows the clock (the API server accepts any int64 and overflows instead).
+pub(crate) const MAX_WATCH_TIMEOUT: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// How long a watch runs for its `timeoutSeconds`: absent or 0 picks the API server's
+/// default ([min-request-timeout, 2x) with 1800 s), a negative value ends the stream at
+/// once (as upstream's timer does), larger values are clamped to [`MAX_WATCH_TIMEOUT`].
+fn watch_timeout(seconds: Option<i64>) -> Duration {
+    match seconds {
+        None | Some(0) => Duration::from_secs(1800 + fastrand::u64(0..1800)),
+        Some(negative) if negative < 0 => Duration::ZERO,
+        Some(seconds) => Duration::from_secs(seconds.unsigned_abs()).min(MAX_WATCH_TIMEOUT),
+    }
 }
 
 /// Turns objects into event lines in the negotiated representation.
@@ -276,7 +285,8 @@ impl WatchStream {
     }
 
     async fn run(mut self, mut subscription: WatchSubscription) {
-        let deadline = tokio::time::Instant::now() + self.timeout;
+        let now = tokio::time::Instant::now();
+        let deadline = now.checked_add(self.timeout).unwrap_or(now);
         let initial = std::mem::take(&mut subscription.initial);
         for object in &initial {
             if self.filter.matches(object) {
@@ -321,7 +331,7 @@ impl WatchStream {
                     // (fan-out happens before the revision is published): drain, then
                     // the bookmark is a valid resume point.
                     let revision = self.state.store.revision();
-                    while let Ok(change) = subscription.changes.try_recv() {
+                    while let Some(change) = subscription.changes.try_recv() {
                         if change.rv > after
                             && let Some(line) = self.event_for(&change)
                             && !self.send(line).await

@@ -11,6 +11,7 @@ use super::object::{
     dry_run_value, generate_name, meta_str, metadata_mut, now, store_key, validate_name,
 };
 use super::response::{Body, HandlerResult, fail, json, json_bytes};
+use super::validate;
 use crate::patch::managed_fields;
 use crate::patch::strategic_merge::{ListStrategy, builtin_list_strategy, strategic_merge};
 use crate::registry::{ResourceDef, Special, crd_resources, crd_status};
@@ -368,8 +369,9 @@ fn create_object(
         }
         Special::None => {}
     }
-    call.check_namespace_exists()?;
     let mut value = Value::Object(object);
+    validate::check_object(&resource, &value)?;
+    call.check_namespace_exists()?;
     if !ownership_recorded {
         let (manager, api_version) = (call.field_manager(), resource.api_version());
         let keys = list_key(&resource.kind);
@@ -379,6 +381,7 @@ fn create_object(
             &write_context(call, &manager, &api_version, &time, &keys),
         );
     }
+    validate::check_size(&resource, &value, call.state.config.limits.max_object_bytes)?;
     for attempt in 0..8 {
         let name = if explicit_name.is_empty() {
             generate_name(&generate_prefix)
@@ -391,18 +394,17 @@ fn create_object(
             metadata.insert("name".to_owned(), json!(name));
         }
         let key = call.key_for(&name);
-        let candidate = value.clone();
         let outcome = call
             .state
             .store
-            .write(&call.group_resource(), &key, |current| {
+            .update(&call.group_resource(), &key, |current| {
                 if current.is_some() {
                     return Err(fail(Status::already_exists(&call.group_resource(), &name)));
                 }
                 Ok(if dry_run {
                     Write::Unchanged
                 } else {
-                    Write::Create(candidate)
+                    Write::Create(value.clone())
                 })
             });
         match outcome {
@@ -450,12 +452,14 @@ enum Ownership {
     AlreadyRecorded,
 }
 
-/// Runs an update-like write (PUT, PATCH) on an existing object.
+/// Runs an update-like write (PUT, PATCH) on an existing object. `compute` runs outside
+/// the store lock and again if another writer changed the object meanwhile
+/// ([`Store::update`](crate::storage::Store::update)).
 fn write_existing(
     call: &Call,
     require_rv: bool,
     ownership: Ownership,
-    compute: impl FnOnce(&StoredObject) -> HandlerResult<Map<String, Value>>,
+    mut compute: impl FnMut(&StoredObject) -> HandlerResult<Map<String, Value>>,
 ) -> HandlerResult<Response<Body>> {
     let dry_run = call.dry_run()?;
     let name = call.name().to_owned();
@@ -463,7 +467,7 @@ fn write_existing(
     let api_version = call.resource.api_version();
     let kind = call.resource.kind.clone();
     let mut response_object: Option<Value> = None;
-    let outcome = call.state.store.write(&call.group_resource(), &call.key_for(&name), |current| {
+    let outcome = call.state.store.update(&call.group_resource(), &call.key_for(&name), |current| {
         let current = current.ok_or_else(|| call.not_found(&name))?;
         let mut desired = compute(current)?;
         call.check_type_meta(&mut desired)?;
@@ -503,6 +507,8 @@ fn write_existing(
                 &write_context(call, &manager, &api_version, &time, &keys),
             );
         }
+        validate::check_object(&call.resource, &result)?;
+        validate::check_size(&call.resource, &result, call.state.config.limits.max_object_bytes)?;
         let write = if finalized(&result) { Write::Delete } else { Write::Update(result.clone()) };
         response_object = Some(result);
         Ok(if dry_run { Write::Unchanged } else { write })
@@ -545,10 +551,10 @@ pub(crate) fn update(call: &Call) -> HandlerResult<Response<Body>> {
             .cloned()
             .unwrap_or(json!(0));
         return write_existing(call, false, Ownership::RecordUpdate, |current| {
-            Ok(with_replicas(call, &current.value, replicas))
+            Ok(with_replicas(call, &current.value, replicas.clone()))
         });
     }
-    write_existing(call, true, Ownership::RecordUpdate, |_| Ok(body))
+    write_existing(call, true, Ownership::RecordUpdate, |_| Ok(body.clone()))
 }
 
 fn force_forbidden(call: &Call) -> Box<Status> {
@@ -605,17 +611,9 @@ pub(crate) fn patch(call: &Call) -> HandlerResult<Response<Body>> {
                 )));
             }
             write_patched(call, |current| {
-                let mut document = current.clone();
-                json_patch::patch(&mut document, &operations).map_err(|err| {
-                    invalid(
-                        &call.resource,
-                        call.name(),
-                        "",
-                        "FieldValueInvalid",
-                        &format!("the JSON patch could not be applied: {err}"),
-                    )
-                })?;
-                Ok(document)
+                // As the API server: a patch that does not apply is 422 Invalid.
+                crate::patch::json::apply(current, &operations)
+                    .map_err(|err| fail(Status::failure(StatusReason::Invalid, err.to_string())))
             })
         }
         "application/merge-patch+json" => {
@@ -647,7 +645,7 @@ pub(crate) fn patch(call: &Call) -> HandlerResult<Response<Body>> {
 /// A non-apply patch: the patch result, with the scale subresource mapped onto replicas.
 fn write_patched(
     call: &Call,
-    apply_patch: impl FnOnce(&Value) -> HandlerResult<Value>,
+    apply_patch: impl Fn(&Value) -> HandlerResult<Value>,
 ) -> HandlerResult<Response<Body>> {
     write_existing(call, false, Ownership::RecordUpdate, |current| {
         if call.subresource() == Some("scale") {
@@ -735,7 +733,11 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     {
         let created = managed_fields::apply(None, &applied, force, &context, &merge)
             .map_err(|conflicts| conflict_status(&conflicts))?;
-        return create_object(call, as_object(created)?, call.dry_run()?, true);
+        match create_object(call, as_object(created)?, call.dry_run()?, true) {
+            // Another apply created it meanwhile: apply to that object instead.
+            Err(status) if status.reason == StatusReason::AlreadyExists.as_str() => {}
+            other => return other,
+        }
     }
     write_existing(call, false, Ownership::AlreadyRecorded, |current| {
         let result = managed_fields::apply(Some(&current.value), &applied, force, &context, &merge)

@@ -2,17 +2,19 @@
 //! history of changes per resource that serves watches (and paginated lists) from older
 //! revisions.
 //!
-//! Everything here is synchronous and guarded by one mutex: a write (including the patch
-//! computation the caller hands in) is atomic, and watchers are registered under the same
-//! lock as writes, so a watch never misses or duplicates a change.
+//! Everything here is synchronous and guarded by one mutex: a write is atomic, and
+//! watchers are registered under the same lock as writes, so a watch never misses or
+//! duplicates a change. Expensive writes (patches, applies) compute and encode outside the
+//! lock and commit by compare-and-swap ([`Store::update`]), so a patch of a huge object
+//! does not stall reads of the others.
 
 mod change;
 mod object;
 mod store;
 
 pub use change::{Change, ChangeKind, event_line};
-pub use object::StoredObject;
+pub use object::{Prepared, StoredObject};
 pub use store::{
-    ListPage, ListRequest, Snapshot, StorageError, Store, WatchFrom, WatchSubscription, Write,
-    WriteOutcome,
+    ListPage, ListRequest, Snapshot, StorageError, Store, WatchFrom, WatchQueue, WatchSubscription,
+    WatcherLimits, Write, WriteOutcome,
 };

@@ -10,8 +10,11 @@ use kubeclient_machinery::GroupResource;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
-use super::object::set_resource_version;
+use super::object::{Prepared, set_resource_version};
 use super::{Change, ChangeKind, StoredObject};
+
+/// How many stripes serialize [`Store::update`] writers of the same key.
+const UPDATE_STRIPES: usize = 64;
 
 /// What a write decided to do with the object under its key.
 #[derive(Debug)]
@@ -86,10 +89,123 @@ pub struct WatchSubscription {
     pub initial: Vec<Arc<StoredObject>>,
     /// Changes from the history after the requested revision.
     pub backlog: Vec<Arc<Change>>,
-    /// Live changes, in revision order. Ends when the watch is dropped by the server.
-    pub changes: mpsc::UnboundedReceiver<Arc<Change>>,
+    /// Live changes, in revision order. Ends when the watch is dropped by the server, or
+    /// at once when this watcher fell too far behind (see [`WatcherLimits`]).
+    pub changes: WatchQueue,
     /// Changes at or below this revision must be skipped.
     pub after: u64,
+}
+
+/// How far a watcher may fall behind before the server ends its watch (as the API
+/// server's watch cache does with a watcher that blocks its dispatch): the client sees
+/// its stream end cleanly and re-watches from the last resourceVersion it saw (or relists
+/// on 410). Without a bound one stalled client holds every later change in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WatcherLimits {
+    /// Changes queued for one watcher and not yet taken by its stream. Default 10,000.
+    pub max_queued_changes: usize,
+    /// Encoded bytes of those changes. Default 64 MiB.
+    pub max_queued_bytes: usize,
+}
+
+impl Default for WatcherLimits {
+    fn default() -> Self {
+        WatcherLimits {
+            max_queued_changes: 10_000,
+            max_queued_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// What one watcher has queued; shared by the store (which adds) and the stream (which
+/// takes).
+#[derive(Debug, Default)]
+struct Backlog {
+    changes: AtomicU64,
+    bytes: AtomicU64,
+    /// Set when the store ended this watch for falling behind.
+    overflowed: std::sync::atomic::AtomicBool,
+}
+
+/// The receiving end of a watcher's queue of changes.
+#[derive(Debug)]
+pub struct WatchQueue {
+    receiver: mpsc::UnboundedReceiver<Arc<Change>>,
+    backlog: Arc<Backlog>,
+}
+
+impl WatchQueue {
+    fn took(&self, change: &Change) {
+        self.backlog.changes.fetch_sub(1, Ordering::Relaxed);
+        self.backlog
+            .bytes
+            .fetch_sub(change_bytes(change), Ordering::Relaxed);
+    }
+
+    /// The next change; `None` once the watch was ended by the server (dropped, or fallen
+    /// too far behind: then the queued changes are discarded).
+    pub async fn recv(&mut self) -> Option<Arc<Change>> {
+        if self.overflowed() {
+            return None;
+        }
+        let change = self.receiver.recv().await?;
+        self.took(&change);
+        if self.overflowed() {
+            return None;
+        }
+        Some(change)
+    }
+
+    /// A change already queued, if any.
+    pub fn try_recv(&mut self) -> Option<Arc<Change>> {
+        if self.overflowed() {
+            return None;
+        }
+        let change = self.receiver.try_recv().ok()?;
+        self.took(&change);
+        Some(change)
+    }
+
+    /// Whether the server ended this watch because it fell too far behind.
+    pub fn overflowed(&self) -> bool {
+        self.backlog.overflowed.load(Ordering::Relaxed)
+    }
+}
+
+/// The bytes a queued change keeps alive (its encoded object).
+fn change_bytes(change: &Change) -> u64 {
+    let object = change.new.as_ref().or(change.prev.as_ref());
+    object.map_or(0, |o| o.bytes.len() as u64)
+}
+
+/// The sending end of a watcher's queue, kept in its resource's table.
+#[derive(Debug)]
+struct Watcher {
+    sender: mpsc::UnboundedSender<Arc<Change>>,
+    backlog: Arc<Backlog>,
+}
+
+impl Watcher {
+    /// Queues `change`; false when the watcher is gone or fell too far behind (then it
+    /// is marked so its stream ends, and must be dropped).
+    fn send(&self, change: &Arc<Change>, limits: &WatcherLimits) -> bool {
+        let changes = self.backlog.changes.fetch_add(1, Ordering::Relaxed) + 1;
+        let bytes = self
+            .backlog
+            .bytes
+            .fetch_add(change_bytes(change), Ordering::Relaxed)
+            + change_bytes(change);
+        if changes > limits.max_queued_changes as u64 || bytes > limits.max_queued_bytes as u64 {
+            self.backlog.overflowed.store(true, Ordering::Relaxed);
+            tracing::info!(
+                queued_changes = changes,
+                queued_bytes = bytes,
+                "ending a watch that fell too far behind; its client will re-watch"
+            );
+            return false;
+        }
+        self.sender.send(change.clone()).is_ok()
+    }
 }
 
 /// A consistent view of one resource at the current revision.
@@ -128,9 +244,12 @@ pub enum StorageError {
 /// - `revision` only grows; every stored change has a distinct `rv` in `1..=revision`, and
 ///   every object's `rv` is the `rv` of its last change.
 /// - per table, `history` holds exactly the changes with `rv > history_start`, in order,
-///   at most `history_window` of them.
+///   at most `history_window` of them and (but for the newest) at most `history_bytes` of
+///   encoded objects, counted in `history_bytes` of the table.
+/// - a key being written through `update` is held by its stripe for the whole write.
 /// - a watcher registered at revision R has been sent every change with `rv > R`
-///   (registration and fan-out happen under the same lock).
+///   (registration and fan-out happen under the same lock), or was ended for falling
+///   more than [`WatcherLimits`] behind (then it is no longer in the table).
 #[derive(Debug)]
 pub struct Store {
     inner: Mutex<Inner>,
@@ -138,6 +257,10 @@ pub struct Store {
     revision: AtomicU64,
     /// Woken on every write, for reads waiting for a revision.
     written: Notify,
+    /// Writers of one key through [`Store::update`] take its stripe, so they queue instead
+    /// of computing in parallel and retrying.
+    stripes: Box<[Mutex<()>]>,
+    watcher_limits: WatcherLimits,
 }
 
 #[derive(Debug)]
@@ -146,6 +269,8 @@ struct Inner {
     /// Every revision at or below this one is compacted for all resources.
     compacted: u64,
     history_window: usize,
+    /// The most encoded bytes of objects one resource's history may hold.
+    history_bytes: usize,
     tables: HashMap<GroupResource, Table>,
 }
 
@@ -153,8 +278,10 @@ struct Inner {
 struct Table {
     objects: BTreeMap<String, Arc<StoredObject>>,
     history: VecDeque<Arc<Change>>,
+    /// The encoded bytes of the objects of `history`'s changes.
+    history_bytes: u64,
     history_start: u64,
-    watchers: Vec<mpsc::UnboundedSender<Arc<Change>>>,
+    watchers: Vec<Watcher>,
 }
 
 impl Inner {
@@ -164,17 +291,39 @@ impl Inner {
 }
 
 impl Store {
-    /// An empty store keeping the last `history_window` changes of each resource.
+    /// The default bound of one resource's history in encoded bytes of objects.
+    pub const DEFAULT_HISTORY_BYTES: usize = 64 * 1024 * 1024;
+
+    /// An empty store keeping the last `history_window` changes of each resource (and at
+    /// most [`DEFAULT_HISTORY_BYTES`](Self::DEFAULT_HISTORY_BYTES) of their objects).
     pub fn new(history_window: usize) -> Self {
+        Store::with_limits(
+            history_window,
+            Self::DEFAULT_HISTORY_BYTES,
+            WatcherLimits::default(),
+        )
+    }
+
+    /// An empty store with explicit bounds: at most `history_window` changes and
+    /// `history_bytes` encoded bytes of objects kept per resource (the newest change is
+    /// always kept), and `watcher_limits` per watcher.
+    pub fn with_limits(
+        history_window: usize,
+        history_bytes: usize,
+        watcher_limits: WatcherLimits,
+    ) -> Self {
         Store {
             inner: Mutex::new(Inner {
                 revision: 0,
                 compacted: 0,
                 history_window: history_window.max(1),
+                history_bytes,
                 tables: HashMap::new(),
             }),
             revision: AtomicU64::new(0),
             written: Notify::new(),
+            stripes: (0..UPDATE_STRIPES).map(|_| Mutex::new(())).collect(),
+            watcher_limits,
         }
     }
 
@@ -229,7 +378,9 @@ impl Store {
     }
 
     /// Applies one write atomically. `decide` sees the current object (if any) and says
-    /// what to do; it runs under the store lock, so nothing changes in between.
+    /// what to do; it runs under the store lock, so nothing changes in between. Keep it
+    /// cheap: every other request waits meanwhile (use [`update`](Self::update) for
+    /// writes that compute).
     ///
     /// # Errors
     ///
@@ -240,55 +391,97 @@ impl Store {
         key: &str,
         decide: impl FnOnce(Option<&Arc<StoredObject>>) -> Result<Write, E>,
     ) -> Result<WriteOutcome, E> {
-        let mut inner = self.lock();
+        let inner = self.lock();
         let current = inner
             .tables
             .get(resource)
             .and_then(|table| table.objects.get(key))
             .cloned();
-        let decision = decide(current.as_ref())?;
+        let ready = match prepare(current.as_ref(), decide(current.as_ref())?) {
+            Ok(ready) => ready,
+            Err(outcome) => return Ok(outcome),
+        };
+        Ok(self.commit(inner, resource, key, current, ready))
+    }
+
+    /// Applies one write whose decision is expensive (a patch of a large object, a
+    /// server-side apply) without stalling the rest of the store: `decide` runs *outside*
+    /// the store lock on a snapshot of the current object, then the result is committed
+    /// under the lock only if the object is still that snapshot (compare-and-swap);
+    /// otherwise `decide` runs again on the new state. Writers of the same key through
+    /// this method queue on a per-key stripe, so they never compute in parallel only to
+    /// retry. The encoding of the new object also happens outside the lock.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `decide` returns; nothing is written then.
+    pub fn update<E>(
+        &self,
+        resource: &GroupResource,
+        key: &str,
+        mut decide: impl FnMut(Option<&Arc<StoredObject>>) -> Result<Write, E>,
+    ) -> Result<WriteOutcome, E> {
+        let _queue = self.stripe(resource, key);
+        loop {
+            let snapshot = self.get(resource, key);
+            let ready = match prepare(snapshot.as_ref(), decide(snapshot.as_ref())?) {
+                Ok(ready) => ready,
+                Err(outcome) => return Ok(outcome),
+            };
+            let inner = self.lock();
+            let current = inner
+                .tables
+                .get(resource)
+                .and_then(|table| table.objects.get(key))
+                .cloned();
+            let unchanged = match (&current, &snapshot) {
+                (Some(now), Some(then)) => Arc::ptr_eq(now, then),
+                (None, None) => true,
+                _ => false,
+            };
+            if unchanged {
+                return Ok(self.commit(inner, resource, key, current, ready));
+            }
+            // Another kind of write (a delete, a namespace cleanup) got in between.
+            drop(inner);
+        }
+    }
+
+    fn stripe(&self, resource: &GroupResource, key: &str) -> MutexGuard<'_, ()> {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        resource.hash(&mut hasher);
+        key.hash(&mut hasher);
+        let index = (hasher.finish() % UPDATE_STRIPES as u64) as usize;
+        self.stripes[index]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Stores a decided write: the next revision, the history (bounded by count and
+    /// bytes), the fan-out to watchers. Takes the guard to release it before waking.
+    fn commit(
+        &self,
+        mut inner: MutexGuard<'_, Inner>,
+        resource: &GroupResource,
+        key: &str,
+        current: Option<Arc<StoredObject>>,
+        ready: Ready,
+    ) -> WriteOutcome {
         let next_rv = inner.revision + 1;
-        let (kind, new) = match decision {
-            Write::Unchanged => {
-                return Ok(WriteOutcome {
-                    object: current.clone(),
-                    previous: current,
-                    change: None,
-                });
-            }
-            Write::Create(value) => (
+        let (kind, new) = match ready {
+            Ready::Create(prepared) => (
                 ChangeKind::Created,
-                Some(Arc::new(StoredObject::new(value, next_rv))),
+                Some(Arc::new(StoredObject::from_prepared(prepared, next_rv))),
             ),
-            Write::Update(mut value) => {
-                if let Some(current) = &current {
-                    set_resource_version(&mut value, current.rv);
-                    if value == current.value {
-                        return Ok(WriteOutcome {
-                            object: Some(current.clone()),
-                            previous: Some(current.clone()),
-                            change: None,
-                        });
-                    }
-                }
-                (
-                    ChangeKind::Updated,
-                    Some(Arc::new(StoredObject::new(value, next_rv))),
-                )
-            }
-            Write::Delete => {
-                if current.is_none() {
-                    return Ok(WriteOutcome {
-                        object: None,
-                        previous: None,
-                        change: None,
-                    });
-                }
-                (ChangeKind::Deleted, None)
-            }
+            Ready::Update(prepared) => (
+                ChangeKind::Updated,
+                Some(Arc::new(StoredObject::from_prepared(prepared, next_rv))),
+            ),
+            Ready::Delete => (ChangeKind::Deleted, None),
         };
         inner.revision = next_rv;
-        let window = inner.history_window;
+        let (window, budget) = (inner.history_window, inner.history_bytes as u64);
         let change = Arc::new(Change::new(
             next_rv,
             kind,
@@ -305,23 +498,29 @@ impl Store {
                 table.objects.remove(key);
             }
         }
+        table.history_bytes += change_bytes(&change);
         table.history.push_back(change.clone());
-        while table.history.len() > window {
-            if let Some(evicted) = table.history.pop_front() {
-                table.history_start = evicted.rv;
-            }
+        while table.history.len() > window
+            || (table.history_bytes > budget && table.history.len() > 1)
+        {
+            let Some(evicted) = table.history.pop_front() else {
+                break;
+            };
+            table.history_bytes = table.history_bytes.saturating_sub(change_bytes(&evicted));
+            table.history_start = evicted.rv;
         }
+        let limits = self.watcher_limits;
         table
             .watchers
-            .retain(|watcher| watcher.send(change.clone()).is_ok());
+            .retain(|watcher| watcher.send(&change, &limits));
         self.revision.store(next_rv, Ordering::Release);
         drop(inner);
         self.written.notify_waiters();
-        Ok(WriteOutcome {
+        WriteOutcome {
             object: new,
             previous: current,
             change: Some(change),
-        })
+        }
     }
 
     /// Reads one page of a list.
@@ -401,7 +600,12 @@ impl Store {
         let mut inner = self.lock();
         let revision = inner.revision;
         let oldest = inner.oldest_servable(inner.tables.get(resource));
-        let (sender, changes) = mpsc::unbounded_channel();
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let queued = Arc::new(Backlog::default());
+        let changes = WatchQueue {
+            receiver,
+            backlog: queued.clone(),
+        };
         let table = inner.tables.entry(resource.clone()).or_default();
         let (initial, backlog, after) = match from {
             WatchFrom::Now { initial } => {
@@ -430,7 +634,10 @@ impl Store {
                 (Vec::new(), backlog, rv)
             }
         };
-        table.watchers.push(sender);
+        table.watchers.push(Watcher {
+            sender,
+            backlog: queued,
+        });
         Ok(WatchSubscription {
             revision,
             initial,
@@ -447,6 +654,7 @@ impl Store {
         let revision = inner.revision;
         for table in inner.tables.values_mut() {
             table.history.clear();
+            table.history_bytes = 0;
             table.history_start = revision;
         }
     }
@@ -468,9 +676,41 @@ impl Store {
     /// The number of open watches of a resource (for tests and metrics).
     pub fn watcher_count(&self, resource: &GroupResource) -> usize {
         self.lock().tables.get_mut(resource).map_or(0, |table| {
-            table.watchers.retain(|watcher| !watcher.is_closed());
+            table.watchers.retain(|watcher| !watcher.sender.is_closed());
             table.watchers.len()
         })
+    }
+}
+
+/// A write decided and encoded, ready to commit.
+enum Ready {
+    Create(Prepared),
+    Update(Prepared),
+    Delete,
+}
+
+/// Turns a decision into a ready write, or the outcome of a write that stores nothing
+/// (unchanged, a no-op update, a delete of nothing). Encodes the new object.
+fn prepare(current: Option<&Arc<StoredObject>>, decision: Write) -> Result<Ready, WriteOutcome> {
+    let nothing = |current: Option<&Arc<StoredObject>>| WriteOutcome {
+        object: current.cloned(),
+        previous: current.cloned(),
+        change: None,
+    };
+    match decision {
+        Write::Unchanged => Err(nothing(current)),
+        Write::Create(value) => Ok(Ready::Create(Prepared::new(value))),
+        Write::Update(mut value) => {
+            if let Some(current) = current {
+                set_resource_version(&mut value, current.rv);
+                if value == current.value {
+                    return Err(nothing(Some(current)));
+                }
+            }
+            Ok(Ready::Update(Prepared::new(value)))
+        }
+        Write::Delete if current.is_none() => Err(nothing(None)),
+        Write::Delete => Ok(Ready::Delete),
     }
 }
 

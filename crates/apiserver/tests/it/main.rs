@@ -1,10 +1,14 @@
 //! Integration tests of the embedded API server over real HTTP.
 //!
+//! - `fuzz`: property-based fuzzing of paths, query parameters, bodies and patches.
+//! - `hardening`: regression tests of bad input, limits and misuse (issue 12).
 //! - `http`: the API semantics clients depend on, checked request by request.
 //! - `watch`: watch streams: resume, 410, bookmarks, watch-list, selectors.
 //! - `kubectl`: the real kubectl 1.33 drives the server.
 //! - `python`: the official Python client drives the server.
 
+mod fuzz;
+mod hardening;
 mod http;
 mod kubectl;
 mod python;

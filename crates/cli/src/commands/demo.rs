@@ -24,6 +24,9 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+/// The most workload writes in flight at once.
+const MAX_WRITES_IN_FLIGHT: usize = 256;
+
 /// The label every demo object carries (informers select on it).
 const DEMO_LABEL: &str = "app.kubernetes.io/managed-by";
 const DEMO_VALUE: &str = "kubeclient-demo";
@@ -38,7 +41,9 @@ pub(crate) struct DemoArgs {
     /// How long the workload runs, in seconds.
     #[arg(long, default_value_t = 20)]
     duration: u64,
-    /// Writes per second.
+    /// Writes per second. The writes run concurrently (up to 256 in flight) on their own
+    /// client whose QPS limit is this rate, so the rate is reached unless the server or
+    /// the machine cannot keep up (the summary prints the rate reached).
     #[arg(long, default_value_t = 100)]
     rate: u32,
     /// Namespaces the workload spreads over.
@@ -178,6 +183,106 @@ async fn one_write(client: &Client, namespace: &str, serial: u64) -> Result<(), 
     }
 }
 
+/// What the workload did. A write that got an expected conflict or not-found counts as
+/// written (the workload races itself).
+#[derive(Default)]
+struct WriteTally {
+    written: AtomicU64,
+    failed: AtomicU64,
+    panicked: AtomicU64,
+}
+
+impl WriteTally {
+    fn done(&self) -> u64 {
+        self.written.load(Ordering::Relaxed) + self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Why the run must fail whatever the caches say: nothing was written (so convergence
+    /// proves nothing), or a write task panicked.
+    fn failure(&self) -> Option<String> {
+        let panicked = self.panicked.load(Ordering::Relaxed);
+        if panicked > 0 {
+            return Some(format!(
+                "{panicked} workload task(s) panicked; the run proves nothing"
+            ));
+        }
+        if self.written.load(Ordering::Relaxed) == 0 {
+            return Some(format!(
+                "the workload wrote nothing ({} writes failed): convergence of empty caches proves nothing; is the server reachable and writable?",
+                self.failed.load(Ordering::Relaxed)
+            ));
+        }
+        None
+    }
+}
+
+/// Issues writes at `rate` per second until stopped: every 10 ms, the writes due by then
+/// are started as tasks (at most [`MAX_WRITES_IN_FLIGHT`] at once), so the rate does not
+/// depend on the latency of one write. Waits for the writes in flight before returning.
+async fn drive_writes(
+    client: Client,
+    namespaces: Vec<String>,
+    rate: u32,
+    tally: Arc<WriteTally>,
+    stop: CancellationToken,
+) {
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_WRITES_IN_FLIGHT));
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let started = Instant::now();
+    let mut issued = 0u64;
+    let mut reported = 0u64;
+    while !stop.is_cancelled() {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = stop.cancelled() => break,
+        }
+        let due = (started.elapsed().as_secs_f64() * f64::from(rate)) as u64;
+        while issued < due && !stop.is_cancelled() {
+            let permit = tokio::select! {
+                permit = in_flight.clone().acquire_owned() => permit,
+                () = stop.cancelled() => break,
+            };
+            let Ok(permit) = permit else { break };
+            issued += 1;
+            let (client, task_tally) = (client.clone(), tally.clone());
+            let namespace = namespaces[fastrand::usize(0..namespaces.len())].clone();
+            tasks.spawn(async move {
+                let _permit = permit;
+                match one_write(&client, &namespace, issued).await {
+                    Ok(()) => task_tally.written.fetch_add(1, Ordering::Relaxed),
+                    Err(err) => {
+                        if task_tally.failed.fetch_add(1, Ordering::Relaxed) < 3 {
+                            eprintln!("write failed: {err}");
+                        }
+                        0
+                    }
+                };
+            });
+            // Reap finished writes as we go, counting panics.
+            while let Some(joined) = tasks.try_join_next() {
+                if joined.is_err() {
+                    tally.panicked.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        // Far behind (the server cannot keep up): do not build an unbounded backlog.
+        if due > issued + u64::from(rate) {
+            issued = due.saturating_sub(u64::from(rate));
+            reported += 1;
+        }
+    }
+    if reported > 0 {
+        tracing::debug!(reported, "the workload fell behind its rate");
+    }
+    while let Some(joined) = tasks.join_next().await {
+        if joined.is_err() {
+            tally.panicked.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 /// `namespace/name -> resourceVersion` of the server's demo objects of one resource.
 async fn server_state<K>(api: Api<K>) -> Result<BTreeMap<String, String>, kubeclient::Error>
 where
@@ -242,7 +347,7 @@ fn differences(server: &BTreeMap<String, String>, cache: &BTreeMap<String, Strin
 /// Runs the demo; `Ok(false)` when the caches did not converge.
 pub(crate) async fn run(args: DemoArgs) -> Result<bool, Box<dyn std::error::Error>> {
     let (server, config) = client_config(&args).await?;
-    let client = Client::new(config).await?;
+    let client = Client::new(config.clone()).await?;
     match &server {
         Some(server) => println!(
             "embedded API server at {} (faults will be injected)",
@@ -319,35 +424,20 @@ pub(crate) async fn run(args: DemoArgs) -> Result<bool, Box<dyn std::error::Erro
     factory.wait_for_cache_sync().await;
     println!("caches synced in {:?}", synced_at.elapsed());
 
-    // The workload, with progress.
+    // The workload, with progress: its own client, rate-limited at exactly `--rate`.
     let stop_writing = CancellationToken::new();
-    let writes = Arc::new(AtomicU64::new(0));
-    let write_errors = Arc::new(AtomicU64::new(0));
-    let writer = {
-        let (client, namespaces, writes, errors, stop) = (
-            client.clone(),
-            namespaces.clone(),
-            writes.clone(),
-            write_errors.clone(),
-            stop_writing.clone(),
-        );
-        let interval = Duration::from_secs_f64(1.0 / f64::from(args.rate.max(1)));
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(interval);
-            let mut serial = 0u64;
-            while !stop.is_cancelled() {
-                tick.tick().await;
-                serial += 1;
-                let namespace = &namespaces[fastrand::usize(0..namespaces.len())];
-                if let Err(err) = one_write(&client, namespace, serial).await
-                    && errors.fetch_add(1, Ordering::Relaxed) < 3
-                {
-                    eprintln!("write failed: {err}");
-                }
-                writes.fetch_add(1, Ordering::Relaxed);
-            }
-        })
-    };
+    let tally = Arc::new(WriteTally::default());
+    let mut write_config = config;
+    write_config.qps = args.rate.max(1) as f32;
+    write_config.burst = (args.rate / 10).clamp(1, MAX_WRITES_IN_FLIGHT as u32);
+    let write_client = Client::new(write_config).await?;
+    let writer = tokio::spawn(drive_writes(
+        write_client,
+        namespaces.clone(),
+        args.rate.max(1),
+        tally.clone(),
+        stop_writing.clone(),
+    ));
     let duration = Duration::from_secs(args.duration.max(1));
     let started = Instant::now();
     let (mut dropped, mut compacted) = (false, false);
@@ -383,7 +473,7 @@ pub(crate) async fn run(args: DemoArgs) -> Result<bool, Box<dyn std::error::Erro
         let line = format!(
             "[{:>4.1}s] writes {:>6}  events {:>7} ({:>6.0}/s)  cached {:>5}  queue {:>4}  reconciled {:>6}",
             elapsed.as_secs_f64(),
-            writes.load(Ordering::Relaxed),
+            tally.done(),
             events,
             rate,
             cached,
@@ -398,7 +488,10 @@ pub(crate) async fn run(args: DemoArgs) -> Result<bool, Box<dyn std::error::Erro
         }
     }
     stop_writing.cancel();
-    let _ = writer.await;
+    let writing_time = started.elapsed();
+    if writer.await.is_err() {
+        tally.panicked.fetch_add(1, Ordering::Relaxed);
+    }
     if tty {
         eprintln!();
     }
@@ -468,12 +561,24 @@ pub(crate) async fn run(args: DemoArgs) -> Result<bool, Box<dyn std::error::Erro
             }
         );
     }
+    let (written, failed, panicked) = (
+        tally.written.load(Ordering::Relaxed),
+        tally.failed.load(Ordering::Relaxed),
+        tally.panicked.load(Ordering::Relaxed),
+    );
     println!(
-        "writes {} (failed {}), reconciles {}, selector {selector}",
-        writes.load(Ordering::Relaxed),
-        write_errors.load(Ordering::Relaxed),
+        "writes {written} (failed {failed}, panicked {panicked}) in {:.1} s: {:.0}/s of {}/s asked; reconciles {}, selector {selector}",
+        writing_time.as_secs_f64(),
+        written as f64 / writing_time.as_secs_f64().max(1e-3),
+        args.rate.max(1),
         reconciled.load(Ordering::Relaxed)
     );
+    if let Some(reason) = tally.failure() {
+        if let Some(server) = server {
+            server.shutdown().await;
+        }
+        return Err(reason.into());
+    }
     let converged = rows.iter().all(|r| r.differences.is_empty());
     if converged {
         println!("converged");
@@ -503,5 +608,31 @@ fn row(
         cached: cache.len(),
         counts: counts.clone(),
         differences: differences(&server, &cache),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_that_wrote_nothing_or_had_a_panicking_task_fails_with_the_reason() {
+        let tally = WriteTally::default();
+        tally.failed.store(5, Ordering::Relaxed);
+        assert!(
+            tally
+                .failure()
+                .unwrap()
+                .contains("wrote nothing (5 writes failed)")
+        );
+        tally.written.store(1, Ordering::Relaxed);
+        assert_eq!(tally.failure(), None);
+        tally.panicked.store(2, Ordering::Relaxed);
+        assert!(
+            tally
+                .failure()
+                .unwrap()
+                .contains("2 workload task(s) panicked")
+        );
     }
 }

@@ -1,9 +1,14 @@
 //! `kubeclient serve`: the embedded API server as a command.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use kubeclient_apiserver::ApiServer;
+use kubeclient_apiserver::{ApiServer, Limits, WatcherLimits};
+
+/// The environment variable `kubeclient serve` reads its token from when neither
+/// `--token` nor `--token-file` is given.
+pub(crate) const TOKEN_ENV: &str = "KUBECLIENT_TOKEN";
 
 /// Options of `kubeclient serve`.
 #[derive(Debug, clap::Args)]
@@ -20,12 +25,59 @@ pub(crate) struct ServeArgs {
     /// Serve HTTPS with a generated CA (its certificate goes into the kubeconfig).
     #[arg(long)]
     tls: bool,
-    /// Require this bearer token on every request (except health and version).
-    #[arg(long, value_name = "T")]
+    /// Require this bearer token on every request (except health and version). It shows
+    /// in `ps`: prefer --token-file or the KUBECLIENT_TOKEN environment variable.
+    #[arg(long, value_name = "T", conflicts_with = "token_file")]
     token: Option<String>,
+    /// Read the required bearer token from this file (surrounding whitespace is ignored).
+    #[arg(long, value_name = "PATH")]
+    token_file: Option<PathBuf>,
     /// Serve the fault-injection admin paths (POST /_kubeclient/faults/...).
     #[arg(long)]
     enable_faults: bool,
+    /// Largest request body in bytes (larger: 413). Default 3 MiB, as kube-apiserver.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_request_body_bytes)]
+    max_request_body_bytes: usize,
+    /// Largest encoded object a write may store, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_object_bytes)]
+    max_object_bytes: usize,
+    /// Seconds a client may take to send request headers (or finish TLS); idle
+    /// connections are closed after it too.
+    #[arg(long, value_name = "SECONDS", default_value_t = Limits::default().header_read_timeout.as_secs())]
+    header_read_timeout: u64,
+    /// Changes a watcher may fall behind by before its watch is ended (it re-watches).
+    #[arg(long, value_name = "N", default_value_t = WatcherLimits::default().max_queued_changes)]
+    watch_backlog_changes: usize,
+    /// Encoded bytes a watcher may fall behind by before its watch is ended.
+    #[arg(long, value_name = "BYTES", default_value_t = WatcherLimits::default().max_queued_bytes)]
+    watch_backlog_bytes: usize,
+}
+
+/// The token from `--token`, `--token-file` or `KUBECLIENT_TOKEN`, in that order.
+fn token(args: &ServeArgs) -> Result<Option<String>, String> {
+    if let Some(token) = &args.token {
+        return Ok(Some(token.clone()));
+    }
+    if let Some(path) = &args.token_file {
+        return read_token_file(path).map(Some);
+    }
+    match std::env::var(TOKEN_ENV) {
+        Ok(token) if !token.trim().is_empty() => Ok(Some(token.trim().to_owned())),
+        _ => Ok(None),
+    }
+}
+
+fn read_token_file(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| format!("cannot read the token file {}: {err}", path.display()))?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(format!(
+            "the token file {} is empty; put the token in it, or drop --token-file",
+            path.display()
+        ));
+    }
+    Ok(token.to_owned())
 }
 
 /// Runs the server until Ctrl-C or SIGTERM.
@@ -34,8 +86,15 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
         .listen(args.listen)
         .history_window(args.history_window)
         .tls(args.tls)
-        .enable_admin_faults(args.enable_faults);
-    if let Some(token) = args.token {
+        .enable_admin_faults(args.enable_faults)
+        .max_request_body_bytes(args.max_request_body_bytes)
+        .max_object_bytes(args.max_object_bytes)
+        .header_read_timeout(Duration::from_secs(args.header_read_timeout.max(1)))
+        .watcher_limits(WatcherLimits {
+            max_queued_changes: args.watch_backlog_changes,
+            max_queued_bytes: args.watch_backlog_bytes,
+        });
+    if let Some(token) = token(&args)? {
         builder = builder.token(token);
     }
     let server = builder.start().await?;
@@ -75,5 +134,23 @@ async fn wait_for_stop_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_file_is_read_trimmed_and_an_empty_one_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("kubeclient-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("token");
+        std::fs::write(&file, "  s3cret\n").unwrap();
+        assert_eq!(read_token_file(&file).unwrap(), "s3cret");
+        std::fs::write(&file, "\n").unwrap();
+        assert!(read_token_file(&file).unwrap_err().contains("is empty"));
+        assert!(read_token_file(&dir.join("absent")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

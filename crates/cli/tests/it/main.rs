@@ -150,3 +150,86 @@ fn watch_prints_changes_of_a_resource() {
     let deleted = lines.next().expect("a line").expect("readable");
     assert_eq!(deleted, "DELETED default/watched");
 }
+
+#[test]
+fn demo_with_rate_u32_max_writes_concurrently_instead_of_panicking() {
+    let output = kubeclient()
+        .args(["demo", "--duration", "2", "--rate", "4294967295"])
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("kubeclient demo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("writes "))
+        .expect("a writes line");
+    let written: u64 = summary
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("a count");
+    assert!(written > 0, "{summary}");
+    assert!(summary.contains("panicked 0"), "{summary}");
+    assert!(stdout.contains("converged"), "{stdout}");
+}
+
+#[test]
+fn serve_reads_its_token_from_a_file_and_warns_beyond_loopback_without_one() {
+    let dir = scratch("token");
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, "file-s3cret\n").expect("write the token file");
+    let kubeconfig = dir.join("kubeconfig");
+    let child = kubeclient()
+        .args(["serve", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&token_file)
+        .arg("--write-kubeconfig")
+        .arg(&kubeconfig)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubeclient serve starts");
+    let mut server = Killed(child);
+    let stdout = server.0.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let _url = lines.next().expect("a line").expect("readable");
+    let _written = lines.next().expect("a line").expect("readable");
+    let written = std::fs::read_to_string(&kubeconfig).expect("the kubeconfig");
+    assert!(written.contains("token: file-s3cret"), "{written}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&kubeconfig)
+            .expect("metadata")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    drop(server);
+
+    // Beyond loopback with no token: a warning on stderr.
+    let mut child = kubeclient()
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .env_remove("KUBECLIENT_TOKEN")
+        .env("KUBECLIENT_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubeclient serve starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut server = Killed(child);
+    let first = BufReader::new(stderr)
+        .lines()
+        .next()
+        .expect("a warning")
+        .expect("readable");
+    assert!(first.contains("without a token"), "{first}");
+    let _ = server.0.kill();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,7 +5,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+/// The longest single wait [`TokenBucket::reserve`] returns: a tiny QPS (say `1e-30`)
+/// would otherwise ask for a wait no clock can represent.
+pub(crate) const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(24 * 3600);
+
 /// Allows `qps` requests per second on average with bursts of up to `burst`.
+///
+/// Edge cases never panic: a QPS that is zero, negative or NaN means *no limit* (as
+/// client-go, which only installs a limiter for a positive QPS); an infinite QPS means no
+/// limit too; a tiny positive QPS makes callers wait at most [`MAX_RATE_LIMIT_WAIT`] each.
 ///
 /// Invariant: `tokens <= burst`.
 #[derive(Debug)]
@@ -30,6 +38,9 @@ impl TokenBucket {
 
     /// How long the caller must wait before its request may go (reserving a token now).
     pub fn reserve(&self) -> Duration {
+        if !(self.qps.is_finite() && self.qps > 0.0) {
+            return Duration::ZERO;
+        }
         let mut state = self
             .state
             .lock()
@@ -41,7 +52,9 @@ impl TokenBucket {
         if tokens >= 0.0 {
             Duration::ZERO
         } else {
-            Duration::from_secs_f64(-tokens / self.qps)
+            Duration::try_from_secs_f64(-tokens / self.qps)
+                .unwrap_or(MAX_RATE_LIMIT_WAIT)
+                .min(MAX_RATE_LIMIT_WAIT)
         }
     }
 
@@ -61,6 +74,26 @@ impl TokenBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn zero_negative_nan_or_tiny_qps_never_panics() {
+        for qps in [0.0, -1.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let bucket = TokenBucket::new(qps, 0);
+            for _ in 0..5 {
+                assert_eq!(bucket.reserve(), Duration::ZERO, "qps {qps}: no limit");
+            }
+        }
+        let tiny = TokenBucket::new(f32::MIN_POSITIVE, 1);
+        assert_eq!(tiny.reserve(), Duration::ZERO);
+        assert_eq!(
+            tiny.reserve(),
+            MAX_RATE_LIMIT_WAIT,
+            "clamped, not an overflow"
+        );
+        tokio::time::timeout(Duration::from_millis(10), tiny.acquire())
+            .await
+            .expect_err("waits (up to the clamp) rather than panicking");
+    }
 
     #[tokio::test(start_paused = true)]
     async fn bursts_pass_at_once_then_requests_are_spaced_by_the_rate() {

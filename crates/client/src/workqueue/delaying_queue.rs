@@ -17,6 +17,10 @@ use super::sync::lock;
 /// The waiting loop wakes at least this often even with nothing due (client-go's `maxWait`).
 const MAX_WAIT: Duration = Duration::from_secs(10);
 
+/// The longest an item can wait in a [`DelayingQueue`]: longer delays (a rate limiter with
+/// a huge maximum backoff, a tiny QPS) are clamped to it instead of overflowing the clock.
+pub const MAX_DELAY: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// A work queue with [`add_after`](Self::add_after) (Go's `workqueue.TypedDelayingInterface`).
 ///
 /// A background task moves items into the queue when they are due; it stops on shutdown
@@ -177,7 +181,9 @@ impl<T: Item> DelayingQueue<T> {
             self.queue.add(item);
             return;
         }
-        let ready_at = Instant::now() + delay;
+        let now = Instant::now();
+        let delay = delay.min(MAX_DELAY);
+        let ready_at = now.checked_add(delay).unwrap_or(now + MAX_WAIT);
         if lock(&self.shared.waiting).insert(item, ready_at) {
             self.shared.wake.notify_one();
         }

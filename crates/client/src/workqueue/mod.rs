@@ -19,7 +19,7 @@ mod rate_limiter;
 mod rate_limiting_queue;
 mod sync;
 
-pub use delaying_queue::DelayingQueue;
+pub use delaying_queue::{DelayingQueue, MAX_DELAY};
 pub use metrics::{
     CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, NoopMetric, NoopMetricsProvider,
     SettableGaugeMetric,

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::delaying_queue::MAX_DELAY;
 use super::sync::lock;
 
 /// Decides how long an item waits before it is retried.
@@ -69,6 +70,7 @@ impl<T: Eq + Hash + Clone + Send + Sync> RateLimiter<T> for ItemExponentialFailu
             Ok(delay) if delay <= self.max => delay,
             _ => self.max,
         }
+        .min(MAX_DELAY)
     }
 
     fn forget(&self, item: &T) {
@@ -163,10 +165,14 @@ impl<T> RateLimiter<T> for BucketRateLimiter {
         bucket.tokens = (bucket.tokens + elapsed * self.qps).min(self.burst);
         bucket.last = now;
         bucket.tokens -= 1.0;
-        if bucket.tokens >= 0.0 || self.qps <= 0.0 {
+        // A QPS that is not a positive finite number means no limit (never a NaN or an
+        // unrepresentable wait); waits are clamped to `MAX_DELAY`.
+        if bucket.tokens >= 0.0 || !(self.qps.is_finite() && self.qps > 0.0) {
             return Duration::ZERO;
         }
-        Duration::try_from_secs_f64(-bucket.tokens / self.qps).unwrap_or(Duration::MAX)
+        Duration::try_from_secs_f64(-bucket.tokens / self.qps)
+            .unwrap_or(MAX_DELAY)
+            .min(MAX_DELAY)
     }
 
     fn forget(&self, _item: &T) {}

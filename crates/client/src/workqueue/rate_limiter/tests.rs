@@ -121,3 +121,30 @@ fn default_item_based_limiter_is_1ms_to_1000s() {
     assert_eq!(limiter.when(&0), ms(1));
     assert_eq!(limiter.when(&0), ms(2));
 }
+
+#[tokio::test(start_paused = true)]
+async fn zero_nan_or_tiny_qps_and_huge_backoffs_never_overflow() {
+    for qps in [0.0, -3.0, f64::NAN, f64::INFINITY] {
+        let bucket = BucketRateLimiter::new(qps, 0);
+        assert_eq!(
+            RateLimiter::<&str>::when(&bucket, &"a"),
+            Duration::ZERO,
+            "qps {qps}"
+        );
+    }
+    let tiny = BucketRateLimiter::new(1e-300, 0);
+    assert_eq!(RateLimiter::<&str>::when(&tiny, &"a"), MAX_DELAY);
+    let huge = ItemExponentialFailureRateLimiter::new(Duration::MAX, Duration::MAX);
+    assert_eq!(huge.when(&"a"), MAX_DELAY);
+    let queue = crate::workqueue::RateLimitingQueue::new(
+        Arc::new(ItemExponentialFailureRateLimiter::new(
+            Duration::from_secs(u64::MAX),
+            Duration::MAX,
+        )),
+        crate::workqueue::QueueConfig::default(),
+    );
+    queue.add_rate_limited("item");
+    queue.add_after("other", Duration::MAX);
+    tokio::task::yield_now().await;
+    assert_eq!(queue.len(), 0, "both wait (clamped) instead of panicking");
+}

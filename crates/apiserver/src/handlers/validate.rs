@@ -1,0 +1,386 @@
+//! What every stored object must satisfy, checked on the final object of every create,
+//! update, patch and apply (after merging), as the API server does:
+//!
+//! 1. It decodes into its type (400 BadRequest, `ConfigMap in version "v1" cannot be
+//!    handled as a ConfigMap: ...`): the built-in types into their `k8s-openapi` structs,
+//!    custom resources at least their `metadata` into `ObjectMeta`. One object that a typed
+//!    client cannot decode would otherwise poison every list and informer of its resource.
+//! 2. Its labels and annotation keys are valid (422 Invalid, the API server's messages).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubeclient_machinery::{Status, StatusCause};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::response::{HandlerResult, fail};
+use crate::registry::ResourceDef;
+
+/// The most bytes all annotations of an object may hold (keys plus values), as upstream.
+const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
+
+/// Fields whose values are `resource.Quantity`, which the API server also accepts as JSON
+/// numbers (`cpu: 1`) while `k8s-openapi` only reads strings.
+const QUANTITY_FIELDS: [&str; 13] = [
+    "limits",
+    "requests",
+    "capacity",
+    "allocatable",
+    "hard",
+    "used",
+    "overhead",
+    "sizeLimit",
+    "max",
+    "min",
+    "default",
+    "defaultRequest",
+    "maxLimitRequestRatio",
+];
+
+/// Runs both checks on `object`, a complete object about to be stored.
+///
+/// # Errors
+///
+/// 400 when it does not decode into its type, 422 for invalid labels or annotations.
+pub(crate) fn check_object(resource: &ResourceDef, object: &Value) -> HandlerResult<()> {
+    check_decodes(resource, object)?;
+    check_metadata(resource, object)
+}
+
+/// Checks that `object` encodes to at most `max_bytes` (a patch can grow an object
+/// beyond the request body limit: `copy` operations, long merge values).
+///
+/// # Errors
+///
+/// 413 RequestEntityTooLarge.
+pub(crate) fn check_size(
+    resource: &ResourceDef,
+    object: &Value,
+    max_bytes: usize,
+) -> HandlerResult<()> {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    if serde_json::to_writer(&mut counter, object).is_ok() && counter.0 <= max_bytes {
+        return Ok(());
+    }
+    Err(fail(Status::failure(
+        kubeclient_machinery::StatusReason::RequestEntityTooLarge,
+        format!(
+            "Request entity too large: the {} would be {} bytes, over the limit of {max_bytes}",
+            resource.kind, counter.0
+        ),
+    )))
+}
+
+/// Checks that `object` decodes into its type.
+///
+/// # Errors
+///
+/// 400 BadRequest naming the kind and the decoding error; 422 Invalid when only a required
+/// field is missing (the API server decodes those and its validation rejects them).
+pub(crate) fn check_decodes(resource: &ResourceDef, object: &Value) -> HandlerResult<()> {
+    let result = if resource.builtin {
+        decode_builtin(&resource.group, &resource.kind, object).or_else(|err| {
+            // Quantities given as numbers are valid; retry with them as strings.
+            let mut relaxed = object.clone();
+            if stringify_quantities(&mut relaxed, false) {
+                decode_builtin(&resource.group, &resource.kind, &relaxed)
+            } else {
+                Err(err)
+            }
+        })
+    } else {
+        match object.get("metadata") {
+            Some(metadata) => ObjectMeta::deserialize(metadata).map(drop),
+            None => Ok(()),
+        }
+    };
+    let Err(err) = result else { return Ok(()) };
+    let message = err.to_string();
+    if let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        return Err(fail(Status::invalid(
+            &resource.group,
+            &resource.kind,
+            object
+                .get("metadata")
+                .and_then(|m| m.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            vec![StatusCause::new(
+                "FieldValueRequired",
+                "Required value",
+                field,
+            )],
+        )));
+    }
+    Err(fail(Status::bad_request(format!(
+        "{kind} in version {version:?} cannot be handled as a {kind}: {message}",
+        kind = resource.kind,
+        version = resource.version,
+    ))))
+}
+
+/// Decodes into the `k8s-openapi` type of a built-in kind (unknown kinds pass).
+fn decode_builtin(group: &str, kind: &str, object: &Value) -> Result<(), serde_json::Error> {
+    use k8s_openapi::api::{
+        apps, autoscaling, batch, coordination, core, discovery, networking, policy, rbac,
+        scheduling, storage,
+    };
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
+
+    fn decode<T: for<'de> Deserialize<'de>>(object: &Value) -> Result<(), serde_json::Error> {
+        T::deserialize(object).map(drop)
+    }
+    match (group, kind) {
+        ("", "Namespace") => decode::<core::v1::Namespace>(object),
+        ("", "Pod") => decode::<core::v1::Pod>(object),
+        ("", "PodTemplate") => decode::<core::v1::PodTemplate>(object),
+        ("", "Service") => decode::<core::v1::Service>(object),
+        ("", "Endpoints") => decode::<core::v1::Endpoints>(object),
+        ("", "ConfigMap") => decode::<core::v1::ConfigMap>(object),
+        ("", "Secret") => decode::<core::v1::Secret>(object),
+        ("", "Event") => decode::<core::v1::Event>(object),
+        ("", "ServiceAccount") => decode::<core::v1::ServiceAccount>(object),
+        ("", "Node") => decode::<core::v1::Node>(object),
+        ("", "PersistentVolumeClaim") => decode::<core::v1::PersistentVolumeClaim>(object),
+        ("", "PersistentVolume") => decode::<core::v1::PersistentVolume>(object),
+        ("", "ReplicationController") => decode::<core::v1::ReplicationController>(object),
+        ("", "ResourceQuota") => decode::<core::v1::ResourceQuota>(object),
+        ("", "LimitRange") => decode::<core::v1::LimitRange>(object),
+        ("apps", "Deployment") => decode::<apps::v1::Deployment>(object),
+        ("apps", "ReplicaSet") => decode::<apps::v1::ReplicaSet>(object),
+        ("apps", "StatefulSet") => decode::<apps::v1::StatefulSet>(object),
+        ("apps", "DaemonSet") => decode::<apps::v1::DaemonSet>(object),
+        ("apps", "ControllerRevision") => decode::<apps::v1::ControllerRevision>(object),
+        ("batch", "Job") => decode::<batch::v1::Job>(object),
+        ("batch", "CronJob") => decode::<batch::v1::CronJob>(object),
+        ("coordination.k8s.io", "Lease") => decode::<coordination::v1::Lease>(object),
+        ("rbac.authorization.k8s.io", "Role") => decode::<rbac::v1::Role>(object),
+        ("rbac.authorization.k8s.io", "RoleBinding") => decode::<rbac::v1::RoleBinding>(object),
+        ("rbac.authorization.k8s.io", "ClusterRole") => decode::<rbac::v1::ClusterRole>(object),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+            decode::<rbac::v1::ClusterRoleBinding>(object)
+        }
+        ("networking.k8s.io", "Ingress") => decode::<networking::v1::Ingress>(object),
+        ("networking.k8s.io", "NetworkPolicy") => decode::<networking::v1::NetworkPolicy>(object),
+        ("policy", "PodDisruptionBudget") => decode::<policy::v1::PodDisruptionBudget>(object),
+        ("autoscaling", "HorizontalPodAutoscaler") => {
+            decode::<autoscaling::v2::HorizontalPodAutoscaler>(object)
+        }
+        ("storage.k8s.io", "StorageClass") => decode::<storage::v1::StorageClass>(object),
+        ("scheduling.k8s.io", "PriorityClass") => decode::<scheduling::v1::PriorityClass>(object),
+        ("discovery.k8s.io", "EndpointSlice") => decode::<discovery::v1::EndpointSlice>(object),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            decode::<apiextensions::v1::CustomResourceDefinition>(object)
+        }
+        _ => match object.get("metadata") {
+            Some(metadata) => ObjectMeta::deserialize(metadata).map(drop),
+            None => Ok(()),
+        },
+    }
+}
+
+/// Turns numbers under quantity-valued fields into strings; returns whether any changed.
+fn stringify_quantities(value: &mut Value, under_quantity: bool) -> bool {
+    match value {
+        Value::Number(number) if under_quantity => {
+            *value = Value::String(number.to_string());
+            true
+        }
+        Value::Object(map) => {
+            let mut changed = false;
+            for (key, child) in map.iter_mut() {
+                let quantity = QUANTITY_FIELDS.contains(&key.as_str())
+                    || (under_quantity && !child.is_object());
+                changed |= stringify_quantities(child, quantity);
+            }
+            changed
+        }
+        Value::Array(items) => {
+            let mut changed = false;
+            for item in items {
+                changed |= stringify_quantities(item, false);
+            }
+            changed
+        }
+        _ => false,
+    }
+}
+
+/// Checks label keys and values and annotation keys and size.
+///
+/// # Errors
+///
+/// 422 Invalid listing every invalid entry.
+pub(crate) fn check_metadata(resource: &ResourceDef, object: &Value) -> HandlerResult<()> {
+    let metadata = object.get("metadata");
+    let map = |field: &str| {
+        metadata
+            .and_then(|m| m.get(field))
+            .and_then(Value::as_object)
+    };
+    let mut causes = Vec::new();
+    let mut invalid = |field: &str, value: &str, why: &str| {
+        causes.push(StatusCause::new(
+            "FieldValueInvalid",
+            &format!("Invalid value: {value:?}: {why}"),
+            field,
+        ));
+    };
+    if let Some(labels) = map("labels") {
+        for (key, value) in labels {
+            if let Err(why) = qualified_name(key) {
+                invalid("metadata.labels", key, &why);
+            }
+            if let Some(why) = value.as_str().and_then(|v| label_value(v).err()) {
+                invalid("metadata.labels", value.as_str().unwrap_or(""), why);
+            }
+        }
+    }
+    if let Some(annotations) = map("annotations") {
+        let mut total = 0usize;
+        for (key, value) in annotations {
+            if let Err(why) = qualified_name(&key.to_ascii_lowercase()) {
+                invalid("metadata.annotations", key, &why);
+            }
+            total = total
+                .saturating_add(key.len())
+                .saturating_add(value.as_str().map_or(0, str::len));
+        }
+        if total > MAX_ANNOTATIONS_BYTES {
+            causes.push(StatusCause::new(
+                "FieldValueTooLong",
+                &format!("Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes"),
+                "metadata.annotations",
+            ));
+        }
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = metadata
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    Err(fail(Status::invalid(
+        &resource.group,
+        &resource.kind,
+        name,
+        causes,
+    )))
+}
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, the name part of a qualified name and a
+/// non-empty label value.
+fn is_qualified_name_part(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    match (bytes.first(), bytes.last()) {
+        (Some(first), Some(last)) => {
+            first.is_ascii_alphanumeric()
+                && last.is_ascii_alphanumeric()
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        }
+        _ => false,
+    }
+}
+
+const QUALIFIED_NAME_ERROR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+/// A label or annotation key: `[prefix/]name`, the prefix a DNS-1123 subdomain, the name at
+/// most 63 characters (upstream's `IsQualifiedName`, with its messages).
+fn qualified_name(key: &str) -> Result<(), String> {
+    let parts: Vec<&str> = key.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                return Err("prefix part must be non-empty".to_owned());
+            }
+            let subdomain = prefix.len() <= 253
+                && prefix.split('.').all(|label| {
+                    let bytes = label.as_bytes();
+                    matches!((bytes.first(), bytes.last()), (Some(f), Some(l)) if f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric())
+                        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+                });
+            if !subdomain {
+                return Err("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_owned());
+            }
+            *name
+        }
+        _ => {
+            return Err(format!(
+                "a qualified name {QUALIFIED_NAME_ERROR} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            ));
+        }
+    };
+    if name.is_empty() {
+        return Err("name part must be non-empty".to_owned());
+    }
+    if name.len() > 63 {
+        return Err("name part must be no more than 63 characters".to_owned());
+    }
+    if !is_qualified_name_part(name) {
+        return Err(format!("name part {QUALIFIED_NAME_ERROR}"));
+    }
+    Ok(())
+}
+
+/// A label value: empty, or at most 63 characters of the qualified-name alphabet.
+fn label_value(value: &str) -> Result<(), &'static str> {
+    if value.len() > 63 {
+        return Err("must be no more than 63 characters");
+    }
+    if !value.is_empty() && !is_qualified_name_part(value) {
+        return Err(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_keys_over_63_characters_and_values_with_spaces_are_invalid() {
+        assert_eq!(
+            qualified_name(&"a".repeat(64)).unwrap_err(),
+            "name part must be no more than 63 characters"
+        );
+        assert!(qualified_name(&"a".repeat(63)).is_ok());
+        assert!(qualified_name("example.com/app").is_ok());
+        assert!(qualified_name("Example.com/app").is_err());
+        assert!(qualified_name("/app").is_err());
+        assert!(qualified_name("a/b/c").is_err());
+        assert!(label_value("with space").is_err());
+        assert!(label_value("").is_ok());
+        assert!(label_value("v1.2_x-y").is_ok());
+        assert!(label_value(&"v".repeat(64)).is_err());
+    }
+
+    #[test]
+    fn quantities_as_numbers_are_strings_for_decoding_only_where_quantities_live() {
+        let mut pod = serde_json::json!({"spec": {"containers": [{"name": "c",
+            "resources": {"limits": {"cpu": 1, "memory": "1Gi"}}}], "priority": 5}});
+        assert!(stringify_quantities(&mut pod, false));
+        assert_eq!(
+            pod["spec"]["containers"][0]["resources"]["limits"]["cpu"],
+            "1"
+        );
+        assert_eq!(pod["spec"]["priority"], 5);
+    }
+}
