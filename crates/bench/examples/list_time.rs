@@ -31,7 +31,10 @@ async fn main() {
             ..DecodeOptions::default()
         };
         let start = Instant::now();
-        let list = pods.list_shared(&params, &options).await.expect("a list");
+        let list = pods
+            .list_shared(&params, false, &options)
+            .await
+            .expect("a list");
         println!(
             "streamed (strip {strip}): {} items in {:?}, live heap {} MB, peak {} MB",
             list.items.len(),

@@ -294,7 +294,8 @@ where
 
     /// Reads one page of a list as shared objects, decoding items on worker threads as the
     /// body arrives (the informers' path); items that do not decode are reported in
-    /// [`SharedList::skipped`](crate::rest::SharedList) instead of failing the page.
+    /// [`SharedList::skipped`](crate::rest::SharedList) instead of failing the page. With
+    /// `metadata_only`, a `PartialObjectMetadataList` (as [`list_metadata`](Self::list_metadata)).
     ///
     /// # Errors
     ///
@@ -302,33 +303,17 @@ where
     pub async fn list_shared(
         &self,
         params: &ListParams,
+        metadata_only: bool,
         options: &DecodeOptions<K>,
     ) -> Result<SharedList<K>>
     where
         K: Sync,
     {
         let query = params.query();
-        let request = Request::get(self.path(None, None)).query(&query_pairs(&query));
-        self.client.list_shared(request, options).await
-    }
-
-    /// As [`list_shared`](Self::list_shared), metadata only (`PartialObjectMetadataList`).
-    ///
-    /// # Errors
-    ///
-    /// As [`list`](Self::list).
-    pub async fn list_metadata_shared(
-        &self,
-        params: &ListParams,
-        options: &DecodeOptions<K>,
-    ) -> Result<SharedList<K>>
-    where
-        K: Sync,
-    {
-        let query = params.query();
-        let request = Request::get(self.path(None, None))
-            .query(&query_pairs(&query))
-            .accept(METADATA_LIST_ACCEPT);
+        let mut request = Request::get(self.path(None, None)).query(&query_pairs(&query));
+        if metadata_only {
+            request = request.accept(METADATA_LIST_ACCEPT);
+        }
         self.client.list_shared(request, options).await
     }
 

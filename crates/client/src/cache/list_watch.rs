@@ -185,12 +185,8 @@ where
             let (params, _) = self.tweaked(params, &WatchParams::default());
             let mut options = options.clone();
             options.strip_managed_fields |= self.strip_managed_fields;
-            match self.mode {
-                ListWatchMode::Full => self.api.list_shared(&params, &options).await,
-                ListWatchMode::MetadataOnly => {
-                    self.api.list_metadata_shared(&params, &options).await
-                }
-            }
+            let metadata_only = self.mode == ListWatchMode::MetadataOnly;
+            self.api.list_shared(&params, metadata_only, &options).await
         })
     }
 

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::handler::{Notification, ResourceEventHandler};
 
 /// Undelivered notifications one listener may hold before the informer waits for it.
-pub const LISTENER_CAPACITY: usize = 1024;
+pub const LISTENER_CAPACITY: usize = 256;
 
 /// Registration ids are unique across every informer of the process, so a registration
 /// passed to the wrong informer never matches one of its handlers.
@@ -131,11 +131,19 @@ pub(crate) fn spawn_listener<K: Send + Sync + 'static>(
         pending_initial,
         requested_resync,
         resync_period,
-        next_resync: Instant::now() + resync_period,
+        next_resync: resync_deadline(Instant::now(), resync_period),
         resyncing: false,
         removed,
         queued,
     }
+}
+
+/// When a resync `period` after `now` is due. A period too long for the clock (a user's
+/// `Duration::MAX`) means a year from now, never an overflow.
+pub(crate) fn resync_deadline(now: Instant, period: Duration) -> Instant {
+    now.checked_add(period)
+        .or_else(|| now.checked_add(Duration::from_secs(365 * 24 * 3600)))
+        .unwrap_or(now)
 }
 
 /// The effective resync period of a handler (client-go's `determineResyncPeriod`).

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
 use super::list_watch::ListerWatcher;
+use super::processor::resync_deadline;
 use super::queue::Queue;
 use super::store::KnownObjects;
 use crate::api::{ListParams, WatchParams};
@@ -25,12 +26,15 @@ use kubeclient_machinery::list::ItemMeta;
 /// random timeout in `[min, 2 min)`).
 pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
 /// How many changes may wait in the queue before the reflector stops reading the watch.
-pub const DEFAULT_MAX_QUEUED_EVENTS: usize = 1024;
+pub const DEFAULT_MAX_QUEUED_EVENTS: usize = 256;
 /// The LIST page size (client-go's pager default).
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
 
 /// Called with errors that made a ListAndWatch cycle fail (list errors, watch-creation
-/// errors, queue errors); never with in-stream errors, which the reflector handles.
+/// errors, queue errors), and with the errors the reflector recovers from by itself inside
+/// a watch or a list (an object that does not decode and was skipped, a broken or garbled
+/// stream, an ERROR event other than 410), so none goes unnoticed. Without a handler they
+/// are logged as warnings.
 pub type WatchErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
 
 /// Options of a [`Reflector`], with client-go's defaults.
@@ -333,7 +337,7 @@ where
             .list_shared(params, &self.decode_options)
             .await?;
         for skipped in &page.skipped {
-            self.report(skipped);
+            self.report(skipped, "skipped a listed object that does not decode");
         }
         Ok(page)
     }
@@ -346,12 +350,13 @@ where
         }
     }
 
-    /// Tells the watch error handler (or the log) about an error the reflector handles.
-    fn report(&self, err: &Error) {
+    /// Tells the watch error handler (or the log) about an error the reflector recovers
+    /// from by itself; `action` says how, for the log.
+    fn report(&self, err: &Error, action: &str) {
         match &self.options.watch_error_handler {
             Some(handler) => handler(err),
             None => {
-                tracing::warn!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %err, "skipped an object that does not decode");
+                tracing::warn!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %err, "{action}");
             }
         }
     }
@@ -424,7 +429,7 @@ where
                         break;
                     }
                     Some(Err(err @ Error::WatchEvent(WatchDecodeError::InvalidObject { .. }))) => {
-                        self.report(&err);
+                        self.report(&err, "skipped a watched object that does not decode");
                     }
                     Some(Err(err)) => return Err(err),
                     Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
@@ -472,7 +477,8 @@ where
         backoff: &mut Backoff,
     ) -> Result<(), Error> {
         let resync_period = self.options.resync_period;
-        let mut resync_at = (!resync_period.is_zero()).then(|| Instant::now() + resync_period);
+        let mut resync_at =
+            (!resync_period.is_zero()).then(|| resync_deadline(Instant::now(), resync_period));
         loop {
             let (mut events, started_at_concrete_rv) = match stream.take() {
                 Some(events) => (events, true),
@@ -516,7 +522,7 @@ where
                 tokio::select! {
                     () = stop.cancelled() => break WatchEnd::Stopped,
                     () = resync_tick => {
-                        resync_at = Some(Instant::now() + resync_period);
+                        resync_at = Some(resync_deadline(Instant::now(), resync_period));
                         let due = self.options.should_resync.as_ref().is_none_or(|should| should());
                         if due && let Err(err) = self.queue.resync() {
                             tracing::warn!(reflector = %self.options.name, error = %err, "resync failed; relisting");
@@ -538,11 +544,11 @@ where
                             // One bad object in an intact stream: report it and go on, so one
                             // object the server should have refused never stops the informer.
                             seen += 1;
-                            self.report(&err);
+                            self.report(&err, "skipped a watched object that does not decode");
                         }
                         Some(Err(err)) => {
                             // A broken or undecodable stream: events may be lost, so relist.
-                            tracing::debug!(reflector = %self.options.name, error = %err, "watch stream failed; relisting");
+                            self.report(&err, "the watch stream failed; relisting");
                             break WatchEnd::Relist;
                         }
                         Some(Ok(event)) => {
@@ -577,7 +583,10 @@ where
                     WatchEnd::BackoffRewatch
                 } else {
                     if !err.is_gone_or_expired() {
-                        tracing::warn!(reflector = %self.options.name, error = %err, "watch ended with an error; relisting");
+                        self.report(
+                            &Error::from(err),
+                            "the watch ended with an error; relisting",
+                        );
                     }
                     WatchEnd::Relist
                 });

@@ -16,7 +16,7 @@ use super::handler::{Notification, ResourceEventHandler};
 use super::list_watch::ListerWatcher;
 use super::processor::{
     EventHandlerRegistration, LISTENER_CAPACITY, Listener, MINIMUM_RESYNC_PERIOD, Sink,
-    determine_resync_period, spawn_listener,
+    determine_resync_period, resync_deadline, spawn_listener,
 };
 use super::reflector::{Reflector, ReflectorOptions, WatchErrorHandler};
 use super::{
@@ -157,6 +157,18 @@ where
             () = stop.cancelled() => self.has_synced(),
             result = synced.wait_for(|s| *s) => result.is_ok(),
         }
+    }
+
+    /// Whether [`run`](Self::run) has been called (client-go's `HasStarted`).
+    #[must_use]
+    pub fn is_started(&self) -> bool {
+        self.state().started
+    }
+
+    /// How many handlers (and notification streams) are registered.
+    #[must_use]
+    pub fn handler_count(&self) -> usize {
+        self.state().listeners.len()
     }
 
     /// Whether [`run`](Self::run) has returned.
@@ -323,7 +335,7 @@ where
             listener.resyncing = !listener.resync_period.is_zero() && now >= listener.next_resync;
             if listener.resyncing {
                 any = true;
-                listener.next_resync = now + listener.resync_period;
+                listener.next_resync = resync_deadline(now, listener.resync_period);
             }
         }
         any

@@ -300,12 +300,13 @@ impl Client {
                 .get(CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
-            let bytes = collect(body, &parts.headers)
-                .await
-                .map_err(|message| Error::Transport {
-                    url: url.clone(),
-                    message,
-                })?;
+            let bytes =
+                collect(body, &parts.headers)
+                    .await
+                    .map_err(|message| Error::Transport {
+                        url: url.clone(),
+                        message,
+                    })?;
             Ok((content_type, bytes))
         })
         .await

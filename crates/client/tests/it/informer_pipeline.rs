@@ -10,18 +10,14 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeclient::cache::{
     ApiListWatch, InformerOptions, KnownObjects, ReflectorOptions, ResourceEventHandlerFuncs,
-    SharedIndexInformer, Store,
+    SharedIndexInformer,
 };
-use kubeclient::machinery::{GroupResource, Object, meta_namespace_key};
+use kubeclient::machinery::{Object, meta_namespace_key};
 use kubeclient::{Api, Client, Patch, PatchParams};
-use kubeclient_apiserver::ApiServer;
-use kubeclient_apiserver::storage::Write;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::start;
-
-const WAIT: Duration = Duration::from_secs(30);
+use crate::support::{WAIT, cache_state, force_relist, server_state, start, store_write, until};
 
 fn configmaps(client: &Client) -> Api<ConfigMap> {
     Api::namespaced(client.clone(), "default")
@@ -46,71 +42,9 @@ fn spawn(informer: &SharedIndexInformer<ConfigMap>) -> CancellationToken {
     stop
 }
 
-/// Writes straight into the server's storage, bypassing validation (to plant objects a
-/// real server would refuse, or to set up many objects fast).
-fn store_write(server: &ApiServer, name: &str, object: Value) {
-    let resource = GroupResource::new("", "configmaps");
-    let key = format!("default/{name}");
-    let exists = server.store().get(&resource, &key).is_some();
-    server
-        .store()
-        .write(&resource, &key, |_| {
-            Ok::<_, ()>(if exists {
-                Write::Update(object)
-            } else {
-                Write::Create(object)
-            })
-        })
-        .unwrap();
-}
-
 fn configmap_json(name: &str, data: Value) -> Value {
     json!({"kind": "ConfigMap", "apiVersion": "v1",
         "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")}, "data": data})
-}
-
-async fn until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-async fn server_rvs(client: &Client) -> HashMap<String, String> {
-    configmaps(client)
-        .list_all(&Default::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .map(|cm| (meta_namespace_key(cm), cm.resource_version().to_owned()))
-        .collect()
-}
-
-fn cache_rvs(informer: &SharedIndexInformer<ConfigMap>) -> HashMap<String, String> {
-    informer
-        .indexer()
-        .list()
-        .iter()
-        .map(|cm| {
-            (
-                meta_namespace_key(cm.as_ref()),
-                cm.resource_version().to_owned(),
-            )
-        })
-        .collect()
-}
-
-/// Makes the next watch start from a compacted revision: the reflector must relist.
-fn force_relist(server: &ApiServer) {
-    server.faults().set_delay(Duration::from_millis(300));
-    server.drop_watches();
-    server.compact();
-    server.faults().set_delay(Duration::ZERO);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -184,8 +118,8 @@ async fn a_relist_shares_unchanged_objects_and_decodes_only_changed_ones() {
     store_write(&f.server, "b", configmap_json("b", json!({"v": "2"})));
     f.server.compact();
     f.server.faults().set_delay(Duration::ZERO);
-    let server = server_rvs(&f.client).await;
-    until("the relist converges", || cache_rvs(&informer) == server).await;
+    let server = server_state(&f.client).await;
+    until("the relist converges", || cache_state(&informer) == server).await;
     assert!(
         Arc::ptr_eq(&a_before, &get("default/a")),
         "an object relisted at the same resourceVersion is the cached one, not a new copy"
@@ -249,6 +183,8 @@ async fn removing_a_registration_of_another_informer_is_a_no_op() {
         .unwrap();
     second.remove_event_handler(&foreign);
     assert!(own.is_registered() && foreign.is_registered());
+    assert_eq!((first.handler_count(), second.handler_count()), (1, 1));
+    assert!(!second.is_started());
     let stop = spawn(&second);
     store_write(&f.server, "x", configmap_json("x", json!({})));
     until(
@@ -256,8 +192,10 @@ async fn removing_a_registration_of_another_informer_is_a_no_op() {
         || seen.load(Ordering::SeqCst) == 1,
     )
     .await;
+    assert!(second.is_started());
     first.remove_event_handler(&foreign);
     assert!(!foreign.is_registered());
+    assert_eq!(first.handler_count(), 0);
     stop.cancel();
 }
 
@@ -339,8 +277,8 @@ async fn a_relist_during_a_burst_with_a_slow_handler_delivers_changes_in_order_a
             force_relist(&f.server);
         }
     }
-    let server = server_rvs(&f.client).await;
-    until("the cache converges", || cache_rvs(&informer) == server).await;
+    let server = server_state(&f.client).await;
+    until("the cache converges", || cache_state(&informer) == server).await;
     let expected: HashMap<String, u64> = server
         .iter()
         .map(|(key, rv)| (key.clone(), rv.parse().unwrap()))
@@ -356,5 +294,28 @@ async fn a_relist_during_a_burst_with_a_slow_handler_delivers_changes_in_order_a
         "the burst reached the handler ({} updates)",
         chain.updates
     );
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_resync_period_never_overflows_the_clock() {
+    let f = start().await;
+    store_write(&f.server, "a", configmap_json("a", json!({})));
+    let options = InformerOptions {
+        name: "configmaps".to_owned(),
+        resync_period: Duration::MAX,
+        ..InformerOptions::default()
+    };
+    let informer =
+        SharedIndexInformer::new(Arc::new(ApiListWatch::new(configmaps(&f.client))), options);
+    let registration = informer
+        .add_event_handler_with_resync_period(
+            ResourceEventHandlerFuncs::<ConfigMap>::new(),
+            Duration::MAX,
+        )
+        .unwrap();
+    let stop = spawn(&informer);
+    until("the informer syncs", || registration.has_synced()).await;
+    assert_eq!(informer.indexer().len(), 1);
     stop.cancel();
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeclient::cache::{
     ApiListWatch, BoxFuture, InformerOptions, ListerWatcher, Notification, ReflectorOptions,
-    ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer, Store,
+    ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
 };
 use kubeclient::informers::SharedInformerFactory;
 use kubeclient::machinery::{
@@ -25,7 +25,9 @@ use kubeclient_apiserver::{ApiServer, Fault};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Fixture, config_of, start, start_with};
+use crate::support::{
+    Fixture, bulk_create, cache_state, config_of, server_state, start, start_with,
+};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -118,48 +120,6 @@ fn run(mut running: Running) -> Running {
     let (informer, stop) = (running.informer.clone(), running.stop.clone());
     running.task = tokio::spawn(async move { informer.run(stop).await });
     running
-}
-
-/// Inserts ConfigMaps straight into the server's storage (fast bulk setup).
-fn bulk_create(server: &ApiServer, count: usize) {
-    let resource = GroupResource::new("", "configmaps");
-    for i in 0..count {
-        let name = format!("bulk-{i:05}");
-        let object = json!({"kind": "ConfigMap", "apiVersion": "v1",
-            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{i}")}, "data": {"i": i.to_string()}});
-        server
-            .store()
-            .write(&resource, &format!("default/{name}"), |_| {
-                Ok::<_, ()>(Write::Create(object))
-            })
-            .unwrap();
-    }
-}
-
-/// `key -> resourceVersion` of the server's ConfigMaps in `default`.
-async fn server_state(client: &Client) -> BTreeMap<String, String> {
-    Api::<ConfigMap>::namespaced(client.clone(), "default")
-        .list_all(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .map(|cm| (meta_namespace_key(cm), cm.resource_version().to_owned()))
-        .collect()
-}
-
-fn cache_state(informer: &SharedIndexInformer<ConfigMap>) -> BTreeMap<String, String> {
-    informer
-        .indexer()
-        .list()
-        .iter()
-        .map(|cm| {
-            (
-                meta_namespace_key(cm.as_ref()),
-                cm.resource_version().to_owned(),
-            )
-        })
-        .collect()
 }
 
 /// Waits until the cache equals the server's state.

@@ -10,17 +10,12 @@ use kubeclient::cache::{
     ApiListWatch, Backoff, BoxFuture, InformerOptions, ListerWatcher, ReflectorOptions,
     SharedIndexInformer,
 };
-use kubeclient::machinery::{ApiError, GroupResource, Status};
+use kubeclient::machinery::{ApiError, Status};
 use kubeclient::rest::watch::WatchStream;
 use kubeclient::rest::{DecodeOptions, SharedList};
 use kubeclient::{Api, CancellationToken, ListParams, ObjectList, WatchParams};
-use kubeclient_apiserver::ApiServer;
-use kubeclient_apiserver::storage::Write;
-use serde_json::json;
 
-use crate::support::start;
-
-const WAIT: Duration = Duration::from_secs(20);
+use crate::support::{WAIT, bulk_create, force_relist, start, until};
 
 /// Records every list and watch, can fail the next watches with 429, and can pretend the
 /// server has no watch cache (lists at "0" are served paginated, from storage).
@@ -120,41 +115,6 @@ fn run(informer: &SharedIndexInformer<ConfigMap>) -> CancellationToken {
     let (informer, token) = (informer.clone(), stop.clone());
     tokio::spawn(async move { informer.run(token).await });
     stop
-}
-
-async fn until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-fn bulk_create(server: &ApiServer, count: usize) {
-    let resource = GroupResource::new("", "configmaps");
-    for i in 0..count {
-        let name = format!("cm-{i:05}");
-        let object = json!({"kind": "ConfigMap", "apiVersion": "v1",
-            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{i}")}});
-        server
-            .store()
-            .write(&resource, &format!("default/{name}"), |_| {
-                Ok::<_, ()>(Write::Create(object))
-            })
-            .unwrap();
-    }
-}
-
-/// Ends the watch and compacts history: the re-watch gets 410 and the reflector relists at
-/// its last resourceVersion.
-fn force_relist(server: &ApiServer) {
-    server.faults().set_delay(Duration::from_millis(300));
-    server.drop_watches();
-    server.compact();
-    server.faults().set_delay(Duration::ZERO);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

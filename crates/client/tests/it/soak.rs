@@ -18,14 +18,14 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeclient::cache::{
     ApiListWatch, Backoff, EventHandlerRegistration, InformerOptions, ReflectorOptions,
-    ResourceEventHandler, SharedIndexInformer, Store,
+    ResourceEventHandler, SharedIndexInformer,
 };
 use kubeclient::machinery::{DeletedObject, Object, meta_namespace_key};
 use kubeclient::{Api, CancellationToken, Client, DeleteParams, Patch, PatchParams};
 use kubeclient_apiserver::{ApiServer, Fault};
 use serde_json::json;
 
-use crate::support::config_of;
+use crate::support::{cache_state, config_of, server_state};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -123,33 +123,6 @@ fn watch_sync(registration: EventHandlerRegistration, view: Arc<View>, stop: Can
 struct Tally {
     writes: usize,
     faults: BTreeMap<&'static str, usize>,
-}
-
-async fn server_state(client: &Client) -> BTreeMap<String, String> {
-    Api::<ConfigMap>::namespaced(client.clone(), "default")
-        .list_all(&Default::default())
-        .await
-        .map(|list| {
-            list.items
-                .iter()
-                .map(|cm| (meta_namespace_key(cm), cm.resource_version().to_owned()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn cache_state(informer: &SharedIndexInformer<ConfigMap>) -> BTreeMap<String, String> {
-    informer
-        .indexer()
-        .list()
-        .iter()
-        .map(|cm| {
-            (
-                meta_namespace_key(cm.as_ref()),
-                cm.resource_version().to_owned(),
-            )
-        })
-        .collect()
 }
 
 async fn soak_one(seed: u64) -> Result<Tally, String> {

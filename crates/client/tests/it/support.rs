@@ -39,3 +39,94 @@ pub(crate) fn scratch(label: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("a scratch directory");
     dir
 }
+
+/// How long the informer tests wait for a condition.
+pub(crate) const WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Polls `condition` until it holds; fails the test after [`WAIT`].
+pub(crate) async fn until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting: {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// `key -> resourceVersion` of the server's ConfigMaps in `default`.
+pub(crate) async fn server_state(client: &Client) -> std::collections::BTreeMap<String, String> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kubeclient::machinery::{Object, meta_namespace_key};
+    kubeclient::Api::<ConfigMap>::namespaced(client.clone(), "default")
+        .list_all(&kubeclient::ListParams::default())
+        .await
+        .map(|list| {
+            list.items
+                .iter()
+                .map(|cm| (meta_namespace_key(cm), cm.resource_version().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `key -> resourceVersion` of an informer's cache.
+pub(crate) fn cache_state(
+    informer: &kubeclient::cache::SharedIndexInformer<k8s_openapi::api::core::v1::ConfigMap>,
+) -> std::collections::BTreeMap<String, String> {
+    use kubeclient::cache::Store;
+    use kubeclient::machinery::{Object, meta_namespace_key};
+    informer
+        .indexer()
+        .list()
+        .iter()
+        .map(|cm| {
+            (
+                meta_namespace_key(cm.as_ref()),
+                cm.resource_version().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Writes a ConfigMap straight into the server's storage, bypassing validation (to plant
+/// objects a real server would refuse, or to set up many objects fast).
+pub(crate) fn store_write(server: &ApiServer, name: &str, object: serde_json::Value) {
+    use kubeclient::machinery::GroupResource;
+    use kubeclient_apiserver::storage::Write;
+    let resource = GroupResource::new("", "configmaps");
+    let key = format!("default/{name}");
+    let exists = server.store().get(&resource, &key).is_some();
+    server
+        .store()
+        .write(&resource, &key, |_| {
+            Ok::<_, ()>(if exists {
+                Write::Update(object)
+            } else {
+                Write::Create(object)
+            })
+        })
+        .expect("the storage takes the write");
+}
+
+/// Inserts `count` ConfigMaps `bulk-00000 ...` straight into the server's storage.
+pub(crate) fn bulk_create(server: &ApiServer, count: usize) {
+    for i in 0..count {
+        let name = format!("bulk-{i:05}");
+        let object = serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1",
+            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{i}")}, "data": {"i": i.to_string()}});
+        store_write(server, &name, object);
+    }
+}
+
+/// Ends every watch and compacts history: the re-watch gets 410 and the reflector relists
+/// at its last resourceVersion.
+pub(crate) fn force_relist(server: &ApiServer) {
+    server
+        .faults()
+        .set_delay(std::time::Duration::from_millis(300));
+    server.drop_watches();
+    server.compact();
+    server.faults().set_delay(std::time::Duration::ZERO);
+}
