@@ -50,3 +50,6 @@ pub use meta::{
 pub use selector::{FieldSelector, LabelSelector, SelectorError};
 pub use status::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
 pub use watch::{Bookmark, WatchDecodeError, WatchEvent, WatchStreamDecoder};
+
+#[cfg(test)]
+mod fuzz_tests;

@@ -394,3 +394,23 @@ fn in_cluster_config_reads_the_service_account() {
     assert_eq!(v6.cluster_url.host(), Some("[fd00::1]"));
     assert!(Config::incluster_from("h", "1", &scratch("no-sa")).is_err());
 }
+
+use proptest::strategy::Strategy as _;
+
+proptest::proptest! {
+    /// Fuzzing: no kubeconfig text, however broken, panics the loader or the resolver.
+    #[test]
+    fn fuzz_kubeconfig_yaml_never_panics(
+        text in proptest::prop_oneof![
+            "\\PC{0,200}",
+            proptest::collection::vec(
+                proptest::sample::select(vec!["apiVersion: v1\n", "clusters:\n", "- cluster:\n", "    server: ", "https://x\n", "contexts:\n", "- context:\n", "    cluster: a\n", "  name: a\n", "users:\n", "- user:\n", "    token: t\n", "current-context: a\n", "    exec:\n", "      command: x\n", "{", "[", "&a ", "*a\n", ": ", "\t", "- ", "'", "\""]),
+                0..40,
+            ).prop_map(|parts| parts.concat()),
+        ]
+    ) {
+        if let Ok(kubeconfig) = Kubeconfig::from_yaml(&text) {
+            let _ = Config::from_kubeconfig(&kubeconfig, &KubeconfigOptions::default());
+        }
+    }
+}
