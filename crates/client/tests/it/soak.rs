@@ -118,6 +118,24 @@ fn watch_sync(registration: EventHandlerRegistration, view: Arc<View>, stop: Can
     });
 }
 
+/// Registers a recording handler that sleeps up to `delay_us` per notification, and
+/// watches its `has_synced`.
+fn register(
+    informer: &SharedIndexInformer<ConfigMap>,
+    delay_us: u64,
+    stop: &CancellationToken,
+) -> Result<(Arc<View>, EventHandlerRegistration), String> {
+    let view = Arc::new(View {
+        delay_us,
+        ..View::default()
+    });
+    let registration = informer
+        .add_event_handler(Recorder(view.clone()))
+        .map_err(str::to_owned)?;
+    watch_sync(registration.clone(), view.clone(), stop.clone());
+    Ok((view, registration))
+}
+
 /// What one seed did.
 #[derive(Default)]
 struct Tally {
@@ -170,15 +188,7 @@ async fn soak_one(seed: u64) -> Result<Tally, String> {
     let stop = CancellationToken::new();
     let mut views: Vec<(Arc<View>, EventHandlerRegistration)> = Vec::new();
     for delay_us in [0, rng.u64(0..400)] {
-        let view = Arc::new(View {
-            delay_us,
-            ..View::default()
-        });
-        let registration = informer
-            .add_event_handler(Recorder(view.clone()))
-            .map_err(str::to_owned)?;
-        watch_sync(registration.clone(), view.clone(), stop.clone());
-        views.push((view, registration));
+        views.push(register(&informer, delay_us, &stop)?);
     }
     let task = {
         let (informer, stop) = (informer.clone(), stop.clone());
@@ -257,15 +267,7 @@ async fn soak_one(seed: u64) -> Result<Tally, String> {
                 // Handlers come and go while events flow.
                 if rng.bool() || views.len() < 3 {
                     *tally.faults.entry("handler added").or_default() += 1;
-                    let view = Arc::new(View {
-                        delay_us: rng.u64(0..200),
-                        ..View::default()
-                    });
-                    let registration = informer
-                        .add_event_handler(Recorder(view.clone()))
-                        .map_err(str::to_owned)?;
-                    watch_sync(registration.clone(), view.clone(), stop.clone());
-                    views.push((view, registration));
+                    views.push(register(&informer, rng.u64(0..200), &stop)?);
                 } else {
                     *tally.faults.entry("handler removed").or_default() += 1;
                     let (_, registration) = views.remove(rng.usize(2..views.len()));
