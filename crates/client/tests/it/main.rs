@@ -4,6 +4,7 @@
 //! - `dynamic`: the dynamic client on a custom resource, and discovery.
 //! - `auth`: TLS with the server's CA plus a token, client certificates, an exec plugin.
 //! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
+//! - `hangs`: a server that never answers ends in a timeout, discovery included.
 //! - `informer_pipeline`: undecodable objects, relists sharing unchanged objects, per-handler
 //!   sync, and a relist during a burst with a slow handler.
 //! - `reflector_rules`: client-go's reflector edge rules (watch-list 429, stop before run,
@@ -14,6 +15,7 @@
 
 mod auth;
 mod dynamic;
+mod hangs;
 mod informer_pipeline;
 mod informers;
 mod proxy;
