@@ -350,6 +350,14 @@ async fn soak_random_schedules_of_writes_and_faults_converge() {
                 failures.push(seed);
             }
         }
+        let done = seed - first + 1;
+        if done.is_multiple_of(25) {
+            eprintln!(
+                "soak: {done}/{seeds} seeds, {} failed, {:.0} s",
+                failures.len(),
+                started.elapsed().as_secs_f64()
+            );
+        }
     }
     eprintln!(
         "soak: {seeds} seeds from {first} in {:.1} s, {writes} writes, faults {faults:?}, failed seeds {failures:?}",
