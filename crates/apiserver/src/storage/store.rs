@@ -285,6 +285,14 @@ struct Table {
 }
 
 impl Inner {
+    /// The object stored under `key`, if any.
+    fn current(&self, resource: &GroupResource, key: &str) -> Option<Arc<StoredObject>> {
+        self.tables
+            .get(resource)
+            .and_then(|table| table.objects.get(key))
+            .cloned()
+    }
+
     fn oldest_servable(&self, table: Option<&Table>) -> u64 {
         self.compacted.max(table.map_or(0, |t| t.history_start))
     }
@@ -392,11 +400,7 @@ impl Store {
         decide: impl FnOnce(Option<&Arc<StoredObject>>) -> Result<Write, E>,
     ) -> Result<WriteOutcome, E> {
         let inner = self.lock();
-        let current = inner
-            .tables
-            .get(resource)
-            .and_then(|table| table.objects.get(key))
-            .cloned();
+        let current = inner.current(resource, key);
         let ready = match prepare(current.as_ref(), decide(current.as_ref())?) {
             Ok(ready) => ready,
             Err(outcome) => return Ok(outcome),
@@ -429,11 +433,7 @@ impl Store {
                 Err(outcome) => return Ok(outcome),
             };
             let inner = self.lock();
-            let current = inner
-                .tables
-                .get(resource)
-                .and_then(|table| table.objects.get(key))
-                .cloned();
+            let current = inner.current(resource, key);
             let unchanged = match (&current, &snapshot) {
                 (Some(now), Some(then)) => Arc::ptr_eq(now, then),
                 (None, None) => true,

@@ -165,23 +165,20 @@ where
         if (ended || splitter.ready_len().map_err(malformed)? >= BATCH_BYTES)
             && let Some(batch) = splitter.next_batch().map_err(malformed)?
         {
-            {
-                let first = next_index;
-                next_index += batch.len();
-                let (batch_url, panic_url, options) =
-                    (url.to_owned(), url.to_owned(), options.clone());
-                decoding.submit(
-                    batch.bytes.len(),
-                    move || decode_batch(&batch, first, &batch_url, &options),
-                    move |message| {
-                        Err(Error::Decode {
-                            url: panic_url,
-                            expected: std::any::type_name::<K>(),
-                            message,
-                        })
-                    },
-                );
-            }
+            let first = next_index;
+            next_index += batch.len();
+            let (batch_url, panic_url, options) = (url.to_owned(), url.to_owned(), options.clone());
+            decoding.submit(
+                batch.bytes.len(),
+                move || decode_batch(&batch, first, &batch_url, &options),
+                move |message| {
+                    Err(Error::Decode {
+                        url: panic_url,
+                        expected: std::any::type_name::<K>(),
+                        message,
+                    })
+                },
+            );
         }
         while decoding.is_full() || (ended && !decoding.is_empty()) {
             for result in decoding.next().await.unwrap_or_default() {
