@@ -259,8 +259,16 @@ fn json_patch_ops() -> impl Strategy<Value = Value> {
     })
 }
 
+/// Cases per property: `PROPTEST_CASES` when set, else 512.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(512)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::with_cases(cases()) })]
 
     #[test]
     fn fuzz_paths_and_query_parameters(

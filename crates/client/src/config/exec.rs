@@ -166,12 +166,22 @@ pub(crate) async fn run_exec_plugin(
             stderr,
         });
     }
+    parse_exec_output(&exec.command, &output.stdout)
+}
+
+/// Parses what an exec plugin printed on stdout into its credential.
+///
+/// # Errors
+///
+/// [`ExecError::BadOutput`] naming `command` when the output is not an `ExecCredential`
+/// with a token or a client certificate.
+pub(crate) fn parse_exec_output(command: &str, stdout: &[u8]) -> Result<ExecCredential, ExecError> {
     let bad = |message: String| ExecError::BadOutput {
-        command: exec.command.clone(),
+        command: command.to_owned(),
         message,
     };
     let object: ExecCredentialObject =
-        serde_json::from_slice(&output.stdout).map_err(|err| bad(err.to_string()))?;
+        serde_json::from_slice(stdout).map_err(|err| bad(err.to_string()))?;
     if object.kind != "ExecCredential" {
         return Err(bad(format!(
             "kind is {:?}, expected \"ExecCredential\"",

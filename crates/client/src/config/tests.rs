@@ -413,4 +413,22 @@ proptest::proptest! {
             let _ = Config::from_kubeconfig(&kubeconfig, &KubeconfigOptions::default());
         }
     }
+
+    /// Fuzzing: no exec plugin output, however broken, panics the parser; an accepted
+    /// credential always carries a token or a client certificate.
+    #[test]
+    fn fuzz_exec_plugin_output_never_panics(
+        text in proptest::prop_oneof![
+            "\\PC{0,200}",
+            proptest::collection::vec(
+                proptest::sample::select(vec!["{", "}", "[", "]", ",", ":", "\"kind\"", "\"ExecCredential\"", "\"status\"", "\"token\"", "\"t\"", "\"expirationTimestamp\"", "\"2026-01-01T00:00:00Z\"", "\"clientCertificateData\"", "null", "1e999", "\"\\ud800\""]),
+                0..30,
+            ).prop_map(|parts| parts.concat()),
+        ]
+    ) {
+        if let Ok(credential) = crate::config::exec::parse_exec_output("plugin", text.as_bytes()) {
+            proptest::prop_assert!(credential.token.is_some() || credential.client_certificate_data.is_some());
+            let _ = credential.expires_at();
+        }
+    }
 }
