@@ -61,6 +61,7 @@ mod queue;
 mod real_fifo;
 mod reflector;
 mod representation;
+mod retry_with_deadline;
 mod shared_informer;
 mod store;
 mod sync;

@@ -117,6 +117,14 @@ pub trait Queue<K>: Send + Sync {
         Box::pin(std::future::ready(Ok(())))
     }
 
+    /// Told the reflector's current resourceVersion each time a watch event or bookmark
+    /// advances it (client-go's optional `ResourceVersionUpdater` interface on the store).
+    /// The queues of this crate ignore it; a wrapper can use it to know how fresh the data
+    /// it has seen is, for example to answer "has the cache caught up with my write?".
+    fn update_resource_version(&self, resource_version: &str) {
+        let _ = resource_version;
+    }
+
     /// Closes the queue: consumers drain what is left, then get
     /// [`Error::Closed`](super::Error::Closed).
     fn close(&self);

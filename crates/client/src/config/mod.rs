@@ -116,7 +116,15 @@ pub struct Config {
     pub qps: f32,
     /// Client-side burst. Default [`DEFAULT_BURST`].
     pub burst: u32,
+    /// A watch asked to end after `timeoutSeconds` is given up as silent when no byte
+    /// arrived for this long past that timeout: a server or proxy that sent headers and
+    /// then went quiet is noticed, and the watch ends with a transport error so the
+    /// reflector reconnects. Default [`DEFAULT_WATCH_IDLE_MARGIN`] (30 s).
+    pub watch_idle_margin: Duration,
 }
+
+/// The default [`Config::watch_idle_margin`].
+pub const DEFAULT_WATCH_IDLE_MARGIN: Duration = Duration::from_secs(30);
 
 /// Why a configuration could not be loaded. Every message says which file or field and
 /// what to do next.
@@ -218,6 +226,7 @@ impl Config {
             timeout: Some(Duration::from_secs(30)),
             qps: DEFAULT_QPS,
             burst: DEFAULT_BURST,
+            watch_idle_margin: DEFAULT_WATCH_IDLE_MARGIN,
         }
     }
 

@@ -63,6 +63,7 @@ struct Inner {
     default_namespace: String,
     user_agent: HeaderValue,
     timeout: Option<Duration>,
+    watch_idle_margin: Duration,
 }
 
 impl Client {
@@ -137,6 +138,7 @@ impl Client {
                 default_namespace: config.default_namespace,
                 user_agent,
                 timeout: config.timeout,
+                watch_idle_margin: config.watch_idle_margin,
             }),
         })
     }
@@ -151,6 +153,11 @@ impl Client {
     #[must_use]
     pub fn base_url(&self) -> &str {
         &self.inner.base_url
+    }
+
+    /// How long past its `timeoutSeconds` a silent watch is given up.
+    pub(crate) fn watch_idle_margin(&self) -> Duration {
+        self.inner.watch_idle_margin
     }
 
     fn url(&self, request: &Request) -> String {
