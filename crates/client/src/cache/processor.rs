@@ -6,11 +6,12 @@
 //! time, never unbounded memory (client-go's buffers grow without limit).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::handler::{Notification, ResourceEventHandler};
 
@@ -39,7 +40,11 @@ pub(crate) struct Listener<K> {
     pub(crate) next_resync: Instant,
     /// Set by the last `should_resync` check: sync updates go to this listener.
     pub(crate) resyncing: bool,
-    pub(crate) removed: Arc<AtomicBool>,
+    /// Cancelled when the handler is removed or its informer stops: nothing more is
+    /// delivered, and a delivery waiting for a full notification stream gives up.
+    pub(crate) removed: CancellationToken,
+    /// Cancelled when the delivery task has ended: the handler will be called no more.
+    finished: CancellationToken,
     /// Notifications sent and not yet delivered.
     queued: Arc<AtomicUsize>,
 }
@@ -62,8 +67,7 @@ impl<K> Listener<K> {
 
     /// Whether this listener's buffer is full (a removed listener never is).
     pub(crate) fn is_full(&self) -> bool {
-        !self.removed.load(Ordering::SeqCst)
-            && self.queued.load(Ordering::SeqCst) >= LISTENER_CAPACITY
+        !self.removed.is_cancelled() && self.queued.load(Ordering::SeqCst) >= LISTENER_CAPACITY
     }
 }
 
@@ -86,14 +90,18 @@ pub(crate) fn spawn_listener<K: Send + Sync + 'static>(
     let id = NEXT_REGISTRATION_ID.fetch_add(1, Ordering::Relaxed);
     let (sender, mut receiver) = mpsc::unbounded_channel::<(Notification<K>, bool)>();
     let pending_initial = Arc::new(AtomicUsize::new(0));
-    let removed = Arc::new(AtomicBool::new(false));
+    let removed = CancellationToken::new();
+    let finished = CancellationToken::new();
     let queued = Arc::new(AtomicUsize::new(0));
     let pending = pending_initial.clone();
     let gone = removed.clone();
+    let done = finished.clone();
     let in_buffer = queued.clone();
     tokio::spawn(async move {
+        // However the task ends, say so (a remover may be waiting for it).
+        let _done = done.drop_guard();
         while let Some((notification, initial)) = receiver.recv().await {
-            if gone.load(Ordering::SeqCst) {
+            if gone.is_cancelled() {
                 break;
             }
             match &sink {
@@ -109,7 +117,12 @@ pub(crate) fn spawn_listener<K: Send + Sync + 'static>(
                     }
                 }
                 Sink::Channel(channel) => {
-                    if channel.send(notification).await.is_err() {
+                    let sent = tokio::select! {
+                        biased;
+                        () = gone.cancelled() => false,
+                        sent = channel.send(notification) => sent.is_ok(),
+                    };
+                    if !sent {
                         break;
                     }
                 }
@@ -122,7 +135,7 @@ pub(crate) fn spawn_listener<K: Send + Sync + 'static>(
             }
         }
         // Nothing will drain this buffer any more: never let the informer wait for it.
-        gone.store(true, Ordering::SeqCst);
+        gone.cancel();
         room.notify_one();
     });
     Listener {
@@ -134,6 +147,7 @@ pub(crate) fn spawn_listener<K: Send + Sync + 'static>(
         next_resync: resync_deadline(Instant::now(), resync_period),
         resyncing: false,
         removed,
+        finished,
         queued,
     }
 }
@@ -163,7 +177,8 @@ pub struct EventHandlerRegistration {
     pub(crate) id: u64,
     pending_initial: Arc<AtomicUsize>,
     informer_synced: watch::Receiver<bool>,
-    removed: Arc<AtomicBool>,
+    removed: CancellationToken,
+    finished: CancellationToken,
 }
 
 impl EventHandlerRegistration {
@@ -173,6 +188,7 @@ impl EventHandlerRegistration {
             pending_initial: listener.pending_initial.clone(),
             informer_synced,
             removed: listener.removed.clone(),
+            finished: listener.finished.clone(),
         }
     }
 
@@ -180,7 +196,12 @@ impl EventHandlerRegistration {
     /// has stopped).
     #[must_use]
     pub fn is_registered(&self) -> bool {
-        !self.removed.load(Ordering::SeqCst)
+        !self.removed.is_cancelled()
+    }
+
+    /// Waits until the handler will be called no more: its delivery task has ended.
+    pub(crate) async fn finished(&self) {
+        self.finished.cancelled().await;
     }
 
     /// True once the informer has synced and this handler has *handled* every object of

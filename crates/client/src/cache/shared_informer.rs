@@ -2,7 +2,6 @@
 //! handlers, each fed through its own buffer. One informer per resource can serve a whole
 //! program.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
@@ -311,18 +310,51 @@ where
         Ok(registration)
     }
 
-    /// Removes a handler; its pending notifications are dropped. Unknown registrations are
-    /// ignored.
+    /// Removes a handler; its pending notifications are dropped. Unknown registrations
+    /// (also those of another informer) are ignored. A call already running in the handler
+    /// may still finish after this returns; to wait for it, use
+    /// [`remove_event_handler_and_wait`](Self::remove_event_handler_and_wait).
     pub fn remove_event_handler(&self, registration: &EventHandlerRegistration) {
+        self.remove_listener(registration);
+    }
+
+    /// Removes a handler and returns once it will be called no more: a call already
+    /// running has returned and pending notifications are dropped (client-go's
+    /// `RemoveEventHandler` followed by waiting for the listener to shut down). A
+    /// notification stream stops at once, even if nobody reads it. Unknown registrations
+    /// return at once. Do not call it from inside the handler being removed.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(informer: kubeclient::cache::SharedIndexInformer<k8s_openapi::api::core::v1::Pod>) {
+    /// let registration = informer
+    ///     .add_event_handler(kubeclient::cache::ResourceEventHandlerFuncs::new().on_add(|pod| println!("{pod:?}")))
+    ///     .expect("the informer is running");
+    /// informer.remove_event_handler_and_wait(&registration).await;
+    /// // From here on the closure above is never called again.
+    /// # }
+    /// ```
+    pub async fn remove_event_handler_and_wait(&self, registration: &EventHandlerRegistration) {
+        if self.remove_listener(registration) {
+            registration.finished().await;
+        }
+    }
+
+    /// Removes the listener of `registration`; whether it was one of this informer's.
+    fn remove_listener(&self, registration: &EventHandlerRegistration) -> bool {
         let mut state = self.state();
+        let mut found = false;
         state.listeners.retain(|listener| {
             if listener.id == registration.id {
-                listener.removed.store(true, Ordering::SeqCst);
+                listener.removed.cancel();
+                found = true;
                 false
             } else {
                 true
             }
         });
+        found
     }
 
     /// Decides which handlers are due a resync; true if any is (client-go's
@@ -488,7 +520,7 @@ where
         let mut state = self.state();
         state.stopped = true;
         for listener in &state.listeners {
-            listener.removed.store(true, Ordering::SeqCst);
+            listener.removed.cancel();
         }
         state.listeners.clear();
     }
