@@ -21,29 +21,31 @@ use crate::support::{WAIT, bulk_create, force_relist, start, until};
 
 /// What the next watch gets instead of the server's plain stream.
 #[derive(Clone, Copy, Debug)]
-enum Injected {
+pub(crate) enum Injected {
     /// Refused with 429.
     TooManyRequests,
     /// Opened, then one `ERROR` event with a 500 `InternalError`.
     InternalError,
     /// The server's stream, broken (a transport error) after this long.
     BreakAfter(Duration),
+    /// The server's stream, opened only after this long (writes can happen meanwhile).
+    OpenAfter(Duration),
 }
 
 /// Records every list and watch (with the resourceVersion it asked for), can replace the
 /// next watches with injected failures, and can pretend the server has no watch cache
 /// (lists at "0" are served paginated, from storage).
-struct Recording {
+pub(crate) struct Recording {
     inner: ApiListWatch<ConfigMap>,
-    lists: Mutex<Vec<ListParams>>,
+    pub(crate) lists: Mutex<Vec<ListParams>>,
     watches: Mutex<Vec<WatchParams>>,
-    watch_rvs: Mutex<Vec<String>>,
+    pub(crate) watch_rvs: Mutex<Vec<String>>,
     injected: Mutex<VecDeque<Injected>>,
     no_watch_cache: bool,
 }
 
 impl Recording {
-    fn new(api: Api<ConfigMap>, no_watch_cache: bool) -> Arc<Self> {
+    pub(crate) fn new(api: Api<ConfigMap>, no_watch_cache: bool) -> Arc<Self> {
         Arc::new(Recording {
             inner: ApiListWatch::new(api),
             lists: Mutex::new(Vec::new()),
@@ -54,15 +56,15 @@ impl Recording {
         })
     }
 
-    fn inject(&self, failures: &[Injected]) {
+    pub(crate) fn inject(&self, failures: &[Injected]) {
         self.injected.lock().unwrap().extend(failures);
     }
 
-    fn list_count(&self) -> usize {
+    pub(crate) fn list_count(&self) -> usize {
         self.lists.lock().unwrap().len()
     }
 
-    fn watch_count(&self) -> usize {
+    pub(crate) fn watch_count(&self) -> usize {
         self.watches.lock().unwrap().len()
     }
 
@@ -112,6 +114,10 @@ impl ListerWatcher<ConfigMap> for Recording {
                     let event = Ok(WatchEvent::Error(Box::new(status)));
                     Ok(futures_util::stream::iter([event]).boxed())
                 }
+                Some(Injected::OpenAfter(after)) => {
+                    tokio::time::sleep(after).await;
+                    self.inner.watch(params, rv).await
+                }
                 Some(Injected::BreakAfter(after)) => {
                     let events = self.inner.watch(params, rv).await?;
                     let broken = Err(kubeclient::Error::Transport {
@@ -147,7 +153,7 @@ fn informer(
     )
 }
 
-fn fast_backoff() -> ReflectorOptions {
+pub(crate) fn fast_backoff() -> ReflectorOptions {
     ReflectorOptions {
         backoff: Backoff::new(
             Duration::from_millis(20),
@@ -158,7 +164,7 @@ fn fast_backoff() -> ReflectorOptions {
     }
 }
 
-fn informer_with(
+pub(crate) fn informer_with(
     lw: &Arc<Recording>,
     reflector: ReflectorOptions,
 ) -> SharedIndexInformer<ConfigMap> {
@@ -170,7 +176,7 @@ fn informer_with(
     SharedIndexInformer::new(lw.clone(), options)
 }
 
-fn run(informer: &SharedIndexInformer<ConfigMap>) -> CancellationToken {
+pub(crate) fn run(informer: &SharedIndexInformer<ConfigMap>) -> CancellationToken {
     let stop = CancellationToken::new();
     let (informer, token) = (informer.clone(), stop.clone());
     tokio::spawn(async move { informer.run(token).await });
