@@ -34,6 +34,7 @@
 //! ```
 
 mod decode;
+mod error_chain;
 pub mod gvk;
 pub mod list;
 pub mod meta;
@@ -42,6 +43,7 @@ pub mod status;
 pub mod watch;
 
 pub use decode::{ObjectDecodeError, decode_object};
+pub use error_chain::ErrorChain;
 pub use gvk::{ApiResource, GroupResource, GroupVersion, GroupVersionKind, GroupVersionResource};
 pub use meta::{
     DeletedFinalStateUnknown, DeletedObject, DynamicObject, KeyError, Object, ObjectName, TypeMeta,

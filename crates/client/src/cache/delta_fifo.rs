@@ -192,7 +192,7 @@ impl<K: Object> DeltaFIFO<K> {
     /// ```
     /// # use std::sync::Arc;
     /// # use k8s_openapi::api::core::v1::ConfigMap;
-    ///     /// use kubeclient_machinery::{DeletedFinalStateUnknown, DeletedObject};
+    /// use kubeclient_machinery::{DeletedFinalStateUnknown, DeletedObject};
     /// # let fifo = kubeclient::cache::DeltaFIFO::<ConfigMap>::new(kubeclient::cache::DeltaFifoOptions::default());
     /// let tombstone = DeletedObject::<ConfigMap>::FinalStateUnknown(DeletedFinalStateUnknown {
     ///     key: "default/gone".into(),

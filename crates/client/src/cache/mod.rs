@@ -85,7 +85,7 @@ pub use reflector::{
     ReflectorOptions, WatchErrorHandler,
 };
 pub use representation::{ArcRepr, Representation};
-pub use shared_informer::{InformerOptions, SharedIndexInformer};
+pub use shared_informer::{InformerError, InformerOptions, SharedIndexInformer};
 pub use store::{Cache, CacheOptions, Indexer, KeyFunc, KnownObjects, Store, TransformFunc};
 pub use thread_safe_store::ThreadSafeStore;
 

@@ -209,7 +209,7 @@ where
                 match &self.options.watch_error_handler {
                     Some(handler) => handler(&err),
                     None => {
-                        tracing::warn!(reflector = %self.options.name, error = %err, "list and watch failed; retrying")
+                        tracing::warn!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "list and watch failed; retrying")
                     }
                 }
             }
@@ -236,7 +236,7 @@ where
                 Ok(Some(open)) => stream = Some(open),
                 Ok(None) => return Ok(()),
                 Err(err) => {
-                    tracing::debug!(reflector = %self.options.name, error = %err, "watch-list refused; falling back to LIST");
+                    tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "watch-list refused; falling back to LIST");
                 }
             }
         }
@@ -275,7 +275,7 @@ where
             other => other,
         };
         let (items, list_rv) = result.inspect_err(|err| {
-            tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %err, "failed to list");
+            tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %kubeclient_machinery::ErrorChain(&err), "failed to list");
         })?;
         self.queue
             .replace(items, &list_rv)
@@ -364,7 +364,7 @@ where
         match &self.options.watch_error_handler {
             Some(handler) => handler(err),
             None => {
-                tracing::warn!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %err, "{action}");
+                tracing::warn!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %kubeclient_machinery::ErrorChain(&err), "{action}");
             }
         }
     }
@@ -405,7 +405,7 @@ where
             let mut stream = match opened {
                 Ok(stream) => stream,
                 Err(err) if is_retriable_watch_error(&err) => {
-                    tracing::debug!(reflector = %self.options.name, error = %err, "watch-list failed; backing off");
+                    tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "watch-list failed; backing off");
                     if !self.sleep(stop, backoff.next_delay()).await {
                         return Ok(None);
                     }
@@ -515,7 +515,7 @@ where
                             }
                         }
                         Err(err) => {
-                            tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %err, "failed to watch");
+                            tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %kubeclient_machinery::ErrorChain(&err), "failed to watch");
                             return Err(err);
                         }
                     }
@@ -537,7 +537,7 @@ where
                         resync_at = Some(resync_deadline(Instant::now(), resync_period));
                         let due = self.options.should_resync.as_ref().is_none_or(|should| should());
                         if due && let Err(err) = self.queue.resync() {
-                            tracing::warn!(reflector = %self.options.name, error = %err, "resync failed; relisting");
+                            tracing::warn!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "resync failed; relisting");
                             break WatchEnd::Relist;
                         }
                     }
@@ -597,7 +597,7 @@ where
     ) -> Option<bool> {
         let api = err.api();
         if api.is_some_and(ApiError::is_gone_or_expired) {
-            tracing::debug!(reflector = %self.options.name, error = %err, "watch closed; relisting");
+            tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "watch closed; relisting");
             return None;
         }
         if api.is_some_and(ApiError::is_too_many_requests) {
@@ -607,7 +607,7 @@ where
         if matches!(err, Error::Transport { .. } | Error::Timeout { .. }) {
             // The connection broke or went silent (client-go: a probable EOF or timeout
             // ends the stream quietly): watch again from the last resourceVersion.
-            tracing::debug!(reflector = %self.options.name, error = %err, "the watch connection ended; re-watching");
+            tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "the watch connection ended; re-watching");
             return Some(false);
         }
         // An internal error, or a stream that did not decode (client-go reports those as
@@ -654,7 +654,7 @@ where
             WatchEvent::Error(_) => Ok(()),
         };
         if let Err(err) = result {
-            tracing::warn!(reflector = %self.options.name, error = %err, "the queue refused a watch event");
+            tracing::warn!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "the queue refused a watch event");
         }
         // Initial events of a watch from "" or "0" come in no RV order: only track RVs
         // once something else arrived.

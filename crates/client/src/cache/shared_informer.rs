@@ -23,6 +23,18 @@ use super::{
     TransformFunc,
 };
 
+/// Why an informer refused a change of its set-up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InformerError {
+    /// The setting can only be changed before [`SharedIndexInformer::run`]; set it first.
+    #[error("the informer has already started; change this before running it")]
+    AlreadyStarted,
+    /// The informer has stopped, so a new handler would never hear anything.
+    #[error("the handler was not added because the informer has stopped")]
+    Stopped,
+}
+
 /// Options of a [`SharedIndexInformer`].
 #[must_use]
 pub struct InformerOptions<K> {
@@ -192,10 +204,10 @@ where
     /// # Errors
     ///
     /// `Err` once the informer has started.
-    pub fn set_transform(&self, transform: TransformFunc<K>) -> Result<(), &'static str> {
+    pub fn set_transform(&self, transform: TransformFunc<K>) -> Result<(), InformerError> {
         let mut state = self.state();
         if state.started {
-            return Err("informer has already started");
+            return Err(InformerError::AlreadyStarted);
         }
         state.transform = Some(transform);
         Ok(())
@@ -206,10 +218,10 @@ where
     /// # Errors
     ///
     /// `Err` once the informer has started.
-    pub fn set_watch_error_handler(&self, handler: WatchErrorHandler) -> Result<(), &'static str> {
+    pub fn set_watch_error_handler(&self, handler: WatchErrorHandler) -> Result<(), InformerError> {
         let mut state = self.state();
         if state.started {
-            return Err("informer has already started");
+            return Err(InformerError::AlreadyStarted);
         }
         state.watch_error_handler = Some(handler);
         Ok(())
@@ -223,7 +235,7 @@ where
     pub fn add_event_handler(
         &self,
         handler: impl ResourceEventHandler<K>,
-    ) -> Result<EventHandlerRegistration, &'static str> {
+    ) -> Result<EventHandlerRegistration, InformerError> {
         let period = self.state().default_resync;
         self.add_event_handler_with_resync_period(handler, period)
     }
@@ -239,7 +251,7 @@ where
         &self,
         handler: impl ResourceEventHandler<K>,
         resync: Duration,
-    ) -> Result<EventHandlerRegistration, &'static str> {
+    ) -> Result<EventHandlerRegistration, InformerError> {
         self.add_listener(Sink::Handler(Arc::new(handler)), resync)
     }
 
@@ -257,7 +269,7 @@ where
             EventHandlerRegistration,
             impl Stream<Item = Notification<K>> + Send + use<K>,
         ),
-        &'static str,
+        InformerError,
     > {
         let (sender, mut receiver) = mpsc::channel(LISTENER_CAPACITY);
         let period = self.state().default_resync;
@@ -270,10 +282,10 @@ where
         &self,
         sink: Sink<K>,
         requested: Duration,
-    ) -> Result<EventHandlerRegistration, &'static str> {
+    ) -> Result<EventHandlerRegistration, InformerError> {
         let mut state = self.state();
         if state.stopped {
-            return Err("handler was not added to shared informer because it has stopped already");
+            return Err(InformerError::Stopped);
         }
         let mut requested = requested;
         if !requested.is_zero() && requested < MINIMUM_RESYNC_PERIOD {
@@ -329,7 +341,7 @@ where
     /// ```no_run
     /// # async fn example(informer: kubeclient::cache::SharedIndexInformer<k8s_openapi::api::core::v1::Pod>) {
     /// let registration = informer
-    ///     .add_event_handler(kubeclient::cache::ResourceEventHandlerFuncs::new().on_add(|pod| println!("{pod:?}")))
+    ///     .add_event_handler(kubeclient::cache::ResourceEventHandlerFuncs::new().on_add(|pod, _| println!("{pod:?}")))
     ///     .expect("the informer is running");
     /// informer.remove_event_handler_and_wait(&registration).await;
     /// // From here on the closure above is never called again.
@@ -397,7 +409,7 @@ where
                     match existing {
                         Some(old) => {
                             if let Err(err) = self.inner.indexer.update(obj.clone()) {
-                                tracing::warn!(informer = %self.inner.name, error = %err, "cache update failed");
+                                tracing::warn!(informer = %self.inner.name, error = %kubeclient_machinery::ErrorChain(&err), "cache update failed");
                                 continue;
                             }
                             let sync = old.resource_version() == obj.resource_version();
@@ -405,7 +417,7 @@ where
                         }
                         None => {
                             if let Err(err) = self.inner.indexer.add(obj.clone()) {
-                                tracing::warn!(informer = %self.inner.name, error = %err, "cache add failed");
+                                tracing::warn!(informer = %self.inner.name, error = %kubeclient_machinery::ErrorChain(&err), "cache add failed");
                                 continue;
                             }
                             Some((

@@ -133,7 +133,7 @@ pub const DEFAULT_WATCH_IDLE_MARGIN: Duration = Duration::from_secs(30);
 pub enum ConfigError {
     /// A kubeconfig file could not be read.
     #[error(
-        "cannot read kubeconfig {path}: {source} (check the path in KUBECONFIG or --kubeconfig)"
+        "cannot read kubeconfig {path} (check the path in KUBECONFIG or --kubeconfig)"
     )]
     Read {
         /// The file.

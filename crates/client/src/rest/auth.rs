@@ -106,7 +106,10 @@ impl Authenticator {
             AuthKind::None => Ok(None),
             AuthKind::Fixed(value) => Ok(Some(value.clone())),
             AuthKind::TokenFile { path, cached } => {
-                let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+                let modified = tokio::fs::metadata(path)
+                    .await
+                    .and_then(|m| m.modified())
+                    .ok();
                 {
                     let cached = cached
                         .lock()
@@ -120,12 +123,9 @@ impl Authenticator {
                 let token =
                     tokio::fs::read_to_string(path)
                         .await
-                        .map_err(|err| Error::Transport {
-                            url: self.cluster_server.clone(),
-                            message: format!(
-                                "cannot read the token file {}: {err}",
-                                path.display()
-                            ),
+                        .map_err(|source| Error::TokenFile {
+                            path: path.clone(),
+                            source,
                         })?;
                 let value = bearer(&token)?;
                 *cached

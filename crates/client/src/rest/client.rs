@@ -191,10 +191,7 @@ impl Client {
                 .http
                 .request(http_request)
                 .await
-                .map_err(|err| Error::Transport {
-                    url: url.clone(),
-                    message: error_chain(&err),
-                })?;
+                .map_err(|err| Error::transport(url.clone(), err))?;
         for warning in response.headers().get_all("warning") {
             if let Ok(text) = warning.to_str() {
                 tracing::warn!(target: "kubeclient::warning", %url, "{text}");
@@ -263,10 +260,7 @@ impl Client {
             let (parts, body) = response.into_parts();
             collect(body, &parts.headers)
                 .await
-                .map_err(|message| Error::Transport {
-                    url: url.clone(),
-                    message,
-                })
+                .map_err(|cause| Error::transport(url.clone(), cause))
         })
         .await
     }
@@ -310,10 +304,7 @@ impl Client {
             let bytes =
                 collect(body, &parts.headers)
                     .await
-                    .map_err(|message| Error::Transport {
-                        url: url.clone(),
-                        message,
-                    })?;
+                    .map_err(|cause| Error::transport(url.clone(), cause))?;
             Ok((content_type, bytes))
         })
         .await
@@ -341,33 +332,17 @@ pub(crate) fn decode<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> 
 }
 
 /// Reads a whole body, gunzipping it when the server compressed it.
-async fn collect(body: Incoming, headers: &http::HeaderMap) -> std::result::Result<Bytes, String> {
-    let bytes = body
-        .collect()
-        .await
-        .map_err(|err| error_chain(&err))?
-        .to_bytes();
+async fn collect(
+    body: Incoming,
+    headers: &http::HeaderMap,
+) -> std::result::Result<Bytes, crate::cache::BoxError> {
+    let bytes = body.collect().await?.to_bytes();
     if headers
         .get(CONTENT_ENCODING)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"))
     {
-        gunzip(&bytes, MAX_INFLATED_BODY).map(Bytes::from)
+        Ok(gunzip(&bytes, MAX_INFLATED_BODY).map(Bytes::from)?)
     } else {
         Ok(bytes)
     }
-}
-
-/// An error and its sources, joined (`connection refused: ...`).
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut message = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
 }

@@ -97,10 +97,7 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
                 Some(Err(err)) => {
                     self.ended = true;
                     self.submit_lines();
-                    let error = Error::Transport {
-                        url: self.url.clone(),
-                        message: format!("the watch stream broke: {err}"),
-                    };
+                    let error = Error::transport(self.url.clone(), err);
                     self.submit_result(Err(error));
                     return;
                 }
@@ -209,10 +206,10 @@ where
                 () = silent => {
                     state.ended = true;
                     let seconds = state.idle_limit.map_or(0, |limit| limit.as_secs());
-                    let error = Error::Transport {
-                        url: state.url.clone(),
-                        message: format!("the watch sent nothing for {seconds} s, past its timeout; reconnecting"),
-                    };
+                    let error = Error::transport(
+                        state.url.clone(),
+                        format!("the watch sent nothing for {seconds} s, past its timeout; reconnecting"),
+                    );
                     state.submit_result(Err(error));
                 }
             }

@@ -122,7 +122,7 @@ impl ListerWatcher<ConfigMap> for Recording {
                     let events = self.inner.watch(params, rv).await?;
                     let broken = Err(kubeclient::Error::Transport {
                         url: "injected".to_owned(),
-                        message: "connection reset by peer".to_owned(),
+                        source: "connection reset by peer".into(),
                     });
                     let events = events
                         .take_until(tokio::time::sleep(after))
