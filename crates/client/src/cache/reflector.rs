@@ -507,12 +507,20 @@ where
                     };
                     match opened {
                         Ok(events) => (events, !(rv.is_empty() || rv == "0")),
-                        Err(err) if is_retriable_watch_error(&err) => {
+                        Err(Error::Api(err)) if err.is_too_many_requests() => {
                             let delay = backoff.next_delay();
                             tokio::select! {
                                 () = stop.cancelled() => return Ok(()),
                                 () = tokio::time::sleep(delay) => continue,
                             }
+                        }
+                        Err(err @ (Error::Transport { .. } | Error::Timeout { .. })) => {
+                            // The server is unreachable: it may come back restarted with
+                            // another history (resourceVersions are not comparable across
+                            // an empty restart), so relist after a backoff step rather than
+                            // resume from our resourceVersion. client-go re-watches here.
+                            tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "the server is unreachable; relisting once it answers");
+                            return Ok(());
                         }
                         Err(err) => {
                             tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %kubeclient_machinery::ErrorChain(&err), "failed to watch");
@@ -666,7 +674,8 @@ where
     }
 }
 
-/// 429 and connection failures: back off and watch again, without relisting.
+/// 429 and connection failures: back off and retry the watch-list (it brings the whole
+/// state, so a restarted server is no hazard).
 fn is_retriable_watch_error(err: &Error) -> bool {
     match err {
         Error::Api(api) => api.is_too_many_requests(),

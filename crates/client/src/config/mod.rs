@@ -132,9 +132,7 @@ pub const DEFAULT_WATCH_IDLE_MARGIN: Duration = Duration::from_secs(30);
 #[non_exhaustive]
 pub enum ConfigError {
     /// A kubeconfig file could not be read.
-    #[error(
-        "cannot read kubeconfig {path} (check the path in KUBECONFIG or --kubeconfig)"
-    )]
+    #[error("cannot read kubeconfig {path} (check the path in KUBECONFIG or --kubeconfig)")]
     Read {
         /// The file.
         path: PathBuf,

@@ -186,12 +186,12 @@ impl Client {
         let http_request = builder
             .body(Full::new(request.body.clone()))
             .map_err(|err| Error::InvalidRequest(format!("{url}: {err}")))?;
-        let response =
-            self.inner
-                .http
-                .request(http_request)
-                .await
-                .map_err(|err| Error::transport(url.clone(), err))?;
+        let response = self
+            .inner
+            .http
+            .request(http_request)
+            .await
+            .map_err(|err| Error::transport(url.clone(), err))?;
         for warning in response.headers().get_all("warning") {
             if let Ok(text) = warning.to_str() {
                 tracing::warn!(target: "kubeclient::warning", %url, "{text}");
@@ -301,10 +301,9 @@ impl Client {
                 .get(CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
-            let bytes =
-                collect(body, &parts.headers)
-                    .await
-                    .map_err(|cause| Error::transport(url.clone(), cause))?;
+            let bytes = collect(body, &parts.headers)
+                .await
+                .map_err(|cause| Error::transport(url.clone(), cause))?;
             Ok((content_type, bytes))
         })
         .await

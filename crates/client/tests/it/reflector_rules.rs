@@ -30,6 +30,8 @@ pub(crate) enum Injected {
     BreakAfter(Duration),
     /// The server's stream, opened only after this long (writes can happen meanwhile).
     OpenAfter(Duration),
+    /// Refused: the server is unreachable (a transport error).
+    Unreachable,
 }
 
 /// Records every list and watch (with the resourceVersion it asked for), can replace the
@@ -114,6 +116,10 @@ impl ListerWatcher<ConfigMap> for Recording {
                     let event = Ok(WatchEvent::Error(Box::new(status)));
                     Ok(futures_util::stream::iter([event]).boxed())
                 }
+                Some(Injected::Unreachable) => Err(kubeclient::Error::Transport {
+                    url: "injected".to_owned(),
+                    source: "connection refused".into(),
+                }),
                 Some(Injected::OpenAfter(after)) => {
                     tokio::time::sleep(after).await;
                     self.inner.watch(params, rv).await
@@ -463,5 +469,19 @@ async fn the_resource_version_updater_hook_hears_each_watch_event_in_order() {
     .await;
     assert_eq!(*queue.seen.lock().unwrap(), written);
     assert_eq!(reflector.last_sync_resource_version(), written[1]);
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_that_finds_the_server_unreachable_relists_once_it_answers() {
+    let f = start().await;
+    let (lw, informer, stop) = synced(&f, fast_backoff()).await;
+    lw.inject(&[Injected::Unreachable]);
+    f.server.drop_watches();
+    until("a relist after the server came back", || {
+        lw.list_count() == 2
+    })
+    .await;
+    converges_on_a_new_object(&f, &informer, "after-outage").await;
     stop.cancel();
 }
