@@ -63,7 +63,7 @@ impl<K: Object> Default for InformerOptions<K> {
 ///
 /// Run it with [`run`](Self::run) (or through a
 /// [`SharedInformerFactory`](crate::informers::SharedInformerFactory)), read its cache
-/// through [`lister`](Self::lister), and react to changes with
+/// through [`indexer`](Self::indexer) (or a [`Lister`](super::Lister) over it), and react to changes with
 /// [`add_event_handler`](Self::add_event_handler) or [`notifications`](Self::notifications).
 /// The cache is updated before handlers are told.
 ///
@@ -145,7 +145,7 @@ where
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The cache (an [`Indexer`]). Read it; writing to it breaks the informer's guarantees.
+    /// The cache (an [`Indexer`](super::Indexer)). Read it; writing to it breaks the informer's guarantees.
     #[must_use]
     pub fn indexer(&self) -> Arc<Cache<K>> {
         self.inner.indexer.clone()

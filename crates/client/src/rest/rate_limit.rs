@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// The longest single wait [`TokenBucket::reserve`] returns: a tiny QPS (say `1e-30`)
+/// The longest single wait [`TokenBucket::reserve`] returns (a day): a tiny QPS (say `1e-30`)
 /// would otherwise ask for a wait no clock can represent.
 pub(crate) const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(24 * 3600);
 
@@ -13,7 +13,7 @@ pub(crate) const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(24 * 3600);
 ///
 /// Edge cases never panic: a QPS that is zero, negative or NaN means *no limit* (as
 /// client-go, which only installs a limiter for a positive QPS); an infinite QPS means no
-/// limit too; a tiny positive QPS makes callers wait at most [`MAX_RATE_LIMIT_WAIT`] each.
+/// limit too; a tiny positive QPS makes callers wait at most a day each.
 ///
 /// Invariant: `tokens <= burst`.
 #[derive(Debug)]
