@@ -28,6 +28,7 @@ pub mod registry;
 mod server;
 pub mod state;
 pub mod storage;
+pub mod testing;
 mod tls;
 
 pub use faults::{Fault, Faults, MAX_FAULT_COUNT};

@@ -1,4 +1,4 @@
-//! The real kubectl (1.33 by default; set `KUBECTL` to another binary) against the server.
+//! The real kubectl against the server: `KUBECTL`, else kubectl 1.33 beside the `kubectl` on PATH, else that one.
 
 use std::path::PathBuf;
 use std::process::Output;
@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use crate::support::TestServer;
 
-const DEFAULT_KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
 
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
@@ -23,7 +22,7 @@ pub(crate) fn scratch_dir(label: &str) -> PathBuf {
 }
 
 struct Kubectl {
-    binary: String,
+    binary: std::path::PathBuf,
     kubeconfig: PathBuf,
     cache: PathBuf,
     dir: PathBuf,
@@ -36,11 +35,8 @@ impl Kubectl {
         t.server
             .write_kubeconfig(&kubeconfig)
             .expect("write the kubeconfig");
-        let binary = std::env::var("KUBECTL").unwrap_or_else(|_| DEFAULT_KUBECTL.to_owned());
-        assert!(
-            std::path::Path::new(&binary).exists(),
-            "kubectl not found at {binary}: install it or set KUBECTL to a kubectl binary"
-        );
+        let binary = kubeclient_apiserver::testing::kubectl_binary()
+            .unwrap_or_else(|why| panic!("{why}"));
         Kubectl {
             binary,
             kubeconfig,
