@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use crate::support::TestServer;
 
-
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
 /// A fresh directory for one test's kubeconfig and kubectl cache.
@@ -35,8 +34,8 @@ impl Kubectl {
         t.server
             .write_kubeconfig(&kubeconfig)
             .expect("write the kubeconfig");
-        let binary = kubeclient_apiserver::testing::kubectl_binary()
-            .unwrap_or_else(|why| panic!("{why}"));
+        let binary =
+            kubeclient_apiserver::testing::kubectl_binary().unwrap_or_else(|why| panic!("{why}"));
         Kubectl {
             binary,
             kubeconfig,

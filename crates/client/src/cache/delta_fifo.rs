@@ -15,7 +15,7 @@ use super::delta::{Delta, Deltas, deleted_key, deltas_key};
 use super::error::{Error, Result};
 use super::queue::{PopFuture, Population, ProcessFn, Queue, Waiters};
 use super::store::{KeyFunc, KnownObjects, TransformFunc, key_of, transform};
-use super::sync::lock;
+use crate::sync::lock;
 
 /// Options for [`DeltaFIFO`]; every field has client-go's default.
 ///

@@ -64,7 +64,6 @@ mod representation;
 mod retry_with_deadline;
 mod shared_informer;
 mod store;
-mod sync;
 mod thread_safe_store;
 
 pub use backoff::Backoff;

@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 
 use super::delta::Deltas;
 use super::error::Result;
-use super::sync::lock;
+use crate::sync::lock;
 
 /// The consumer callback of a pop: the popped changes of one object, and whether they
 /// belong to the initial list (`is_in_initial_list`).

@@ -14,7 +14,7 @@ use super::delta::{Delta, Deltas, deleted_key, deltas_key};
 use super::error::{Error, Result};
 use super::queue::{PopFuture, Population, ProcessFn, Queue, Waiters};
 use super::store::{KeyFunc, KnownObjects, TransformFunc, key_of, transform};
-use super::sync::lock;
+use crate::sync::lock;
 
 /// Options for [`RealFIFO`]; every field has client-go's default. The known objects are a
 /// constructor argument because the non-atomic mode requires them (client-go panics without).

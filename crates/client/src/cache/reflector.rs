@@ -28,8 +28,7 @@ use kubeclient_machinery::list::ItemMeta;
 pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
 /// How many changes may wait in the queue before the reflector stops reading the watch.
 pub const DEFAULT_MAX_QUEUED_EVENTS: usize = 256;
-/// The LIST page size (client-go's pager default).
-pub const DEFAULT_PAGE_SIZE: u32 = 500;
+pub use crate::api::DEFAULT_PAGE_SIZE;
 
 /// Called with errors that made a ListAndWatch cycle fail (list errors, watch-creation
 /// errors, queue errors), and with the errors the reflector recovers from by itself inside
@@ -164,9 +163,7 @@ where
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, RvState> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.state)
     }
 
     /// The resourceVersion of the last list or event (`""` before the first list).

@@ -139,10 +139,7 @@ where
     }
 
     fn state(&self) -> MutexGuard<'_, State<K>> {
-        self.inner
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.inner.state)
     }
 
     /// The cache (an [`Indexer`](super::Indexer)). Read it; writing to it breaks the informer's guarantees.
@@ -477,11 +474,7 @@ where
             }
             let queue: Arc<dyn Queue<K>> =
                 Arc::new(RealFIFO::new(self.inner.indexer.clone(), fifo_options));
-            let mut options = self
-                .inner
-                .reflector_options
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
+            let mut options = crate::sync::lock(&self.inner.reflector_options)
                 .take()
                 .unwrap_or_default();
             options.name.clone_from(&self.inner.name);

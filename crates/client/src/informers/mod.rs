@@ -151,9 +151,7 @@ impl SharedInformerFactory {
     }
 
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<InformerKey, Entry>> {
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.entries)
     }
 
     fn get_or_create<K>(
@@ -278,10 +276,7 @@ impl SharedInformerFactory {
             entry.started = true;
             spawned.push(entry.runnable.spawn(self.stop.child_token()));
         }
-        self.tasks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend(spawned);
+        crate::sync::lock(&self.tasks).extend(spawned);
     }
 
     /// Waits until every started informer has synced; `false` if the factory shuts down first.
@@ -309,12 +304,7 @@ impl SharedInformerFactory {
     /// Stops every informer and waits for them to finish. Later `start` calls do nothing.
     pub async fn shutdown(&self) {
         self.stop.cancel();
-        let tasks: Vec<JoinHandle<()>> = std::mem::take(
-            &mut *self
-                .tasks
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
+        let tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *crate::sync::lock(&self.tasks));
         for task in tasks {
             let _ = task.await;
         }

@@ -92,9 +92,7 @@ impl Authenticator {
         match &self.kind {
             AuthKind::Exec { cached, .. } => *cached.lock().await = None,
             AuthKind::TokenFile { cached, .. } => {
-                *cached
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+                *crate::sync::lock(cached) = None;
             }
             AuthKind::None | AuthKind::Fixed(_) => {}
         }
@@ -111,9 +109,7 @@ impl Authenticator {
                     .and_then(|m| m.modified())
                     .ok();
                 {
-                    let cached = cached
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let cached = crate::sync::lock(cached);
                     if let Some((value, read_at)) = cached.as_ref()
                         && *read_at == modified
                     {
@@ -128,10 +124,7 @@ impl Authenticator {
                             source,
                         })?;
                 let value = bearer(&token)?;
-                *cached
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                    Some((value.clone(), modified));
+                *crate::sync::lock(cached) = Some((value.clone(), modified));
                 Ok(Some(value))
             }
             AuthKind::Exec { config, cached } => {

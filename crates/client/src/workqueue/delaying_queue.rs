@@ -12,7 +12,7 @@ use tokio::time::{Instant, sleep_until};
 
 use super::metrics::{CounterMetric, NoopMetric};
 use super::queue::{Item, QueueConfig, WorkQueue};
-use super::sync::lock;
+use crate::sync::lock;
 
 /// The waiting loop wakes at least this often even with nothing due (client-go's `maxWait`).
 const MAX_WAIT: Duration = Duration::from_secs(10);

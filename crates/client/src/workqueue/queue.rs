@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::metrics::{MetricsProvider, QueueMetrics};
-use super::sync::lock;
+use crate::sync::lock;
 
 /// How often the unfinished-work gauges are refreshed (client-go: 500 ms).
 const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
