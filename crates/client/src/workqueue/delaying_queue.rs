@@ -45,6 +45,16 @@ pub struct DelayingQueue<T> {
     shared: Arc<DelayShared<T>>,
 }
 
+/// A delaying queue is a work queue with delayed adds (Go's `DelayingInterface` embeds
+/// `Interface`): `add`, `get`, `done`, `len` ... are the [`WorkQueue`]'s.
+impl<T> std::ops::Deref for DelayingQueue<T> {
+    type Target = WorkQueue<T>;
+
+    fn deref(&self) -> &WorkQueue<T> {
+        &self.queue
+    }
+}
+
 impl<T> Clone for DelayingQueue<T> {
     fn clone(&self) -> Self {
         DelayingQueue {
@@ -189,37 +199,6 @@ impl<T: Item> DelayingQueue<T> {
         }
     }
 
-    /// See [`WorkQueue::add`].
-    pub fn add(&self, item: T) {
-        self.queue.add(item);
-    }
-
-    /// See [`WorkQueue::get`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe.
-    pub async fn get(&self) -> Option<T> {
-        self.queue.get().await
-    }
-
-    /// See [`WorkQueue::done`].
-    pub fn done(&self, item: &T) {
-        self.queue.done(item);
-    }
-
-    /// The number of items ready to be handed out (not those still waiting).
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// Whether no item is ready.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
     /// The number of items waiting for their time.
     #[must_use]
     pub fn waiting_len(&self) -> usize {
@@ -244,17 +223,6 @@ impl<T: Item> DelayingQueue<T> {
         self.queue.shutdown_with_drain().await;
     }
 
-    /// Whether the queue is shutting down.
-    #[must_use]
-    pub fn shutting_down(&self) -> bool {
-        self.queue.shutting_down()
-    }
-
-    /// The underlying queue.
-    #[must_use]
-    pub fn work_queue(&self) -> &WorkQueue<T> {
-        &self.queue
-    }
 }
 
 impl<T: Item + fmt::Debug> fmt::Debug for DelayingQueue<T> {

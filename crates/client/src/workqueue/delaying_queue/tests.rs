@@ -100,7 +100,7 @@ async fn add_rate_limited_waits_for_the_limiters_delay_and_forget_resets_it() {
     q.add_rate_limited("a"); // 2 s, later than the 1 s already waiting: ignored
     assert_eq!(q.num_requeues(&"a"), 2);
     assert_eq!(
-        timed_get(q.delaying_queue()).await,
+        timed_get(&q).await,
         (Some("a"), Duration::from_secs(1))
     );
     q.forget(&"a");
@@ -108,7 +108,7 @@ async fn add_rate_limited_waits_for_the_limiters_delay_and_forget_resets_it() {
     q.done(&"a");
     q.add_rate_limited("a");
     assert_eq!(
-        timed_get(q.delaying_queue()).await,
+        timed_get(&q).await,
         (Some("a"), Duration::from_secs(1))
     );
 }
