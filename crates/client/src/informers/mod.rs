@@ -74,6 +74,33 @@ struct Entry {
     started: bool,
 }
 
+/// A `k8s-openapi` type (or a typed custom resource) the factory makes informers and
+/// listers for. Implemented for every type with the bounds below; never implement it by
+/// hand.
+pub trait FactoryResource:
+    k8s_openapi::Resource<Scope: ScopeNamespaced>
+    + Object
+    + Clone
+    + DeserializeOwned
+    + Serialize
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> FactoryResource for K where
+    K: k8s_openapi::Resource<Scope: ScopeNamespaced>
+        + Object
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// Shares one informer per resource (and per representation: typed, dynamic,
 /// metadata-only) across a program. Namespace, list tweaks, resync and the managedFields
 /// transform are factory-wide.
@@ -201,18 +228,7 @@ impl SharedInformerFactory {
     }
 
     /// The shared informer of a `k8s-openapi` type (the same instance on every call).
-    pub fn informer<K>(&self) -> SharedIndexInformer<K>
-    where
-        K: k8s_openapi::Resource
-            + Object
-            + Clone
-            + DeserializeOwned
-            + Serialize
-            + Send
-            + Sync
-            + 'static,
-        K::Scope: ScopeNamespaced,
-    {
+    pub fn informer<K: FactoryResource>(&self) -> SharedIndexInformer<K> {
         let resource = ApiResource::of::<K>();
         self.get_or_create(InformerKey::Typed(TypeId::of::<K>()), &resource, || {
             let api = match &self.namespace {
@@ -224,18 +240,7 @@ impl SharedInformerFactory {
     }
 
     /// A lister over the shared informer of a type.
-    pub fn lister<K>(&self) -> Lister<K>
-    where
-        K: k8s_openapi::Resource
-            + Object
-            + Clone
-            + DeserializeOwned
-            + Serialize
-            + Send
-            + Sync
-            + 'static,
-        K::Scope: ScopeNamespaced,
-    {
+    pub fn lister<K: FactoryResource>(&self) -> Lister<K> {
         let resource = ApiResource::of::<K>();
         Lister::new(
             self.informer::<K>().indexer(),

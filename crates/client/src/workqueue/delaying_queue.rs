@@ -222,7 +222,6 @@ impl<T: Item> DelayingQueue<T> {
         self.shared.wake.notify_one();
         self.queue.shutdown_with_drain().await;
     }
-
 }
 
 impl<T: Item + fmt::Debug> fmt::Debug for DelayingQueue<T> {

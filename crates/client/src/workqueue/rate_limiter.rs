@@ -6,7 +6,6 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-
 use super::delaying_queue::MAX_DELAY;
 use crate::rest::TokenBucket;
 use crate::sync::lock;

@@ -90,7 +90,6 @@ impl<T: Item> RateLimitingQueue<T> {
     pub fn num_requeues(&self, item: &T) -> usize {
         self.limiter.num_requeues(item)
     }
-
 }
 
 impl<T: Item + fmt::Debug> fmt::Debug for RateLimitingQueue<T> {
