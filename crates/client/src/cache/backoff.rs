@@ -23,6 +23,7 @@ use tokio::time::Instant;
 /// # let _ = options;
 /// ```
 #[derive(Clone, Debug)]
+#[doc(alias = "BackoffManager")]
 pub struct Backoff {
     initial: Duration,
     cap: Duration,

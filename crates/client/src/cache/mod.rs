@@ -57,6 +57,7 @@ mod index;
 mod list_watch;
 mod lister;
 mod processor;
+mod processor_listener;
 mod queue;
 mod real_fifo;
 mod reflector;
@@ -73,7 +74,7 @@ pub use error::{BoxError, Error, Result};
 pub use handler::{
     FilteringResourceEventHandler, Notification, ResourceEventHandler, ResourceEventHandlerFuncs,
 };
-pub use index::{IndexFunc, Indexers, NAMESPACE_INDEX, meta_namespace_index_func};
+pub use index::{IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, meta_namespace_index_func};
 pub use list_watch::{ApiListWatch, BoxFuture, ListWatchMode, ListerWatcher, TweakListOptions};
 pub use lister::{Lister, NamespaceLister};
 pub use processor::{EventHandlerRegistration, LISTENER_CAPACITY, MINIMUM_RESYNC_PERIOD};
@@ -85,7 +86,7 @@ pub use reflector::{
 };
 pub use representation::{ArcRepr, Representation};
 pub use shared_informer::{InformerError, InformerOptions, SharedIndexInformer};
-pub use store::{Cache, CacheOptions, Indexer, KeyFunc, KnownObjects, Store, TransformFunc};
+pub use store::{Cache, CacheOptions, KeyFunc, KnownObjects, Store, TransformFunc};
 pub use thread_safe_store::ThreadSafeStore;
 
 #[cfg(test)]

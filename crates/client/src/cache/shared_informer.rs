@@ -14,9 +14,10 @@ use tokio_util::sync::CancellationToken;
 use super::handler::{Notification, ResourceEventHandler};
 use super::list_watch::ListerWatcher;
 use super::processor::{
-    EventHandlerRegistration, LISTENER_CAPACITY, Listener, MINIMUM_RESYNC_PERIOD, Sink,
-    determine_resync_period, resync_deadline, spawn_listener,
+    EventHandlerRegistration, LISTENER_CAPACITY, MINIMUM_RESYNC_PERIOD, determine_resync_period,
+    resync_deadline,
 };
+use super::processor_listener::{ProcessorListener, Sink, spawn_listener};
 use super::reflector::{Reflector, ReflectorOptions, WatchErrorHandler};
 use super::{
     Cache, CacheOptions, Delta, Deltas, Indexers, Queue, RealFIFO, RealFifoOptions, Store,
@@ -95,7 +96,7 @@ struct Inner<K: Object> {
 }
 
 struct State<K> {
-    listeners: Vec<Listener<K>>,
+    listeners: Vec<ProcessorListener<K>>,
     /// How often the reflector checks for due resyncs.
     resync_check_period: Duration,
     default_resync: Duration,
@@ -445,7 +446,12 @@ where
             let room = self.inner.room.notified();
             tokio::pin!(room);
             room.as_mut().enable();
-            if !self.state().listeners.iter().any(Listener::is_full) {
+            if !self
+                .state()
+                .listeners
+                .iter()
+                .any(ProcessorListener::is_full)
+            {
                 return;
             }
             room.await;

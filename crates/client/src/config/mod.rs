@@ -93,6 +93,7 @@ impl std::fmt::Debug for ClientIdentity {
 
 /// Everything needed to talk to one API server as one user.
 #[derive(Clone, Debug)]
+#[doc(alias = "rest.Config", alias = "RESTConfig")]
 pub struct Config {
     /// The API server URL, e.g. `https://10.0.0.1:6443`.
     pub cluster_url: http::Uri,

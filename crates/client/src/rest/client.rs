@@ -49,6 +49,7 @@ type HttpClient =
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
+#[doc(alias = "RESTClient")]
 pub struct Client {
     inner: Arc<Inner>,
 }

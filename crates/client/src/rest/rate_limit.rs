@@ -17,6 +17,7 @@ pub(crate) const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(24 * 3600);
 ///
 /// Invariant: `tokens <= burst`.
 #[derive(Debug)]
+#[doc(alias = "tokenBucketRateLimiter", alias = "flowcontrol.RateLimiter")]
 pub struct TokenBucket {
     qps: f64,
     burst: f64,

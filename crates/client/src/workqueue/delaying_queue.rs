@@ -40,6 +40,7 @@ pub const MAX_DELAY: Duration = Duration::from_secs(365 * 24 * 3600);
 /// queue.done(&"a");
 /// # }
 /// ```
+#[doc(alias = "DelayingInterface")]
 pub struct DelayingQueue<T> {
     queue: WorkQueue<T>,
     shared: Arc<DelayShared<T>>,

@@ -91,6 +91,11 @@ impl fmt::Debug for QueueConfig {
 /// assert_eq!(worker.await.unwrap(), ["default/web"]);
 /// # }
 /// ```
+#[doc(
+    alias = "Interface",
+    alias = "TypedInterface",
+    alias = "workqueue.Type"
+)]
 pub struct WorkQueue<T> {
     shared: Arc<Shared<T>>,
 }

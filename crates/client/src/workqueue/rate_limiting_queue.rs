@@ -33,6 +33,7 @@ use super::rate_limiter::RateLimiter;
 /// assert_eq!(queue.get().await.as_deref(), Some("default/web")); // after 5 ms
 /// # }
 /// ```
+#[doc(alias = "RateLimitingInterface")]
 pub struct RateLimitingQueue<T> {
     queue: DelayingQueue<T>,
     limiter: Arc<dyn RateLimiter<T>>,
@@ -80,7 +81,7 @@ impl<T: Item> RateLimitingQueue<T> {
     }
 
     /// Forgets `item`'s failures; it does not touch the queue (still call
-    /// [`done`](Self::done)).
+    /// [`done`](super::WorkQueue::done)).
     pub fn forget(&self, item: &T) {
         self.limiter.forget(item);
     }
