@@ -340,5 +340,9 @@ fn a_store_started_after_a_revision_numbers_past_it_and_refuses_older_watches() 
         store.watch(&configmaps(), "", WatchFrom::After(24)),
         Err(StorageError::Expired { .. })
     ));
-    assert!(store.watch(&configmaps(), "", WatchFrom::After(1000)).is_ok());
+    assert!(
+        store
+            .watch(&configmaps(), "", WatchFrom::After(1000))
+            .is_ok()
+    );
 }
