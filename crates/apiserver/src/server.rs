@@ -19,7 +19,9 @@ use tokio::task::JoinSet;
 
 use crate::faults::Faults;
 use crate::handlers;
+use crate::pod_logs::PodLogs;
 use crate::registry::Registry;
+use crate::sessions::Sessions;
 use crate::state::{Config, Limits, State};
 use crate::storage::{Store, WatcherLimits, Write};
 use crate::tls::{CertificatePair, TlsError, TlsMaterial};
@@ -186,6 +188,7 @@ impl ApiServerBuilder {
                 admin_enabled: self.admin,
                 limits: self.limits,
             },
+            sessions: Sessions::default(),
         });
         create_initial_namespaces(&state.store);
         let (stop, stopped) = watch::channel(false);
@@ -287,8 +290,10 @@ async fn accept_loop(
             _ = stopped.changed() => break,
         }
     }
-    // Ending the watches lets their connections finish; give the rest a moment, then stop.
+    // Ending the watches and streaming sessions lets their connections finish; give the
+    // rest a moment, then stop.
     state.store.drop_watchers();
+    state.sessions.shut_down();
     let _ = tokio::time::timeout(Duration::from_millis(500), async {
         while connections.join_next().await.is_some() {}
     })
@@ -515,6 +520,22 @@ impl ApiServer {
     /// The storage (for inspection in tests).
     pub fn store(&self) -> &Store {
         &self.state.store
+    }
+
+    /// The Pods' container logs: append lines here for `GET .../pods/{name}/log` (and
+    /// `kubectl logs`) to serve.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kubeclient_apiserver::ApiServer::start().await?;
+    /// server.pod_logs().append("default", "web-0", "main", "listening on :8080\n");
+    /// server.pod_logs().finish("default", "web-0", "main"); // `follow` streams end
+    /// # Ok(()) }
+    /// ```
+    pub fn pod_logs(&self) -> &PodLogs {
+        &self.state.sessions.pod_logs
     }
 
     /// Forgets all change history: watches and lists from older resourceVersions get 410.
