@@ -11,6 +11,7 @@
 //!   page sizes at concrete resourceVersions, paginated results).
 //! - `soak`: seeded random schedules of writes and faults; see the module for the full run.
 //! - `proxy`: requests through an HTTP CONNECT proxy.
+//! - `streams`: logs, exec, attach and port-forward over WebSockets (issue 17).
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
 mod auth;
@@ -21,6 +22,7 @@ mod informers;
 mod proxy;
 mod reflector_rules;
 mod soak;
+mod streams;
 mod support;
 mod typed;
 mod watch_bytes;
