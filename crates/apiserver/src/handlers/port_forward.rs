@@ -55,10 +55,12 @@ pub(crate) fn handle<B>(
     name: &str,
 ) -> HandlerResult<Response<Body>> {
     let target = find_pod(state, namespace, name)?;
+    // The kubelet reads `ports` from the query of WebSocket requests only (SPDY clients
+    // name ports per stream), so the upgrade is checked first.
+    let accepted = websocket::accept(&mut request, &[PORT_FORWARD_PROTOCOL_V4])?;
     let ports = parse_ports(request.uri().query())?;
     let targets: Vec<Result<SocketAddr, String>> =
         ports.iter().map(|port| port_target(&target, *port)).collect();
-    let accepted = websocket::accept(&mut request, &[PORT_FORWARD_PROTOCOL_V4])?;
     let session = Session {
         state: state.clone(),
         pod: target.name.clone(),

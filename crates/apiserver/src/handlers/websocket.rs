@@ -109,8 +109,13 @@ pub(crate) fn accept<B>(
         .iter()
         .find_map(|p| supported.iter().copied().find(|s| s == p))
     else {
+        let spdy = if offered.iter().any(|p| p.to_ascii_lowercase().starts_with("spdy/")) {
+            " (SPDY tunnelled over WebSockets is not supported by this server)"
+        } else {
+            ""
+        };
         return Err(fail(Status::bad_request(format!(
-            "requested protocol(s) are not supported: {offered:?}; supports {supported:?}"
+            "requested protocol(s) are not supported: {offered:?}; supports {supported:?}{spdy}"
         ))));
     };
     let upgrade = hyper::upgrade::on(&mut *request);

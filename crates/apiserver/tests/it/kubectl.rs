@@ -22,7 +22,7 @@ pub(crate) fn scratch_dir(label: &str) -> PathBuf {
     dir
 }
 
-struct Kubectl {
+pub(crate) struct Kubectl {
     binary: String,
     kubeconfig: PathBuf,
     cache: PathBuf,
@@ -30,7 +30,7 @@ struct Kubectl {
 }
 
 impl Kubectl {
-    fn for_server(t: &TestServer) -> Self {
+    pub(crate) fn for_server(t: &TestServer) -> Self {
         let dir = scratch_dir("kubectl");
         let kubeconfig = dir.join("kubeconfig");
         t.server
@@ -49,7 +49,7 @@ impl Kubectl {
         }
     }
 
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
+    pub(crate) fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(&self.binary);
         command
             .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
@@ -59,7 +59,7 @@ impl Kubectl {
         command
     }
 
-    async fn run(&self, args: &[&str]) -> Output {
+    pub(crate) async fn run(&self, args: &[&str]) -> Output {
         tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
             .await
             .unwrap_or_else(|_| panic!("kubectl {args:?} finished within 60 s"))
@@ -67,7 +67,7 @@ impl Kubectl {
     }
 
     /// Runs and requires success; returns stdout.
-    async fn ok(&self, args: &[&str]) -> String {
+    pub(crate) async fn ok(&self, args: &[&str]) -> String {
         let output = self.run(args).await;
         assert!(
             output.status.success(),
@@ -78,7 +78,7 @@ impl Kubectl {
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
-    fn write(&self, name: &str, contents: &str) -> String {
+    pub(crate) fn write(&self, name: &str, contents: &str) -> String {
         let path = self.dir.join(name);
         std::fs::write(&path, contents).expect("write a manifest");
         path.display().to_string()
