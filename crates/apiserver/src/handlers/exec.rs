@@ -171,8 +171,13 @@ struct Session {
 enum ClientEnd {
     /// It closed the connection (or it broke).
     Closed,
-    /// It sent something that is not the protocol.
-    ProtocolError(String),
+    /// It sent something that is not the protocol. The stdin sender is handed back so
+    /// the command does not see EOF (and finish "successfully") before the session ends
+    /// with the protocol error.
+    ProtocolError {
+        why: String,
+        _stdin: Option<mpsc::Sender<Bytes>>,
+    },
 }
 
 impl Session {
@@ -220,6 +225,15 @@ impl Session {
         let mut stopping = self.state.sessions.stopping();
         let argv = &self.argv;
         tokio::select! {
+            // The client's end first: a protocol error must win over a command that
+            // happens to finish in the same instant.
+            biased;
+            end = &mut reader => {
+                if let Ok(ClientEnd::ProtocolError { why, .. }) = end {
+                    tracing::debug!(%why, "stream client broke the protocol");
+                    writer.close(CloseCode::Protocol, &why).await;
+                }
+            }
             result = builtin_commands::run(argv, &mut stdio) => {
                 drop(stdio);
                 let status = match result {
@@ -235,12 +249,6 @@ impl Session {
                 if writer.write(protocol::ERROR, &encoded).await.is_ok() {
                     writer.close(CloseCode::Normal, "").await;
                     let _ = tokio::time::timeout(FINISH_WAIT, &mut reader).await;
-                }
-            }
-            end = &mut reader => {
-                if let Ok(ClientEnd::ProtocolError(why)) = end {
-                    tracing::debug!(%why, "stream client broke the protocol");
-                    writer.close(CloseCode::Protocol, &why).await;
                 }
             }
             () = stopped(&mut stopping) => {
@@ -272,9 +280,10 @@ async fn read_client(
             Ok(Message::Binary(data)) => data,
             Ok(Message::Close(_)) | Err(_) => return ClientEnd::Closed,
             Ok(Message::Text(_)) => {
-                return ClientEnd::ProtocolError(
-                    "text messages are not part of the channel protocol".to_owned(),
-                );
+                return ClientEnd::ProtocolError {
+                    why: "text messages are not part of the channel protocol".to_owned(),
+                    _stdin: stdin,
+                };
             }
             Ok(_) => continue,
         };
@@ -299,14 +308,22 @@ async fn read_client(
                     size.send_replace(Some(new_size));
                 }
                 Err(err) => {
-                    return ClientEnd::ProtocolError(format!("bad resize message: {err}"));
+                    return ClientEnd::ProtocolError {
+                        why: format!("bad resize message: {err}"),
+                        _stdin: stdin,
+                    };
                 }
             },
             Ok(Frame::Close {
                 channel: protocol::STDIN,
             }) if v5 => stdin = None,
             Ok(_) => {}
-            Err(err) => return ClientEnd::ProtocolError(err.to_string()),
+            Err(err) => {
+                return ClientEnd::ProtocolError {
+                    why: err.to_string(),
+                    _stdin: stdin,
+                };
+            }
         }
     }
     ClientEnd::Closed

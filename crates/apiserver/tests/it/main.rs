@@ -15,5 +15,6 @@ mod http;
 mod kubectl;
 mod kubectl_streams;
 mod python;
+mod streams;
 mod support;
 mod watch;
