@@ -152,14 +152,26 @@ impl PodLogs {
     }
 
     /// The lines kept whose sequence is at least `from`.
-    pub fn lines_from(&self, namespace: &str, pod: &str, container: &str, from: u64) -> Vec<LogLine> {
+    pub fn lines_from(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        from: u64,
+    ) -> Vec<LogLine> {
         self.follow(namespace, pod, container, from).lines
     }
 
     /// Lines from `from` on, whether the log is finished, and a receiver that wakes on the
     /// next change (creating the log if it does not exist yet, so a follower of an empty
     /// log sees the first append).
-    pub(crate) fn follow(&self, namespace: &str, pod: &str, container: &str, from: u64) -> Followed {
+    pub(crate) fn follow(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        from: u64,
+    ) -> Followed {
         let mut logs = self.lock();
         let log = logs
             .entry(key(namespace, pod, container))
@@ -181,7 +193,9 @@ impl PodLogs {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<LogKey, ContainerLog>> {
         // A panic while holding the lock cannot leave a log half-updated in a way that
         // matters to readers (the invariants hold between statements), so recover.
-        self.logs.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.logs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -219,7 +233,10 @@ mod tests {
         logs.append("ns", "p", "c", &long);
         let lines = logs.lines_from("ns", "p", "c", 0);
         assert!(lines.iter().all(|l| l.text.len() <= MAX_LINE_BYTES));
-        assert_eq!(lines.iter().map(|l| l.text.len()).sum::<usize>(), long.len());
+        assert_eq!(
+            lines.iter().map(|l| l.text.len()).sum::<usize>(),
+            long.len()
+        );
         let chunk = "x".repeat(MAX_LINE_BYTES);
         for _ in 0..(MAX_LOG_BYTES_PER_CONTAINER / MAX_LINE_BYTES + 10) {
             logs.append("ns", "p", "c", &chunk);

@@ -231,7 +231,10 @@ mod tests {
     fn rejects_empty_messages_and_malformed_close_signals() {
         assert_eq!(Frame::parse(&[]), Err(FrameError::Empty));
         assert_eq!(Frame::parse(&[255]), Err(FrameError::MalformedClose(0)));
-        assert_eq!(Frame::parse(&[255, 0, 1]), Err(FrameError::MalformedClose(2)));
+        assert_eq!(
+            Frame::parse(&[255, 0, 1]),
+            Err(FrameError::MalformedClose(2))
+        );
         assert_eq!(
             Frame::parse(&[2]),
             Ok(Frame::Data {

@@ -149,8 +149,10 @@ async fn sleep(stderr: &Output, args: &[String]) -> Result<i32, Gone> {
         _ => {
             stderr
                 .write(
-                    format!("sleep: invalid time interval {args:?} (0 to {MAX_SLEEP_SECONDS} seconds)\n")
-                        .as_bytes(),
+                    format!(
+                        "sleep: invalid time interval {args:?} (0 to {MAX_SLEEP_SECONDS} seconds)\n"
+                    )
+                    .as_bytes(),
                 )
                 .await?;
             Ok(1)
@@ -165,7 +167,9 @@ async fn seq(io: &mut Stdio, args: &[String]) -> Result<i32, Gone> {
         .filter(|n| *n <= MAX_SEQ)
     else {
         io.stderr
-            .write(format!("seq: expected one number from 0 to {MAX_SEQ}, got {args:?}\n").as_bytes())
+            .write(
+                format!("seq: expected one number from 0 to {MAX_SEQ}, got {args:?}\n").as_bytes(),
+            )
             .await?;
         return Ok(1);
     };
@@ -194,9 +198,8 @@ async fn tty_size(io: &mut Stdio) -> Result<i32, Gone> {
             .await?;
         return Ok(1);
     }
-    let print = |current: Option<TerminalSize>| {
-        current.map(|s| format!("{}x{}\n", s.width, s.height))
-    };
+    let print =
+        |current: Option<TerminalSize>| current.map(|s| format!("{}x{}\n", s.width, s.height));
     let current = *size.borrow_and_update();
     if let Some(line) = print(current) {
         io.stdout.write(line.as_bytes()).await?;

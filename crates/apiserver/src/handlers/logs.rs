@@ -47,7 +47,11 @@ impl Options {
         let mut causes = Vec::new();
         let tail_lines = query.int64("tailLines")?;
         if let Some(n) = tail_lines.filter(|n| *n < 0) {
-            causes.push(invalid("tailLines", n, "must be greater than or equal to 0"));
+            causes.push(invalid(
+                "tailLines",
+                n,
+                "must be greater than or equal to 0",
+            ));
         }
         let limit_bytes = query.int64("limitBytes")?;
         if let Some(n) = limit_bytes.filter(|n| *n < 1) {
@@ -143,7 +147,15 @@ pub(crate) fn get<B>(
         ));
     }
     let (chunks, body) = mpsc::channel(FOLLOW_QUEUE);
-    tokio::spawn(follow(state.clone(), target, options, next, remaining, first, chunks));
+    tokio::spawn(follow(
+        state.clone(),
+        target,
+        options,
+        next,
+        remaining,
+        first,
+        chunks,
+    ));
     Ok(response::with_body(
         StatusCode::OK,
         "text/plain",
@@ -245,8 +257,11 @@ where
             )))
         })?
         .to_bytes();
-    let text = std::str::from_utf8(&body)
-        .map_err(|err| fail(Status::bad_request(format!("the log text is not UTF-8: {err}"))))?;
+    let text = std::str::from_utf8(&body).map_err(|err| {
+        fail(Status::bad_request(format!(
+            "the log text is not UTF-8: {err}"
+        )))
+    })?;
     let logs = &state.sessions.pod_logs;
     if !text.is_empty() {
         logs.append(namespace, name, &target.container, text);
@@ -285,11 +300,21 @@ mod tests {
 
     #[test]
     fn invalid_options_are_422_with_each_field() {
-        let query = Query::parse(Some("tailLines=-1&limitBytes=0&sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z"));
+        let query = Query::parse(Some(
+            "tailLines=-1&limitBytes=0&sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z",
+        ));
         let status = Options::parse(&query, "web").unwrap_err();
         assert_eq!(status.code, 422);
-        assert!(status.message.contains("tailLines: Invalid value: -1"), "{}", status.message);
+        assert!(
+            status.message.contains("tailLines: Invalid value: -1"),
+            "{}",
+            status.message
+        );
         assert!(status.message.contains("limitBytes"), "{}", status.message);
-        assert!(status.message.contains("at most one of"), "{}", status.message);
+        assert!(
+            status.message.contains("at most one of"),
+            "{}",
+            status.message
+        );
     }
 }

@@ -59,8 +59,10 @@ pub(crate) fn handle<B>(
     // name ports per stream), so the upgrade is checked first.
     let accepted = websocket::accept(&mut request, &[PORT_FORWARD_PROTOCOL_V4])?;
     let ports = parse_ports(request.uri().query())?;
-    let targets: Vec<Result<SocketAddr, String>> =
-        ports.iter().map(|port| port_target(&target, *port)).collect();
+    let targets: Vec<Result<SocketAddr, String>> = ports
+        .iter()
+        .map(|port| port_target(&target, *port))
+        .collect();
     let session = Session {
         state: state.clone(),
         pod: target.name.clone(),
@@ -299,7 +301,10 @@ mod tests {
 
     #[test]
     fn ports_are_required_non_zero_and_may_repeat_or_be_comma_separated() {
-        assert_eq!(parse_ports(Some("ports=80,8080&ports=9090")).unwrap(), [80, 8080, 9090]);
+        assert_eq!(
+            parse_ports(Some("ports=80,8080&ports=9090")).unwrap(),
+            [80, 8080, 9090]
+        );
         for (query, message) in [
             (None, "query parameter \"ports\" is required"),
             (Some("ports="), "query parameter \"ports\" cannot be empty"),

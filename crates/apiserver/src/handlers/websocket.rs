@@ -109,7 +109,10 @@ pub(crate) fn accept<B>(
         .iter()
         .find_map(|p| supported.iter().copied().find(|s| s == p))
     else {
-        let spdy = if offered.iter().any(|p| p.to_ascii_lowercase().starts_with("spdy/")) {
+        let spdy = if offered
+            .iter()
+            .any(|p| p.to_ascii_lowercase().starts_with("spdy/"))
+        {
             " (SPDY tunnelled over WebSockets is not supported by this server)"
         } else {
             ""
@@ -143,8 +146,12 @@ pub(crate) async fn open(upgrade: OnUpgrade) -> Option<Socket> {
                 .max_message_size(Some(MAX_INCOMING_MESSAGE))
                 .max_frame_size(Some(MAX_INCOMING_MESSAGE));
             Some(
-                WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config))
-                    .await,
+                WebSocketStream::from_raw_socket(
+                    TokioIo::new(upgraded),
+                    Role::Server,
+                    Some(config),
+                )
+                .await,
             )
         }
         Err(err) => {
@@ -198,8 +205,10 @@ impl ChannelWriter {
             return self.send(vec![channel]).await;
         }
         for chunk in data.chunks(MAX_OUTGOING_CHUNK) {
-            self.send(kubeclient_machinery::stream_protocol::encode_frame(channel, chunk))
-                .await?;
+            self.send(kubeclient_machinery::stream_protocol::encode_frame(
+                channel, chunk,
+            ))
+            .await?;
         }
         Ok(())
     }

@@ -35,7 +35,10 @@ async fn run_with_stdin(kubectl: &Kubectl, args: &[&str], input: &[u8]) -> std::
     let mut stdin = child.stdin.take().expect("piped stdin");
     let input = input.to_vec();
     let writer = tokio::spawn(async move {
-        stdin.write_all(&input).await.expect("write kubectl's stdin");
+        stdin
+            .write_all(&input)
+            .await
+            .expect("write kubectl's stdin");
         // Dropping stdin closes it: kubectl sends the close signal for channel 0.
     });
     let output = tokio::time::timeout(LIMIT, child.wait_with_output())
@@ -93,7 +96,10 @@ async fn kubectl_exec_cat_echoes_stdin_until_eof() {
     let output = run_with_stdin(&kubectl, &["exec", "-i", "web", "--", "cat"], &input).await;
     assert!(output.status.success(), "stderr: {}", text(&output.stderr));
     assert_eq!(output.stdout.len(), input.len());
-    assert!(output.stdout == input, "kubectl exec -i -- cat returned other bytes");
+    assert!(
+        output.stdout == input,
+        "kubectl exec -i -- cat returned other bytes"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -103,12 +109,19 @@ async fn kubectl_exec_prints_a_large_output_and_propagates_exit_codes() {
     assert_eq!(seq.lines().count(), 400_000);
     assert_eq!(seq.lines().last(), Some("400000"));
     assert_eq!(
-        kubectl.ok(&["exec", "web", "-c", "main", "--", "echo", "a", "b"]).await,
+        kubectl
+            .ok(&["exec", "web", "-c", "main", "--", "echo", "a", "b"])
+            .await,
         "a b\n"
     );
 
     let failed = kubectl.run(&["exec", "web", "--", "exit", "7"]).await;
-    assert_eq!(failed.status.code(), Some(7), "stderr: {}", text(&failed.stderr));
+    assert_eq!(
+        failed.status.code(),
+        Some(7),
+        "stderr: {}",
+        text(&failed.stderr)
+    );
     assert!(
         text(&failed.stderr).contains("command terminated with exit code 7"),
         "{}",
@@ -145,8 +158,13 @@ async fn kubectl_port_forward_needs_spdy_and_says_so() {
     // kubectl forwards only to a running Pod.
     kubectl
         .ok(&[
-            "patch", "pod", "web", "--subresource=status", "--type=merge",
-            "-p", r#"{"status":{"phase":"Running"}}"#,
+            "patch",
+            "pod",
+            "web",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Running"}}"#,
         ])
         .await;
     let mut child = kubectl
@@ -166,7 +184,8 @@ async fn kubectl_port_forward_needs_spdy_and_says_so() {
     // kubectl 1.33 tries SPDY tunnelled over a WebSocket, then falls back to plain SPDY;
     // the server refuses both with 400 and says why.
     assert!(
-        stderr.contains("error upgrading connection") && stderr.contains("SPDY/3.1 is not supported"),
+        stderr.contains("error upgrading connection")
+            && stderr.contains("SPDY/3.1 is not supported"),
         "{stderr}"
     );
 }

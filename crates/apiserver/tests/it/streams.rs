@@ -24,7 +24,12 @@ async fn with_pod(t: &TestServer) {
             &json!({"metadata": {"name": "web"}, "spec": {"containers": [{"name": "main", "image": "x"}]}}),
         )
         .await;
-    assert_eq!(reply.status, 201, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(
+        reply.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
 }
 
 /// Opens a WebSocket at `path` offering `protocols`: the stream, or the HTTP status and
@@ -41,7 +46,9 @@ async fn open(
             .headers_mut()
             .insert(SEC_WEBSOCKET_PROTOCOL, protocols.parse().expect("a header"));
     }
-    let tcp = TcpStream::connect(t.server.address()).await.expect("connect");
+    let tcp = TcpStream::connect(t.server.address())
+        .await
+        .expect("connect");
     match tokio::time::timeout(LIMIT, client_async(request, tcp)).await {
         Ok(Ok((socket, response))) => {
             let protocol = response
@@ -93,7 +100,7 @@ async fn unsupported_or_missing_subprotocols_are_400_naming_the_supported_ones()
     with_pod(&t).await;
     let path = "/api/v1/namespaces/default/pods/web/exec?command=true&stdout=true";
     for offered in ["v3.channel.k8s.io", "", "SPDY/3.1+portforward.k8s.io"] {
-        let (status, body) = open(&t, path, offered).await.err().expect("refused");
+        let (status, body) = open(&t, path, offered).await.expect_err("refused");
         assert_eq!(status, 400, "{offered}: {body}");
         let message = body["message"].as_str().unwrap_or("");
         assert!(
@@ -107,17 +114,18 @@ async fn unsupported_or_missing_subprotocols_are_400_naming_the_supported_ones()
         "v5.channel.k8s.io",
     )
     .await
-    .err()
-    .expect("refused");
-    assert_eq!((status, body["message"].as_str()), (400, Some("container other is not valid for pod web")));
+    .expect_err("refused");
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (400, Some("container other is not valid for pod web"))
+    );
     let (status, _) = open(
         &t,
         "/api/v1/namespaces/default/pods/nope/attach?stdout=true",
         "v5.channel.k8s.io",
     )
     .await
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     assert_eq!(status, 404);
 }
 
@@ -132,9 +140,15 @@ async fn v4_exec_sends_ready_output_status_and_a_close_frame_in_order() {
     )
     .await
     .expect("upgraded");
-    assert_eq!(protocol, "v4.channel.k8s.io", "the client's first choice wins");
+    assert_eq!(
+        protocol, "v4.channel.k8s.io",
+        "the client's first choice wins"
+    );
     assert_eq!(next(&mut socket).await, Message::Binary(vec![1].into()));
-    assert_eq!(next(&mut socket).await, Message::Binary(b"\x01hi\n".to_vec().into()));
+    assert_eq!(
+        next(&mut socket).await,
+        Message::Binary(b"\x01hi\n".to_vec().into())
+    );
     let Message::Binary(status) = next(&mut socket).await else {
         panic!("expected the status message");
     };
@@ -177,18 +191,28 @@ async fn port_forward_over_websockets_needs_ports_and_announces_them() {
     let t = TestServer::start().await;
     with_pod(&t).await;
     let base = "/api/v1/namespaces/default/pods/web/portforward";
-    let (status, body) = open(&t, base, "v4.channel.k8s.io").await.err().expect("refused");
-    assert_eq!((status, body["message"].as_str()), (400, Some("query parameter \"ports\" is required")));
+    let (status, body) = open(&t, base, "v4.channel.k8s.io")
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (400, Some("query parameter \"ports\" is required"))
+    );
     let (status, _) = open(&t, &format!("{base}?ports=0"), "v4.channel.k8s.io")
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!(status, 400);
     let (mut socket, _) = open(&t, &format!("{base}?ports=8080"), "v4.channel.k8s.io")
         .await
         .expect("upgraded");
-    assert_eq!(next(&mut socket).await, Message::Binary(vec![0, 0x90, 0x1f].into()));
-    assert_eq!(next(&mut socket).await, Message::Binary(vec![1, 0x90, 0x1f].into()));
+    assert_eq!(
+        next(&mut socket).await,
+        Message::Binary(vec![0, 0x90, 0x1f].into())
+    );
+    assert_eq!(
+        next(&mut socket).await,
+        Message::Binary(vec![1, 0x90, 0x1f].into())
+    );
     let Message::Binary(error) = next(&mut socket).await else {
         panic!("expected the error message");
     };
@@ -204,11 +228,24 @@ async fn admin_path_appends_log_lines_only_when_enabled() {
     .await;
     with_pod(&t).await;
     let append = t
-        .request("POST", "/_kubeclient/pods/default/web/log", Some("text/plain"), "a\nb\n")
+        .request(
+            "POST",
+            "/_kubeclient/pods/default/web/log",
+            Some("text/plain"),
+            "a\nb\n",
+        )
         .await;
-    assert_eq!(append.status, 200, "{}", String::from_utf8_lossy(&append.body));
+    assert_eq!(
+        append.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&append.body)
+    );
     let log = t.get("/api/v1/namespaces/default/pods/web/log").await;
-    assert_eq!((log.status, log.header("content-type")), (200, Some("text/plain")));
+    assert_eq!(
+        (log.status, log.header("content-type")),
+        (200, Some("text/plain"))
+    );
     assert_eq!(&log.body[..], b"a\nb\n");
     let missing = t
         .request("POST", "/_kubeclient/pods/default/nope/log", None, "x")

@@ -193,9 +193,10 @@ impl Api<Pod> {
             ended: false,
             url,
         };
-        Ok(futures_util::stream::unfold(reader, |mut reader| async move {
-            reader.next_line().await.map(|line| (line, reader))
-        }))
+        Ok(futures_util::stream::unfold(
+            reader,
+            |mut reader| async move { reader.next_line().await.map(|line| (line, reader)) },
+        ))
     }
 
     fn log_request(&self, name: &str, params: &LogParams) -> Request {
@@ -255,7 +256,8 @@ impl LineReader {
             let line = self.buffer.split_to(newline + 1);
             let text = &line[..newline];
             let text = text.strip_suffix(b"\r").unwrap_or(text);
-            self.ready.push_back(String::from_utf8_lossy(text).into_owned());
+            self.ready
+                .push_back(String::from_utf8_lossy(text).into_owned());
         }
         while self.buffer.len() >= MAX_LOG_LINE {
             let piece = self.buffer.split_to(MAX_LOG_LINE);

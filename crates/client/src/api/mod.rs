@@ -22,11 +22,11 @@ use serde::de::DeserializeOwned;
 
 pub use logs::{LogParams, MAX_LOG_LINE};
 pub use object_list::{Deleted, ObjectList};
-pub use port_forward::{LocalForwarder, MAX_FORWARDED_PORTS, Portforwarder};
-pub use remote_command::{AttachParams, AttachedProcess, ExitStatus, TerminalSizeSender};
 pub use params::{
     DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, WatchParams,
 };
+pub use port_forward::{LocalForwarder, MAX_FORWARDED_PORTS, Portforwarder};
+pub use remote_command::{AttachParams, AttachedProcess, ExitStatus, TerminalSizeSender};
 
 use crate::error::{Error, Result};
 use crate::rest::watch::WatchStream;

@@ -402,7 +402,10 @@ async fn read_session(
         }
     }
     for (index, text) in error_texts.into_iter().enumerate() {
-        if let (false, Some(Some(sender))) = (text.is_empty(), error_senders.get_mut(index).map(Option::take)) {
+        if let (false, Some(Some(sender))) = (
+            text.is_empty(),
+            error_senders.get_mut(index).map(Option::take),
+        ) {
             let _ = sender.send(String::from_utf8_lossy(&text).into_owned());
         }
     }

@@ -225,7 +225,9 @@ impl AttachedProcess {
 
     /// A handle that sends terminal sizes (TTY sessions only), once.
     pub fn terminal_size(&mut self) -> Option<TerminalSizeSender> {
-        self.resize.take().map(|sender| TerminalSizeSender { sender })
+        self.resize
+            .take()
+            .map(|sender| TerminalSizeSender { sender })
     }
 
     /// Waits for the session to end and returns the command's exit status. Unread output
@@ -368,7 +370,7 @@ fn start(socket: WebSocket, params: &AttachParams) -> AttachedProcess {
                 url: url.clone(),
                 source,
             })
-            .and_then(|status| exit_status(status));
+            .and_then(exit_status);
         let _ = done.send(result);
     });
     let writer = tokio::spawn(write_session(sink, stdin_ours, resize, v5));

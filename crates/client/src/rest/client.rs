@@ -317,7 +317,9 @@ fn http_client(config: &Config, tls: rustls::ClientConfig, http2: bool) -> Resul
         Some(name) => {
             builder.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(
                 rustls::pki_types::ServerName::try_from(name.clone()).map_err(|err| {
-                    Error::Tls(format!("tls-server-name {name:?} is not a valid name: {err}"))
+                    Error::Tls(format!(
+                        "tls-server-name {name:?} is not a valid name: {err}"
+                    ))
                 })?,
             ))
         }
@@ -349,7 +351,10 @@ pub(crate) fn decode<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> 
 }
 
 /// Reads a whole body, gunzipping it when the server compressed it.
-pub(super) async fn collect(body: Incoming, headers: &http::HeaderMap) -> std::result::Result<Bytes, String> {
+pub(super) async fn collect(
+    body: Incoming,
+    headers: &http::HeaderMap,
+) -> std::result::Result<Bytes, String> {
     let bytes = body
         .collect()
         .await

@@ -67,7 +67,11 @@ impl Client {
     /// # Cancel safety
     ///
     /// Cancelling drops the half-open connection.
-    pub async fn connect_websocket(&self, request: &Request, protocols: &[&str]) -> Result<WebSocket> {
+    pub async fn connect_websocket(
+        &self,
+        request: &Request,
+        protocols: &[&str],
+    ) -> Result<WebSocket> {
         let url = self.url(request);
         let handshake = async {
             let mut refreshed = false;

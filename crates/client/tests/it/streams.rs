@@ -74,7 +74,10 @@ async fn logs_honour_tail_limit_timestamps_and_container_rules() {
         .await
         .expect("timestamps");
     let (time, line) = stamped.split_once(' ').expect("a timestamp and a space");
-    assert!(time.parse::<jiff::Timestamp>().is_ok(), "{time:?} is RFC 3339");
+    assert!(
+        time.parse::<jiff::Timestamp>().is_ok(),
+        "{time:?} is RFC 3339"
+    );
     assert_eq!(line, "three\n");
 
     let missing = pods.logs("nope", &LogParams::default()).await.unwrap_err();
@@ -84,7 +87,12 @@ async fn logs_honour_tail_limit_timestamps_and_container_rules() {
         .await
         .unwrap_err();
     assert_eq!(wrong.api().map(|e| e.code()), Some(400), "{wrong}");
-    assert!(wrong.to_string().contains("container sidecar is not valid for pod web"), "{wrong}");
+    assert!(
+        wrong
+            .to_string()
+            .contains("container sidecar is not valid for pod web"),
+        "{wrong}"
+    );
     let invalid = pods
         .logs("web", &LogParams::default().tail_lines(-1))
         .await
@@ -121,16 +129,25 @@ async fn followed_log_streams_appended_lines_until_the_log_finishes() {
         .expect("follow");
     let mut lines = std::pin::pin!(stream);
     assert_eq!(
-        within("the tail line", lines.try_next()).await.expect("ok").as_deref(),
+        within("the tail line", lines.try_next())
+            .await
+            .expect("ok")
+            .as_deref(),
         Some("old 2")
     );
     logs.append("default", "web", "main", "new 1\nnew 2\n");
     assert_eq!(
-        within("a new line", lines.try_next()).await.expect("ok").as_deref(),
+        within("a new line", lines.try_next())
+            .await
+            .expect("ok")
+            .as_deref(),
         Some("new 1")
     );
     assert_eq!(
-        within("a new line", lines.try_next()).await.expect("ok").as_deref(),
+        within("a new line", lines.try_next())
+            .await
+            .expect("ok")
+            .as_deref(),
         Some("new 2")
     );
     logs.finish("default", "web", "main");
@@ -146,7 +163,9 @@ async fn followed_log_ends_when_the_pod_is_deleted() {
         .await
         .expect("follow");
     let mut lines = std::pin::pin!(stream);
-    pods.delete("web", &Default::default()).await.expect("delete");
+    pods.delete("web", &Default::default())
+        .await
+        .expect("delete");
     assert_eq!(within("the end", lines.try_next()).await.expect("ok"), None);
 }
 
@@ -176,9 +195,7 @@ async fn exec_cat_echoes_several_megabytes_of_stdin_until_eof() {
         .exec("web", ["cat"], &AttachParams::default().stdin(true))
         .await
         .expect("exec");
-    let input: Vec<u8> = (0..5 * 1024 * 1024u32)
-        .map(|i| (i % 251) as u8)
-        .collect();
+    let input: Vec<u8> = (0..5 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
     let mut stdin = process.stdin().expect("stdin");
     let stdout = process.stdout();
     let expected = input.clone();
@@ -242,7 +259,10 @@ async fn exec_reports_non_zero_exit_codes_stderr_and_unknown_commands() {
         .expect("exec opens");
     let err = within("exit status", process.join()).await.unwrap_err();
     assert_eq!(err.api().map(|e| e.code()), Some(500), "{err}");
-    assert!(err.to_string().contains("executable file not found"), "{err}");
+    assert!(
+        err.to_string().contains("executable file not found"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -264,7 +284,11 @@ async fn exec_refuses_missing_pods_containers_and_commands() {
         .exec("web", empty, &AttachParams::default())
         .await
         .unwrap_err();
-    assert_eq!(no_command.api().map(|e| e.code()), Some(400), "{no_command}");
+    assert_eq!(
+        no_command.api().map(|e| e.code()),
+        Some(400),
+        "{no_command}"
+    );
 }
 
 #[tokio::test]
@@ -285,7 +309,12 @@ async fn attach_runs_the_containers_command_with_stdin() {
     drop(stdin);
     let stdout = read_all(process.stdout()).await;
     assert_eq!(stdout, b"ping\n");
-    assert!(within("exit", process.join()).await.expect("status").success());
+    assert!(
+        within("exit", process.join())
+            .await
+            .expect("status")
+            .success()
+    );
 
     let mut env = pods
         .exec("web", ["env"], &AttachParams::default())
@@ -313,13 +342,22 @@ async fn tty_sessions_see_terminal_resizes() {
     let stdin = process.stdin().expect("stdin");
     let mut line = vec![0u8; 64];
     sizes.resize(80, 24).await.expect("resize");
-    let n = within("the first size", stdout.read(&mut line)).await.expect("read");
+    let n = within("the first size", stdout.read(&mut line))
+        .await
+        .expect("read");
     assert_eq!(&line[..n], b"80x24\n");
     sizes.resize(120, 40).await.expect("resize");
-    let n = within("the second size", stdout.read(&mut line)).await.expect("read");
+    let n = within("the second size", stdout.read(&mut line))
+        .await
+        .expect("read");
     assert_eq!(&line[..n], b"120x40\n");
     drop(stdin);
-    assert!(within("exit", process.join()).await.expect("status").success());
+    assert!(
+        within("exit", process.join())
+            .await
+            .expect("status")
+            .success()
+    );
 }
 
 #[tokio::test]
@@ -337,7 +375,9 @@ async fn a_session_cut_off_mid_stream_is_a_clear_error() {
         .expect("exec");
     let stdout = process.stdout();
     server.shutdown().await;
-    let err = within("the cut-off session", process.join()).await.unwrap_err();
+    let err = within("the cut-off session", process.join())
+        .await
+        .unwrap_err();
     match &err {
         Error::Stream {
             source: StreamError::ClosedWithoutStatus { code, .. },
@@ -386,15 +426,26 @@ async fn port_forward_carries_bytes_both_ways_on_several_ports() {
                "port-forward.kubeclient.dev/9090": second.to_string()}),
     )
     .await;
-    let mut forwarder = pods.port_forward("web", &[8080, 9090]).await.expect("forward");
-    for (port, payload) in [(8080u16, &b"to the first"[..]), (9090, &b"to the second"[..])] {
+    let mut forwarder = pods
+        .port_forward("web", &[8080, 9090])
+        .await
+        .expect("forward");
+    for (port, payload) in [
+        (8080u16, &b"to the first"[..]),
+        (9090, &b"to the second"[..]),
+    ] {
         let mut stream = forwarder.take_stream(port).expect("a stream per port");
         stream.write_all(payload).await.expect("write");
         let mut echoed = vec![0u8; payload.len()];
-        within("the echo", stream.read_exact(&mut echoed)).await.expect("read");
+        within("the echo", stream.read_exact(&mut echoed))
+            .await
+            .expect("read");
         assert_eq!(echoed, payload);
     }
-    assert!(forwarder.take_stream(8080).is_none(), "each stream is taken once");
+    assert!(
+        forwarder.take_stream(8080).is_none(),
+        "each stream is taken once"
+    );
 }
 
 #[tokio::test]
@@ -413,8 +464,13 @@ async fn port_forward_reports_ports_without_a_loopback_target() {
     let missing = within("the 81 error", forwarder.take_error(81).expect("once"))
         .await
         .expect("an error for port 81");
-    assert!(missing.contains("port-forward.kubeclient.dev/81"), "{missing}");
-    within("the session end", forwarder.join()).await.expect("a clean end");
+    assert!(
+        missing.contains("port-forward.kubeclient.dev/81"),
+        "{missing}"
+    );
+    within("the session end", forwarder.join())
+        .await
+        .expect("a clean end");
 
     let none = pods.port_forward("web", &[]).await.unwrap_err();
     assert!(matches!(none, Error::InvalidRequest(_)), "{none}");
@@ -439,7 +495,9 @@ async fn local_forwarder_serves_concurrent_connections() {
     let mut clients = Vec::new();
     for i in 0..8u8 {
         clients.push(tokio::spawn(async move {
-            let mut connection = tokio::net::TcpStream::connect(address).await.expect("connect");
+            let mut connection = tokio::net::TcpStream::connect(address)
+                .await
+                .expect("connect");
             let payload: Vec<u8> = (0..200_000u32).map(|j| (j as u8) ^ i).collect();
             let (mut read, mut write) = connection.split();
             let expected = payload.clone();
@@ -453,7 +511,9 @@ async fn local_forwarder_serves_concurrent_connections() {
         }));
     }
     for client in clients {
-        within("a forwarded connection", client).await.expect("the client task");
+        within("a forwarded connection", client)
+            .await
+            .expect("the client task");
     }
     drop(forward);
 }
