@@ -8,10 +8,12 @@ mod negotiate;
 mod object;
 mod pod_target;
 mod port_forward;
+mod port_forward_spdy;
 mod query;
 mod read;
 mod response;
 mod route;
+mod spdy;
 mod table;
 mod validate;
 mod watch;
@@ -329,6 +331,9 @@ where
             "log" => logs::get(&state, &request, namespace, name),
             "exec" => exec::handle(&state, request, namespace, name, exec::Kind::Exec),
             "attach" => exec::handle(&state, request, namespace, name, exec::Kind::Attach),
+            "portforward" if port_forward_spdy::is_spdy_upgrade(&request) => {
+                port_forward_spdy::handle(&state, request, namespace, name)
+            }
             "portforward" => port_forward::handle(&state, request, namespace, name),
             _ => return resource_call(state, request, resource, path, query, is_watch).await,
         };

@@ -115,7 +115,7 @@ fn parse_ports(raw_query: Option<&str>) -> HandlerResult<Vec<u16>> {
 }
 
 /// Where a port forwards to, from the Pod's annotation (loopback addresses only).
-fn port_target(target: &PodTarget, port: u16) -> Result<SocketAddr, String> {
+pub(super) fn port_target(target: &PodTarget, port: u16) -> Result<SocketAddr, String> {
     let key = format!("{PORT_FORWARD_ANNOTATION_PREFIX}{port}");
     let Some(value) = target.pod.value["metadata"]["annotations"][&key].as_str() else {
         return Err(format!(

@@ -152,9 +152,36 @@ async fn kubectl_attach_with_stdin_reaches_the_containers_process() {
     assert_eq!(text(&output.stdout), "hello attach\n");
 }
 
+/// A TCP echo server on loopback; returns its address.
+async fn echo_server() -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        while let Ok((mut connection, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (mut read, mut write) = connection.split();
+                let _ = tokio::io::copy(&mut read, &mut write).await;
+            });
+        }
+    });
+    address
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn kubectl_port_forward_needs_spdy_and_says_so() {
-    let (_t, kubectl) = with_pod().await;
+async fn kubectl_port_forward_carries_bytes_both_ways_on_concurrent_connections() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let echo = echo_server().await;
+    let pod = format!(
+        r#"{{"apiVersion": "v1", "kind": "Pod",
+             "metadata": {{"name": "web", "namespace": "default",
+                          "annotations": {{"port-forward.kubeclient.dev/8080": "{echo}"}}}},
+             "spec": {{"containers": [{{"name": "main", "image": "busybox"}}]}}}}"#
+    );
+    let manifest = kubectl.write("pod.json", &pod);
+    kubectl.ok(&["create", "-f", &manifest]).await;
     // kubectl forwards only to a running Pod.
     kubectl
         .ok(&[
@@ -168,24 +195,81 @@ async fn kubectl_port_forward_needs_spdy_and_says_so() {
         ])
         .await;
     let mut child = kubectl
-        .command(&["port-forward", "pod/web", "0:8080"])
+        .command(&["port-forward", "pod/web", ":8080"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("kubectl port-forward starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    // "Forwarding from 127.0.0.1:41234 -> 8080"
+    let line = tokio::time::timeout(LIMIT, lines.next_line())
+        .await
+        .expect("kubectl says where it listens")
+        .expect("readable")
+        .unwrap_or_default();
+    let local: std::net::SocketAddr = line
+        .strip_prefix("Forwarding from ")
+        .and_then(|rest| rest.split(" -> ").next())
+        .and_then(|address| address.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected kubectl output: {line:?}"));
+    let mut clients = Vec::new();
+    for i in 0..4u8 {
+        clients.push(tokio::spawn(async move {
+            let mut connection = tokio::net::TcpStream::connect(local)
+                .await
+                .expect("connect");
+            let payload: Vec<u8> = (0..300_000u32).map(|j| (j as u8) ^ i).collect();
+            let (mut read, mut write) = connection.split();
+            let expected = payload.clone();
+            let sending = async move { write.write_all(&payload).await.expect("send") };
+            let receiving = async move {
+                let mut echoed = vec![0u8; expected.len()];
+                read.read_exact(&mut echoed)
+                    .await
+                    .expect("receive the echo");
+                assert!(echoed == expected, "connection {i} got other bytes back");
+            };
+            tokio::join!(sending, receiving);
+        }));
+    }
+    for client in clients {
+        tokio::time::timeout(LIMIT, client)
+            .await
+            .expect("a forwarded connection finishes")
+            .expect("the client task");
+    }
+    let _ = child.kill().await;
+
+    // A port without a target: kubectl reports the server's message from the error stream.
+    let mut child = kubectl
+        .command(&["port-forward", "pod/web", ":9999"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl port-forward starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    let line = tokio::time::timeout(LIMIT, lines.next_line())
+        .await
+        .expect("kubectl says where it listens")
+        .expect("readable")
+        .unwrap_or_default();
+    let local: std::net::SocketAddr = line
+        .strip_prefix("Forwarding from ")
+        .and_then(|rest| rest.split(" -> ").next())
+        .and_then(|address| address.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected kubectl output: {line:?}"));
+    let mut connection = tokio::net::TcpStream::connect(local)
+        .await
+        .expect("connect");
+    let mut nothing = Vec::new();
+    let _ = tokio::time::timeout(LIMIT, connection.read_to_end(&mut nothing)).await;
+    assert!(nothing.is_empty());
     let mut stderr = String::new();
     let mut pipe = child.stderr.take().expect("piped stderr");
-    let _ = tokio::time::timeout(LIMIT, pipe.read_to_string(&mut stderr)).await;
-    let status = tokio::time::timeout(LIMIT, child.wait())
-        .await
-        .expect("kubectl exits")
-        .expect("waited");
-    assert!(!status.success());
-    // kubectl 1.33 tries SPDY tunnelled over a WebSocket, then falls back to plain SPDY;
-    // the server refuses both with 400 and says why.
+    let _ = tokio::time::timeout(Duration::from_secs(5), pipe.read_to_string(&mut stderr)).await;
+    let _ = child.kill().await;
     assert!(
-        stderr.contains("error upgrading connection")
-            && stderr.contains("SPDY/3.1 is not supported"),
-        "{stderr}"
+        stderr.contains("port-forward.kubeclient.dev/9999"),
+        "kubectl shows the server's error: {stderr}"
     );
 }
