@@ -5,8 +5,8 @@
 //! a request that is not a WebSocket upgrade gets 400 `Upgrade request required`; a
 //! WebSocket request offering none of the supported subprotocols gets 400 naming them
 //! (client-go then reports an upgrade failure); the subprotocol chosen is the client's
-//! first one the server supports. SPDY upgrades are refused the same way: this server
-//! speaks WebSockets only.
+//! first one the server supports. SPDY upgrades of exec and attach are refused the same
+//! way (only port-forward speaks SPDY, in `port_forward_spdy`, because kubectl needs it).
 
 use bytes::Bytes;
 use futures_util::SinkExt as _;
@@ -77,7 +77,7 @@ pub(crate) fn accept<B>(
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.to_ascii_lowercase().starts_with("spdy"));
         let message = if spdy {
-            "Upgrade request required: this server streams over WebSockets only (SPDY/3.1 is not supported); use a client that speaks v5.channel.k8s.io".to_owned()
+            "Upgrade request required: this server streams exec and attach over WebSockets only (SPDY/3.1 is not supported here); use a client that speaks v5.channel.k8s.io".to_owned()
         } else {
             "Upgrade request required".to_owned()
         };
@@ -113,7 +113,7 @@ pub(crate) fn accept<B>(
             .iter()
             .any(|p| p.to_ascii_lowercase().starts_with("spdy/"))
         {
-            " (SPDY tunnelled over WebSockets is not supported by this server)"
+            " (SPDY tunnelled over WebSockets is not supported by this server; port-forward accepts plain SPDY/3.1)"
         } else {
             ""
         };
