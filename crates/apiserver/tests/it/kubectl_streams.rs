@@ -90,7 +90,7 @@ async fn kubectl_logs_tail_and_follow_stream_appended_lines() {
 #[tokio::test(flavor = "multi_thread")]
 async fn kubectl_exec_cat_echoes_stdin_until_eof() {
     let (_t, kubectl) = with_pod().await;
-    let input: Vec<u8> = (0..2_000_000u32)
+    let input: Vec<u8> = (0..1_000_000u32)
         .map(|i| b"abcdefghij\n"[(i % 11) as usize])
         .collect();
     let output = run_with_stdin(&kubectl, &["exec", "-i", "web", "--", "cat"], &input).await;
@@ -105,9 +105,9 @@ async fn kubectl_exec_cat_echoes_stdin_until_eof() {
 #[tokio::test(flavor = "multi_thread")]
 async fn kubectl_exec_prints_a_large_output_and_propagates_exit_codes() {
     let (_t, kubectl) = with_pod().await;
-    let seq = kubectl.ok(&["exec", "web", "--", "seq", "400000"]).await;
-    assert_eq!(seq.lines().count(), 400_000);
-    assert_eq!(seq.lines().last(), Some("400000"));
+    let seq = kubectl.ok(&["exec", "web", "--", "seq", "200000"]).await;
+    assert_eq!(seq.lines().count(), 200_000);
+    assert_eq!(seq.lines().last(), Some("200000"));
     assert_eq!(
         kubectl
             .ok(&["exec", "web", "-c", "main", "--", "echo", "a", "b"])
@@ -218,7 +218,7 @@ async fn kubectl_port_forward_carries_bytes_both_ways_on_concurrent_connections(
             let mut connection = tokio::net::TcpStream::connect(local)
                 .await
                 .expect("connect");
-            let payload: Vec<u8> = (0..300_000u32).map(|j| (j as u8) ^ i).collect();
+            let payload: Vec<u8> = (0..200_000u32).map(|j| (j as u8) ^ i).collect();
             let (mut read, mut write) = connection.split();
             let expected = payload.clone();
             let sending = async move { write.write_all(&payload).await.expect("send") };
