@@ -52,6 +52,7 @@ pub struct ApiServerBuilder {
     admin: bool,
     bookmark_interval: Duration,
     limits: Limits,
+    legacy_remote_command: bool,
 }
 
 impl Default for ApiServerBuilder {
@@ -64,6 +65,7 @@ impl Default for ApiServerBuilder {
             admin: false,
             bookmark_interval: Duration::from_secs(60),
             limits: Limits::default(),
+            legacy_remote_command: false,
         }
     }
 }
@@ -144,6 +146,14 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Make exec and attach speak only `v4.channel.k8s.io`, as API servers before 1.30
+    /// did (no way to signal stdin EOF), to test a client's fallback from
+    /// `v5.channel.k8s.io`. Default: both, v5 preferred.
+    pub fn legacy_remote_command(mut self, enabled: bool) -> Self {
+        self.legacy_remote_command = enabled;
+        self
+    }
+
     /// Binds the port and starts serving.
     ///
     /// # Errors
@@ -188,7 +198,11 @@ impl ApiServerBuilder {
                 admin_enabled: self.admin,
                 limits: self.limits,
             },
-            sessions: Sessions::default(),
+            sessions: if self.legacy_remote_command {
+                Sessions::legacy_remote_command()
+            } else {
+                Sessions::default()
+            },
         });
         create_initial_namespaces(&state.store);
         let (stop, stopped) = watch::channel(false);

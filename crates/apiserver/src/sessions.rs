@@ -16,6 +16,8 @@ pub struct Sessions {
     pub pod_logs: PodLogs,
     /// `true` once the server is shutting down.
     shutdown: watch::Sender<bool>,
+    /// Exec and attach offer only `v4.channel.k8s.io`, as API servers before 1.30 did.
+    legacy_remote_command: bool,
 }
 
 impl Default for Sessions {
@@ -23,11 +25,26 @@ impl Default for Sessions {
         Sessions {
             pod_logs: PodLogs::default(),
             shutdown: watch::Sender::new(false),
+            legacy_remote_command: false,
         }
     }
 }
 
 impl Sessions {
+    /// Sessions whose exec and attach speak only `v4.channel.k8s.io` (no stdin close
+    /// signal), like kube-apiserver before 1.30, to test clients' fallback.
+    pub fn legacy_remote_command() -> Self {
+        Sessions {
+            legacy_remote_command: true,
+            ..Sessions::default()
+        }
+    }
+
+    /// Whether exec and attach offer only `v4.channel.k8s.io`.
+    pub fn is_legacy_remote_command(&self) -> bool {
+        self.legacy_remote_command
+    }
+
     /// Ends every session (and refuses to keep new ones alive).
     pub fn shut_down(&self) {
         self.shutdown.send_replace(true);

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
-use futures_util::stream::SplitStream;
 use http::{Request, Response};
 use kubeclient_machinery::stream_protocol::{
     self as protocol, Frame, STREAM_PROTOCOL_V4, STREAM_PROTOCOL_V5, TerminalSize,
@@ -29,7 +28,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use super::builtin_commands::{self, BUILTIN_COMMANDS, NotFound, Output, Stdio};
 use super::pod_target::{PodTarget, resolve};
 use super::response::{Body, HandlerResult, fail};
-use super::websocket::{self, ChannelWriter, Socket};
+use super::websocket::{self, ChannelWriter, Incoming};
 use crate::sessions::stopped;
 use crate::state::State;
 
@@ -110,7 +109,12 @@ pub(crate) fn handle<B>(
             "you must specify at least 1 of stdin, stdout, stderr",
         )));
     }
-    let accepted = websocket::accept(&mut request, &PROTOCOLS)?;
+    let protocols: &[&'static str] = if state.sessions.is_legacy_remote_command() {
+        &[STREAM_PROTOCOL_V4]
+    } else {
+        &PROTOCOLS
+    };
+    let accepted = websocket::accept(&mut request, protocols)?;
     let session = Session {
         state: state.clone(),
         v5: accepted.protocol == STREAM_PROTOCOL_V5,
@@ -224,14 +228,19 @@ impl Session {
         };
         let mut stopping = self.state.sessions.stopping();
         let argv = &self.argv;
+        // The receiving half, once the reader hands it back (for a clean shutdown).
+        let mut incoming = None;
         tokio::select! {
             // The client's end first: a protocol error must win over a command that
             // happens to finish in the same instant.
             biased;
             end = &mut reader => {
-                if let Ok(ClientEnd::ProtocolError { why, .. }) = end {
-                    tracing::debug!(%why, "stream client broke the protocol");
-                    writer.close(CloseCode::Protocol, &why).await;
+                if let Ok((end, half)) = end {
+                    incoming = Some(half);
+                    if let ClientEnd::ProtocolError { why, .. } = end {
+                        tracing::debug!(%why, "stream client broke the protocol");
+                        writer.close(CloseCode::Protocol, &why).await;
+                    }
                 }
             }
             result = builtin_commands::run(argv, &mut stdio) => {
@@ -246,33 +255,48 @@ impl Session {
                     ),
                 };
                 let encoded = serde_json::to_vec(&status).unwrap_or_default();
-                if writer.write(protocol::ERROR, &encoded).await.is_ok() {
+                // Status, close frame, then the client's close; a client that neither
+                // reads nor closes gets FINISH_WAIT, then is cut off.
+                let finish = async {
+                    if writer.write(protocol::ERROR, &encoded).await.is_err() {
+                        return None;
+                    }
                     writer.close(CloseCode::Normal, "").await;
-                    let _ = tokio::time::timeout(FINISH_WAIT, &mut reader).await;
-                }
+                    (&mut reader).await.ok().map(|(_, half)| half)
+                };
+                incoming = tokio::time::timeout(FINISH_WAIT, finish).await.ok().flatten();
             }
             () = stopped(&mut stopping) => {
                 writer.close(CloseCode::Away, "the API server is shutting down").await;
+                incoming = tokio::time::timeout(Duration::from_secs(2), &mut reader)
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .map(|(_, half)| half);
             }
         }
         reader.abort();
         drop(writer);
-        let mut writer_task = writer_task;
-        if tokio::time::timeout(Duration::from_secs(5), &mut writer_task)
-            .await
-            .is_err()
-        {
-            writer_task.abort();
-        }
+        websocket::finish(writer_task, incoming).await;
     }
 }
 
 /// Reads the client's messages: stdin data (with backpressure), resize events, and the v5
 /// close signal for stdin. Returns when the client closes or breaks the protocol.
 async fn read_client(
-    mut incoming: SplitStream<Socket>,
-    mut stdin: Option<mpsc::Sender<Bytes>>,
+    mut incoming: Incoming,
+    stdin: Option<mpsc::Sender<Bytes>>,
     size: watch::Sender<Option<TerminalSize>>,
+    v5: bool,
+) -> (ClientEnd, Incoming) {
+    let end = read_messages(&mut incoming, stdin, &size, v5).await;
+    (end, incoming)
+}
+
+async fn read_messages(
+    incoming: &mut Incoming,
+    mut stdin: Option<mpsc::Sender<Bytes>>,
+    size: &watch::Sender<Option<TerminalSize>>,
     v5: bool,
 ) -> ClientEnd {
     while let Some(message) = incoming.next().await {

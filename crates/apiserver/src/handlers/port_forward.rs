@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
-use futures_util::stream::SplitStream;
 use http::{Request, Response};
 use kubeclient_machinery::Status;
 use kubeclient_machinery::stream_protocol::{Frame, PORT_FORWARD_PROTOCOL_V4};
@@ -30,7 +29,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::pod_target::{PodTarget, find_pod};
 use super::response::{Body, HandlerResult, fail};
-use super::websocket::{self, ChannelWriter, MAX_OUTGOING_CHUNK, Socket};
+use super::websocket::{self, ChannelWriter, Incoming, MAX_OUTGOING_CHUNK};
 use crate::sessions::stopped;
 use crate::state::State;
 
@@ -177,22 +176,21 @@ impl Session {
         ));
         let mut stopping = self.state.sessions.stopping();
         let all_done = async { while forwards.join_next().await.is_some() {} };
-        tokio::select! {
-            () = all_done => writer.close(CloseCode::Normal, "").await,
-            _ = &mut reader => {}
+        let close_wait = Duration::from_secs(2);
+        let incoming = tokio::select! {
+            () = all_done => {
+                writer.close(CloseCode::Normal, "").await;
+                tokio::time::timeout(close_wait, &mut reader).await.ok().and_then(Result::ok)
+            }
+            half = &mut reader => half.ok(),
             () = stopped(&mut stopping) => {
                 writer.close(CloseCode::Away, "the API server is shutting down").await;
+                tokio::time::timeout(close_wait, &mut reader).await.ok().and_then(Result::ok)
             }
-        }
+        };
         reader.abort();
         drop(writer);
-        let mut writer_task = writer_task;
-        if tokio::time::timeout(Duration::from_secs(5), &mut writer_task)
-            .await
-            .is_err()
-        {
-            writer_task.abort();
-        }
+        websocket::finish(writer_task, incoming).await;
     }
 }
 
@@ -266,13 +264,13 @@ async fn forward(
 /// Reads the client's messages and hands each port's data to its forwarder. Returns when
 /// the client closes or breaks the protocol.
 async fn read_client(
-    mut incoming: SplitStream<Socket>,
+    mut incoming: Incoming,
     mut to_targets: Vec<Option<mpsc::Sender<Bytes>>>,
-) {
+) -> Incoming {
     while let Some(message) = incoming.next().await {
         let data = match message {
             Ok(Message::Binary(data)) => data,
-            Ok(Message::Close(_) | Message::Text(_)) | Err(_) => return,
+            Ok(Message::Close(_) | Message::Text(_)) | Err(_) => return incoming,
             Ok(_) => continue,
         };
         let Ok(Frame::Data { channel, data }) = Frame::parse(&data) else {
@@ -293,6 +291,7 @@ async fn read_client(
             *slot = None;
         }
     }
+    incoming
 }
 
 #[cfg(test)]

@@ -495,6 +495,21 @@ mod tests {
         assert!(parse_header_block(&[0, 0, 0, 1, 0, 0, 0, 9, b'a']).is_err());
     }
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic_the_frame_reader_or_header_decoder(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let mut reader: &[u8] = &bytes;
+            runtime.block_on(async {
+                while let Ok(Some(_)) = read_frame(&mut reader).await {}
+            });
+            let _ = HeaderDecoder::new().decode(&bytes);
+            let _ = parse_header_block(&bytes);
+        }
+    }
+
     #[tokio::test]
     async fn frames_are_bounded_and_versions_checked() {
         let mut huge: &[u8] = &[0, 0, 0, 1, 0, 0xff, 0xff, 0xff];

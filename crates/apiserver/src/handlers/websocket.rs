@@ -8,16 +8,20 @@
 //! first one the server supports. SPDY upgrades of exec and attach are refused the same
 //! way (only port-forward speaks SPDY, in `port_forward_spdy`, because kubectl needs it).
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use futures_util::SinkExt as _;
-use futures_util::stream::SplitSink;
+use futures_util::stream::{SplitSink, SplitStream};
 use http::header::{CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL};
 use http::header::{SEC_WEBSOCKET_VERSION, UPGRADE};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use hyper::upgrade::{OnUpgrade, Upgraded};
 use hyper_util::rt::TokioIo;
 use kubeclient_machinery::Status;
+use tokio::io::AsyncWriteExt as _;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -27,6 +31,10 @@ use super::response::{Body, HandlerResult, fail, full};
 
 /// An upgraded connection speaking WebSocket.
 pub(crate) type Socket = WebSocketStream<TokioIo<Upgraded>>;
+/// The receiving half of a [`Socket`].
+pub(crate) type Incoming = SplitStream<Socket>;
+/// The sending half of a [`Socket`].
+pub(crate) type Outgoing = SplitSink<Socket, Message>;
 
 /// The largest message a client may send (stdin chunks, resize events, forwarded bytes).
 /// kubectl sends at most 32 KiB at a time; anything far larger is refused by tungstenite
@@ -173,23 +181,22 @@ pub(crate) struct Gone;
 
 impl ChannelWriter {
     /// Starts the task that owns the sending half of `sink`. It ends after sending a
-    /// close frame, when every writer is dropped, or when the client goes away.
-    pub(crate) fn spawn(
-        mut sink: SplitSink<Socket, Message>,
-    ) -> (ChannelWriter, tokio::task::JoinHandle<()>) {
+    /// close frame or when every writer is dropped, handing the half back for
+    /// [`finish`], or when the client goes away.
+    pub(crate) fn spawn(mut sink: Outgoing) -> (ChannelWriter, JoinHandle<Option<Outgoing>>) {
         let (messages, mut queue) = mpsc::channel::<Message>(OUTGOING_QUEUE);
         let task = tokio::spawn(async move {
             while let Some(message) = queue.recv().await {
                 let closing = matches!(message, Message::Close(_));
                 if let Err(err) = sink.send(message).await {
                     tracing::debug!(%err, "stream client went away");
-                    return;
+                    return None;
                 }
                 if closing {
-                    return;
+                    break;
                 }
             }
-            let _ = sink.close().await;
+            Some(sink)
         });
         (ChannelWriter { messages }, task)
     }
@@ -230,6 +237,42 @@ impl ChannelWriter {
             code,
             reason: reason[..cut].to_owned().into(),
         };
-        let _ = self.messages.send(Message::Close(Some(frame))).await;
+        // Bounded: a client that stopped reading must not hold the session forever.
+        let _ = self
+            .messages
+            .send_timeout(Message::Close(Some(frame)), Duration::from_secs(5))
+            .await;
     }
+}
+
+/// How long ending a connection cleanly may take.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+
+/// Ends a session's connection: waits for the writer task to hand its half back, then,
+/// with the receiving half, completes the closing handshake and shuts the connection
+/// down (a TLS close_notify, then FIN), so the client sees a clean end rather than a
+/// reset. Without both halves (a broken client) the connection is just dropped.
+pub(crate) async fn finish(
+    mut writer_task: JoinHandle<Option<Outgoing>>,
+    incoming: Option<Incoming>,
+) {
+    let sink = match tokio::time::timeout(SHUTDOWN_WAIT, &mut writer_task).await {
+        Ok(Ok(sink)) => sink,
+        Ok(Err(_)) => None,
+        Err(_) => {
+            writer_task.abort();
+            None
+        }
+    };
+    let (Some(sink), Some(incoming)) = (sink, incoming) else {
+        return;
+    };
+    let Ok(mut socket) = sink.reunite(incoming) else {
+        return;
+    };
+    let _ = tokio::time::timeout(SHUTDOWN_WAIT, async {
+        let _ = socket.close(None).await;
+        let _ = socket.get_mut().shutdown().await;
+    })
+    .await;
 }

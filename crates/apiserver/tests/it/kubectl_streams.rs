@@ -273,3 +273,29 @@ async fn kubectl_port_forward_carries_bytes_both_ways_on_concurrent_connections(
         "kubectl shows the server's error: {stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_exec_and_logs_over_tls_with_a_token() {
+    let t = TestServer::start_with(
+        kubeclient_apiserver::ApiServer::builder()
+            .tls(true)
+            .token("s3cret"),
+    )
+    .await;
+    let kubectl = Kubectl::for_server(&t);
+    let manifest = kubectl.write("pod.json", POD);
+    kubectl.ok(&["create", "-f", &manifest]).await;
+    assert_eq!(
+        kubectl
+            .ok(&["exec", "web", "--", "echo", "over", "tls"])
+            .await,
+        "over tls\n"
+    );
+    let output = run_with_stdin(&kubectl, &["exec", "-i", "web", "--", "cat"], b"piped\n").await;
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    assert_eq!(output.stdout, b"piped\n");
+    t.server
+        .pod_logs()
+        .append("default", "web", "main", "secure line\n");
+    assert_eq!(kubectl.ok(&["logs", "web"]).await, "secure line\n");
+}

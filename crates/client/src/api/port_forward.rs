@@ -352,6 +352,7 @@ async fn read_session(
     let channel_count = ports.len() * 2;
     let mut prefixed = vec![false; channel_count];
     let mut error_texts: Vec<Vec<u8>> = vec![Vec::new(); ports.len()];
+    let mut closed = false;
     while let Some(message) = incoming.next().await {
         let data = match message {
             Ok(Message::Binary(data)) => data,
@@ -360,7 +361,14 @@ async fn read_session(
                     "a text message (the port-forward protocol is binary)".to_owned(),
                 ));
             }
+            Ok(Message::Close(_)) => {
+                closed = true;
+                continue;
+            }
             Ok(_) => continue,
+            // After the server's close frame, a connection cut without a clean end
+            // (no TLS close_notify) loses nothing.
+            Err(_) if closed => break,
             Err(err) => return Err(StreamError::ConnectionLost(err)),
         };
         let Frame::Data { channel, data } = Frame::parse(&data).map_err(StreamError::Protocol)?

@@ -418,6 +418,9 @@ async fn read_session(
                 ));
             }
             Ok(_) => continue,
+            // After the server's close frame the session is over; a connection then cut
+            // without a clean end (no TLS close_notify) loses nothing.
+            Err(_) if close.is_some() => break,
             Err(err) => return Err(StreamError::ConnectionLost(err)),
         };
         match Frame::parse(&data).map_err(StreamError::Protocol)? {

@@ -6,12 +6,13 @@ use std::time::Duration;
 use futures_util::TryStreamExt as _;
 use k8s_openapi::api::core::v1::Pod;
 use kubeclient::api::{AttachParams, LogParams};
-use kubeclient::{Api, Error, PostParams, StreamError};
+use kubeclient::{Api, Client, Error, PostParams, StreamError};
+use kubeclient_apiserver::ApiServer;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 
-use crate::support::{Fixture, start};
+use crate::support::{Fixture, config_of, start, start_with};
 
 /// Every await on a stream gets this long before the test fails naming what hung.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -516,4 +517,46 @@ async fn local_forwarder_serves_concurrent_connections() {
             .expect("the client task");
     }
     drop(forward);
+}
+
+#[tokio::test]
+async fn exec_goes_through_tls_and_the_token_like_every_request() {
+    let fixture = start_with(ApiServer::builder().tls(true).token("s3cret")).await;
+    assert!(fixture.client.base_url().starts_with("https://"));
+    let pods = pod_with(&fixture, "web", json!([{"name": "main", "image": "x"}])).await;
+    let mut process = pods
+        .exec("web", ["echo", "over", "tls"], &AttachParams::default())
+        .await
+        .expect("exec over TLS with the token");
+    assert_eq!(read_all(process.stdout()).await, b"over tls\n");
+    assert!(
+        within("exit", process.join())
+            .await
+            .expect("status")
+            .success()
+    );
+
+    let mut wrong = config_of(&fixture.server);
+    wrong.credentials = kubeclient::config::Credentials::Token("nope".to_owned());
+    let anonymous: Api<Pod> =
+        Api::namespaced(Client::new(wrong).await.expect("a client"), "default");
+    let err = anonymous
+        .exec("web", ["true"], &AttachParams::default())
+        .await
+        .unwrap_err();
+    assert!(err.api().is_some_and(|e| e.is_unauthorized()), "{err}");
+}
+
+#[tokio::test]
+async fn exec_falls_back_to_v4_on_a_server_without_v5() {
+    let fixture = start_with(ApiServer::builder().legacy_remote_command(true)).await;
+    let pods = pod_with(&fixture, "web", json!([{"name": "main", "image": "x"}])).await;
+    let mut process = pods
+        .exec("web", ["echo", "old", "server"], &AttachParams::default())
+        .await
+        .expect("exec");
+    assert_eq!(process.protocol(), "v4.channel.k8s.io");
+    assert_eq!(read_all(process.stdout()).await, b"old server\n");
+    let status = within("exit", process.join()).await.expect("status");
+    assert!(status.success());
 }
