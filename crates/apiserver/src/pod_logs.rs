@@ -33,7 +33,7 @@ pub struct LogLine {
 
 /// Every container log of the server.
 ///
-/// Invariants: in each [`ContainerLog`], `lines` is ordered by `sequence` with no gaps,
+/// Invariants: in each container log, `lines` is ordered by `sequence` with no gaps,
 /// the last line's sequence is `next_sequence - 1`, and `bytes` is the sum of the lines'
 /// text lengths, at most [`MAX_LOG_BYTES_PER_CONTAINER`] after every append.
 ///
