@@ -520,7 +520,7 @@ async fn local_forwarder_serves_concurrent_connections() {
 }
 
 #[tokio::test]
-async fn exec_goes_through_tls_and_the_token_like_every_request() {
+async fn exec_and_port_forward_go_through_tls_and_the_token_like_every_request() {
     let fixture = start_with(ApiServer::builder().tls(true).token("s3cret")).await;
     assert!(fixture.client.base_url().starts_with("https://"));
     let pods = pod_with(&fixture, "web", json!([{"name": "main", "image": "x"}])).await;
@@ -535,6 +535,26 @@ async fn exec_goes_through_tls_and_the_token_like_every_request() {
             .expect("status")
             .success()
     );
+
+    let target = echo_server().await;
+    let pods_api: Api<Pod> = Api::namespaced(fixture.client.clone(), "default");
+    create_pod(
+        &pods_api,
+        json!({"metadata": {"name": "fwd", "annotations": {"port-forward.kubeclient.dev/80": target.to_string()}},
+               "spec": {"containers": [{"name": "main", "image": "x"}]}}),
+    )
+    .await;
+    let mut forwarder = pods_api
+        .port_forward("fwd", &[80])
+        .await
+        .expect("forward over TLS");
+    let mut stream = forwarder.take_stream(80).expect("the stream");
+    stream.write_all(b"tls bytes").await.expect("write");
+    let mut echoed = [0u8; 9];
+    within("the echo over TLS", stream.read_exact(&mut echoed))
+        .await
+        .expect("read");
+    assert_eq!(&echoed, b"tls bytes");
 
     let mut wrong = config_of(&fixture.server);
     wrong.credentials = kubeclient::config::Credentials::Token("nope".to_owned());
