@@ -11,7 +11,7 @@
 //! | `exit N` | nothing | N modulo 256 (2 and a message if N is not a number) |
 //! | `sleep N` | waits N seconds (at most a day; fractions allowed) | 0 |
 //! | `seq N` | prints 1 to N, one per line (N at most 10,000,000) | 0 |
-//! | `tty-size` | prints the terminal size as `WIDTHxHEIGHT` (waiting up to 5 s for the first resize), then each new size until stdin ends | 0 |
+//! | `tty-size` | prints the terminal size as `WIDTHxHEIGHT` (waiting up to 5 s for the first resize), then each new size until stdin ends (or, with a TTY, a Ctrl-D byte arrives, as a terminal would turn it into EOF) | 0 |
 //! | `true` / `false` | nothing | 0 / 1 |
 //!
 //! Any other command fails to start, as an executable missing from a container image does.
@@ -66,6 +66,8 @@ pub(crate) struct Stdio {
     pub(crate) size: watch::Receiver<Option<TerminalSize>>,
     /// `NAME=value` lines for `env`.
     pub(crate) env: Vec<String>,
+    /// Whether the session has a TTY.
+    pub(crate) tty: bool,
 }
 
 impl Stdio {
@@ -219,11 +221,13 @@ async fn tty_size(io: &mut Stdio) -> Result<i32, Gone> {
                     io.stdout.write(line.as_bytes()).await?;
                 }
             }
-            chunk = io.read(), if stdin_open => {
-                if chunk.is_none() {
-                    stdin_open = false;
-                }
-            }
+            chunk = io.read(), if stdin_open => match chunk {
+                None => stdin_open = false,
+                // A terminal's line discipline turns Ctrl-D into EOF; kubectl's raw mode
+                // sends the byte itself.
+                Some(bytes) if io.tty && bytes.contains(&0x04) => stdin_open = false,
+                Some(_) => {}
+            },
         }
         if !stdin_open {
             return Ok(0);

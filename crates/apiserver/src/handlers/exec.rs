@@ -225,6 +225,7 @@ impl Session {
             stderr,
             size,
             env: self.env.clone(),
+            tty: options.tty,
         };
         let mut stopping = self.state.sessions.stopping();
         let argv = &self.argv;

@@ -49,6 +49,17 @@ impl Kubectl {
         }
     }
 
+    /// The full command line (binary and arguments) kubectl runs with for `args`.
+    pub(crate) fn argv(&self, args: &[&str]) -> Vec<String> {
+        let mut argv = vec![
+            self.binary.clone(),
+            format!("--kubeconfig={}", self.kubeconfig.display()),
+            format!("--cache-dir={}", self.cache.display()),
+        ];
+        argv.extend(args.iter().map(|a| (*a).to_owned()));
+        argv
+    }
+
     pub(crate) fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(&self.binary);
         command

@@ -299,3 +299,42 @@ async fn kubectl_exec_and_logs_over_tls_with_a_token() {
         .append("default", "web", "main", "secure line\n");
     assert_eq!(kubectl.ok(&["logs", "web"]).await, "secure line\n");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_exec_with_a_tty_sends_the_terminal_size() {
+    let (_t, kubectl) = with_pod().await;
+    // `script` gives kubectl a pseudo-terminal whose size stty sets.
+    let inner = format!(
+        "stty cols 100 rows 30; {}",
+        kubectl
+            .argv(&["exec", "-it", "web", "--", "tty-size"])
+            .join(" ")
+    );
+    let mut child = tokio::process::Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("script starts");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("100x30") {
+        let n = tokio::time::timeout(LIMIT, stdout.read(&mut buffer))
+            .await
+            .expect("the size within the limit")
+            .expect("readable");
+        assert!(n > 0, "the terminal closed early: {}", text(&seen));
+        seen.extend_from_slice(&buffer[..n]);
+    }
+    // Ctrl-D ends tty-size, as it would end a program reading a terminal.
+    stdin.write_all(&[0x04]).await.expect("send Ctrl-D");
+    let status = tokio::time::timeout(LIMIT, child.wait())
+        .await
+        .expect("kubectl exits")
+        .expect("waited");
+    assert!(status.success(), "output: {}", text(&seen));
+}
