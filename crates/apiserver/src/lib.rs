@@ -30,6 +30,7 @@ mod server;
 pub mod sessions;
 pub mod state;
 pub mod storage;
+pub mod testing;
 mod tls;
 
 pub use faults::{Fault, Faults, MAX_FAULT_COUNT};

@@ -462,9 +462,7 @@ impl<I: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for FirstByteDeadli
 #[non_exhaustive]
 pub enum StartError {
     /// The address is in use or not available. Pick another with `--listen`, or port 0.
-    #[error(
-        "cannot listen on {address}: {source} (is another server using it? port 0 picks a free one)"
-    )]
+    #[error("cannot listen on {address} (is another server using it? port 0 picks a free one)")]
     Bind {
         /// The address.
         address: SocketAddr,

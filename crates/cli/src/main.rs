@@ -58,6 +58,11 @@ fn main() -> ExitCode {
         Ok(false) => ExitCode::from(1),
         Err(err) => {
             eprintln!("kubeclient: {err}");
+            let mut cause = err.source();
+            while let Some(err) = cause {
+                eprintln!("  caused by: {err}");
+                cause = err.source();
+            }
             ExitCode::from(1)
         }
     }

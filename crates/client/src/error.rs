@@ -1,7 +1,10 @@
 //! [`Error`]: everything a client call can fail with, grouped by who is at fault.
 
+use std::path::PathBuf;
+
 use kubeclient_machinery::{ApiError, WatchDecodeError};
 
+use crate::cache::BoxError;
 use crate::config::{ConfigError, ExecError};
 
 /// The error of every client call.
@@ -10,16 +13,28 @@ use crate::config::{ConfigError, ExecError};
 pub enum Error {
     /// The server answered with an error Status (404, 409, 410, 422, 429, 5xx ...). Use
     /// the [`ApiError`] predicates (`is_not_found`, `is_conflict` ...) to decide.
-    #[error("{0}")]
+    #[error(transparent)]
     Api(Box<ApiError>),
-    /// The request never got an answer: connection refused, TLS failure, reset. Check the
-    /// server URL and that the server is up.
-    #[error("request to {url} failed: {message}")]
+    /// The request never got an answer, or its body broke off: connection refused, TLS
+    /// failure, reset, a watch gone silent. Check the server URL and that the server is up;
+    /// the cause chain (`source()`) says what happened.
+    #[error("request to {url} failed")]
     Transport {
         /// The URL.
         url: String,
-        /// What went wrong (with its sources).
-        message: String,
+        /// What went wrong.
+        #[source]
+        source: BoxError,
+    },
+    /// The bearer token file of the configuration could not be read (it is re-read when it
+    /// changes, so this can happen on any request).
+    #[error("cannot read the bearer token file {path} (check tokenFile in the kubeconfig)")]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
     },
     /// No answer within the configured timeout.
     #[error(
@@ -42,13 +57,13 @@ pub enum Error {
         message: String,
     },
     /// A watch event could not be decoded (the stream goes on).
-    #[error("{0}")]
+    #[error(transparent)]
     WatchEvent(#[from] WatchDecodeError),
     /// The configuration is unusable.
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
     /// An exec credential plugin failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Exec(#[from] ExecError),
     /// The TLS configuration is unusable (bad CA or client certificate).
     #[error("TLS configuration: {0}")]
@@ -123,6 +138,16 @@ fn close_reason(code: &Option<u16>, reason: &str) -> String {
         Some(code) if reason.is_empty() => format!(", close code {code}"),
         Some(code) => format!(", close code {code}: {reason}"),
         None => String::new(),
+    }
+}
+
+impl Error {
+    /// A [`Error::Transport`] for `url` caused by `cause` (an error, or a message).
+    pub(crate) fn transport(url: impl Into<String>, cause: impl Into<BoxError>) -> Self {
+        Error::Transport {
+            url: url.into(),
+            source: cause.into(),
+        }
     }
 }
 

@@ -39,6 +39,7 @@ pub mod discovery;
 mod error;
 pub mod informers;
 pub mod rest;
+mod sync;
 pub mod workqueue;
 
 pub use api::{

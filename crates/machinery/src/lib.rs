@@ -35,6 +35,7 @@
 //! ```
 
 mod decode;
+mod error_chain;
 pub mod gvk;
 pub mod list;
 pub mod meta;
@@ -44,6 +45,7 @@ pub mod stream_protocol;
 pub mod watch;
 
 pub use decode::{ObjectDecodeError, decode_object};
+pub use error_chain::ErrorChain;
 pub use gvk::{ApiResource, GroupResource, GroupVersion, GroupVersionKind, GroupVersionResource};
 pub use meta::{
     DeletedFinalStateUnknown, DeletedObject, DynamicObject, KeyError, Object, ObjectName, TypeMeta,

@@ -1,4 +1,4 @@
-//! The real kubectl (1.33 by default; set `KUBECTL` to another binary) against the server.
+//! The real kubectl against the server: `KUBECTL`, else kubectl 1.33 beside the `kubectl` on PATH, else that one.
 
 use std::path::PathBuf;
 use std::process::Output;
@@ -6,8 +6,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::support::TestServer;
-
-const DEFAULT_KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
 
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
@@ -23,7 +21,7 @@ pub(crate) fn scratch_dir(label: &str) -> PathBuf {
 }
 
 pub(crate) struct Kubectl {
-    binary: String,
+    binary: std::path::PathBuf,
     kubeconfig: PathBuf,
     cache: PathBuf,
     dir: PathBuf,
@@ -36,11 +34,8 @@ impl Kubectl {
         t.server
             .write_kubeconfig(&kubeconfig)
             .expect("write the kubeconfig");
-        let binary = std::env::var("KUBECTL").unwrap_or_else(|_| DEFAULT_KUBECTL.to_owned());
-        assert!(
-            std::path::Path::new(&binary).exists(),
-            "kubectl not found at {binary}: install it or set KUBECTL to a kubectl binary"
-        );
+        let binary =
+            kubeclient_apiserver::testing::kubectl_binary().unwrap_or_else(|why| panic!("{why}"));
         Kubectl {
             binary,
             kubeconfig,
@@ -52,7 +47,7 @@ impl Kubectl {
     /// The full command line (binary and arguments) kubectl runs with for `args`.
     pub(crate) fn argv(&self, args: &[&str]) -> Vec<String> {
         let mut argv = vec![
-            self.binary.clone(),
+            self.binary.display().to_string(),
             format!("--kubeconfig={}", self.kubeconfig.display()),
             format!("--cache-dir={}", self.cache.display()),
         ];

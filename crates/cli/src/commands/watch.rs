@@ -62,7 +62,7 @@ pub(crate) async fn run(args: WatchArgs) -> Result<(), Box<dyn std::error::Error
         }));
     }
     let informer = factory.dynamic_informer(&resource);
-    let (_registration, mut notifications) = informer.notifications().map_err(|e| e.to_string())?;
+    let (_registration, mut notifications) = informer.notifications()?;
     factory.start();
     eprintln!("watching {} (Ctrl-C to stop)", resource.gvr());
     loop {

@@ -4,7 +4,12 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
+/// The kubectl to drive (`KUBECTL`, or the one on PATH).
+fn kubectl() -> Command {
+    let binary =
+        kubeclient_apiserver::testing::kubectl_binary().unwrap_or_else(|why| panic!("{why}"));
+    Command::new(binary)
+}
 
 fn kubeclient() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kubeclient"))
@@ -63,7 +68,7 @@ fn scratch(label: &str) -> std::path::PathBuf {
 fn serve_prints_its_url_writes_a_kubeconfig_and_stops_on_sigterm() {
     let dir = scratch("serve");
     let (mut server, _url, kubeconfig) = serve(&dir);
-    let output = Command::new(std::env::var("KUBECTL").unwrap_or_else(|_| KUBECTL.to_owned()))
+    let output = kubectl()
         .args([
             &format!("--kubeconfig={kubeconfig}"),
             &format!("--cache-dir={}", dir.join("cache").display()),
@@ -127,7 +132,7 @@ fn watch_prints_changes_of_a_resource() {
     )
     .expect("write");
     let kubectl = |args: &[&str]| {
-        let output = Command::new(std::env::var("KUBECTL").unwrap_or_else(|_| KUBECTL.to_owned()))
+        let output = kubectl()
             .arg(format!("--kubeconfig={kubeconfig}"))
             .arg(format!("--cache-dir={}", dir.join("cache").display()))
             .args(args)

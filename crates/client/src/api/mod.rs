@@ -57,6 +57,7 @@ pub const DEFAULT_PAGE_SIZE: u32 = 500;
 /// }
 /// # Ok(()) }
 /// ```
+#[doc(alias = "Clientset", alias = "typed client")]
 pub struct Api<K> {
     client: Client,
     resource: Arc<ApiResource>,

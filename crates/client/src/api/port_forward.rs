@@ -194,10 +194,7 @@ impl Api<Pod> {
         remote_port: u16,
         local: SocketAddr,
     ) -> Result<LocalForwarder> {
-        let bind_error = |err: std::io::Error| Error::Transport {
-            url: format!("tcp://{local}"),
-            message: format!("cannot listen: {err}"),
-        };
+        let bind_error = |err: std::io::Error| Error::transport(format!("tcp://{local}"), err);
         let listener = TcpListener::bind(local).await.map_err(bind_error)?;
         let local_address = listener.local_addr().map_err(bind_error)?;
         let api = self.clone();

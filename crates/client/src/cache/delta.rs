@@ -3,13 +3,9 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
-use kubeclient_machinery::DeletedObject;
-#[cfg(test)]
-use kubeclient_machinery::Object;
+use kubeclient_machinery::{DeletedObject, Object};
 
-#[cfg(test)]
-use super::error::Result;
-#[cfg(test)]
+use super::error::{Error, Result};
 use super::store::{KeyFunc, key_of};
 
 /// What happened to an object (Go's `DeltaType`).
@@ -92,20 +88,38 @@ impl<K> Delta<K> {
     }
 }
 
-#[cfg(test)]
 impl<K: Object> Delta<K> {
     /// The key of the delta's object: a tombstone's own key, otherwise `key_func`'s.
     pub(super) fn key(&self, key_func: Option<&KeyFunc<K>>) -> Result<String> {
         match self {
-            Delta::Deleted(DeletedObject::FinalStateUnknown(tombstone)) => {
-                Ok(tombstone.key.clone())
+            Delta::Deleted(deleted) => deleted_key(key_func, deleted),
+            Delta::Added(obj) | Delta::Updated(obj) | Delta::Replaced(obj) | Delta::Sync(obj) => {
+                key_of(key_func, obj)
             }
-            Delta::Added(obj)
-            | Delta::Updated(obj)
-            | Delta::Replaced(obj)
-            | Delta::Sync(obj)
-            | Delta::Deleted(DeletedObject::Final(obj)) => key_of(key_func, obj),
         }
+    }
+}
+
+/// The key of a deletion: a tombstone's own key (a relist inferred it, client-go's
+/// `DeletedFinalStateUnknown.Key`), otherwise `key_func`'s key of the final state.
+pub(super) fn deleted_key<K: Object>(
+    key_func: Option<&KeyFunc<K>>,
+    deleted: &DeletedObject<K>,
+) -> Result<String> {
+    match deleted {
+        DeletedObject::FinalStateUnknown(tombstone) => Ok(tombstone.key.clone()),
+        DeletedObject::Final(obj) => key_of(key_func, obj),
+    }
+}
+
+/// The key of the newest change in `deltas` (client-go's `KeyOf` on `Deltas`).
+pub(super) fn deltas_key<K: Object>(
+    key_func: Option<&KeyFunc<K>>,
+    deltas: &Deltas<K>,
+) -> Result<String> {
+    match deltas.newest() {
+        Some(delta) => delta.key(key_func),
+        None => Err(Error::Key("object was an empty Deltas".into())),
     }
 }
 

@@ -46,6 +46,11 @@ pub trait ResourceEventHandler<K>: Send + Sync + 'static {
 /// One notification, as delivered to a handler or read from
 /// [`SharedIndexInformer::notifications`](super::SharedIndexInformer::notifications).
 #[derive(Debug)]
+#[doc(
+    alias = "addNotification",
+    alias = "updateNotification",
+    alias = "deleteNotification"
+)]
 pub enum Notification<K> {
     /// [`ResourceEventHandler::on_add`].
     Add {

@@ -1,4 +1,4 @@
-//! Named index functions ([`Indexers`]) and the index structure a store maintains with them.
+//! The [`Indexer`] trait, named index functions ([`Indexers`]) and the index structure a store maintains with them.
 //!
 //! An index maps each *value* an index function computes (a namespace, a node name, an
 //! owner UID) to the set of keys whose objects produce that value. The rules are client-go's
@@ -12,6 +12,44 @@ use std::sync::Arc;
 use kubeclient_machinery::Object;
 
 use super::error::{BoxError, Error, Result};
+use super::store::Store;
+
+/// A [`Store`](super::Store) with named indexes (Go's `cache.Indexer`).
+pub trait Indexer<K>: Store<K> {
+    /// The objects that share at least one value of `index_name` with `obj`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexNotFound`], [`Error::IndexQuery`].
+    fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>>;
+
+    /// The keys under `value`, sorted.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexNotFound`].
+    fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<String>>;
+
+    /// Every value present in `index_name`; empty for an unknown index.
+    fn list_index_func_values(&self, index_name: &str) -> Vec<String>;
+
+    /// The objects under `value`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexNotFound`].
+    fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>>;
+
+    /// The registered index functions.
+    fn get_indexers(&self) -> Indexers<K>;
+
+    /// Registers more index functions and indexes the existing objects with them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexerConflict`], [`Error::IndexWrite`]; nothing is added.
+    fn add_indexers(&self, indexers: Indexers<K>) -> Result<()>;
+}
 
 /// The name of the built-in namespace index (Go's `cache.NamespaceIndex`).
 pub const NAMESPACE_INDEX: &str = "namespace";

@@ -86,6 +86,7 @@ pub enum ListWatchMode {
 ///     }));
 /// # let _ = lw; }
 /// ```
+#[doc(alias = "ListWatch", alias = "NewListWatchFromClient")]
 pub struct ApiListWatch<K> {
     api: Api<K>,
     tweak: Option<TweakListOptions>,

@@ -25,6 +25,7 @@ use super::{Cache, Indexer, KnownObjects, NAMESPACE_INDEX, Store};
 /// }
 /// # }
 /// ```
+#[doc(alias = "GenericLister")]
 pub struct Lister<K: Object> {
     indexer: Arc<Cache<K>>,
     resource: GroupResource,
@@ -100,6 +101,7 @@ impl<K: Object> Lister<K> {
 }
 
 /// A [`Lister`] limited to one namespace.
+#[doc(alias = "GenericNamespaceLister")]
 pub struct NamespaceLister<'a, K: Object> {
     lister: &'a Lister<K>,
     namespace: String,

@@ -57,13 +57,14 @@ mod index;
 mod list_watch;
 mod lister;
 mod processor;
+mod processor_listener;
 mod queue;
 mod real_fifo;
 mod reflector;
 mod representation;
+mod retry_with_deadline;
 mod shared_informer;
 mod store;
-mod sync;
 mod thread_safe_store;
 
 pub use backoff::Backoff;
@@ -73,7 +74,7 @@ pub use error::{BoxError, Error, Result};
 pub use handler::{
     FilteringResourceEventHandler, Notification, ResourceEventHandler, ResourceEventHandlerFuncs,
 };
-pub use index::{IndexFunc, Indexers, NAMESPACE_INDEX, meta_namespace_index_func};
+pub use index::{IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, meta_namespace_index_func};
 pub use list_watch::{ApiListWatch, BoxFuture, ListWatchMode, ListerWatcher, TweakListOptions};
 pub use lister::{Lister, NamespaceLister};
 pub use processor::{EventHandlerRegistration, LISTENER_CAPACITY, MINIMUM_RESYNC_PERIOD};
@@ -84,8 +85,8 @@ pub use reflector::{
     ReflectorOptions, WatchErrorHandler,
 };
 pub use representation::{ArcRepr, Representation};
-pub use shared_informer::{InformerOptions, SharedIndexInformer};
-pub use store::{Cache, CacheOptions, Indexer, KeyFunc, KnownObjects, Store, TransformFunc};
+pub use shared_informer::{InformerError, InformerOptions, SharedIndexInformer};
+pub use store::{Cache, CacheOptions, KeyFunc, KnownObjects, Store, TransformFunc};
 pub use thread_safe_store::ThreadSafeStore;
 
 #[cfg(test)]

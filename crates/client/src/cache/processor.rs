@@ -6,137 +6,20 @@
 //! time, never unbounded memory (client-go's buffers grow without limit).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
-use super::handler::{Notification, ResourceEventHandler};
+use super::processor_listener::ProcessorListener;
 
 /// Undelivered notifications one listener may hold before the informer waits for it.
 pub const LISTENER_CAPACITY: usize = 256;
 
-/// Registration ids are unique across every informer of the process, so a registration
-/// passed to the wrong informer never matches one of its handlers.
-static NEXT_REGISTRATION_ID: AtomicU64 = AtomicU64::new(1);
-
 /// The smallest resync period a handler gets (client-go: 1 s).
 pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
-
-/// One registered handler.
-///
-/// Invariant: `pending_initial` counts initial-list adds sent to this listener and not yet
-/// delivered.
-pub(crate) struct Listener<K> {
-    pub(crate) id: u64,
-    sender: mpsc::UnboundedSender<(Notification<K>, bool)>,
-    pub(crate) pending_initial: Arc<AtomicUsize>,
-    /// The period the handler asked for.
-    pub(crate) requested_resync: Duration,
-    /// The period it gets.
-    pub(crate) resync_period: Duration,
-    pub(crate) next_resync: Instant,
-    /// Set by the last `should_resync` check: sync updates go to this listener.
-    pub(crate) resyncing: bool,
-    pub(crate) removed: Arc<AtomicBool>,
-    /// Notifications sent and not yet delivered.
-    queued: Arc<AtomicUsize>,
-}
-
-impl<K> Listener<K> {
-    /// Queues a notification (never blocks); `initial` marks an initial-list add, which
-    /// the registration's `has_synced` waits for.
-    pub(crate) fn send(&self, notification: Notification<K>, initial: bool) {
-        if initial {
-            self.pending_initial.fetch_add(1, Ordering::SeqCst);
-        }
-        self.queued.fetch_add(1, Ordering::SeqCst);
-        if self.sender.send((notification, initial)).is_err() {
-            self.queued.fetch_sub(1, Ordering::SeqCst);
-            if initial {
-                self.pending_initial.fetch_sub(1, Ordering::SeqCst);
-            }
-        }
-    }
-
-    /// Whether this listener's buffer is full (a removed listener never is).
-    pub(crate) fn is_full(&self) -> bool {
-        !self.removed.load(Ordering::SeqCst)
-            && self.queued.load(Ordering::SeqCst) >= LISTENER_CAPACITY
-    }
-}
-
-/// Where a listener's notifications go.
-pub(crate) enum Sink<K> {
-    /// A handler called by the listener's own task.
-    Handler(Arc<dyn ResourceEventHandler<K>>),
-    /// A channel read by the user (the stream API).
-    Channel(mpsc::Sender<Notification<K>>),
-}
-
-/// Creates a listener and starts its delivery task; `room` is notified each time the
-/// listener delivers a notification below its capacity, or ends.
-pub(crate) fn spawn_listener<K: Send + Sync + 'static>(
-    sink: Sink<K>,
-    requested_resync: Duration,
-    resync_period: Duration,
-    room: Arc<Notify>,
-) -> Listener<K> {
-    let id = NEXT_REGISTRATION_ID.fetch_add(1, Ordering::Relaxed);
-    let (sender, mut receiver) = mpsc::unbounded_channel::<(Notification<K>, bool)>();
-    let pending_initial = Arc::new(AtomicUsize::new(0));
-    let removed = Arc::new(AtomicBool::new(false));
-    let queued = Arc::new(AtomicUsize::new(0));
-    let pending = pending_initial.clone();
-    let gone = removed.clone();
-    let in_buffer = queued.clone();
-    tokio::spawn(async move {
-        while let Some((notification, initial)) = receiver.recv().await {
-            if gone.load(Ordering::SeqCst) {
-                break;
-            }
-            match &sink {
-                Sink::Handler(handler) => {
-                    let handler = handler.clone();
-                    let delivered = notification.clone();
-                    // A panicking handler must not take the informer down: isolate the call.
-                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        delivered.deliver(handler.as_ref())
-                    }));
-                    if outcome.is_err() {
-                        tracing::error!("an event handler panicked; the notification was skipped");
-                    }
-                }
-                Sink::Channel(channel) => {
-                    if channel.send(notification).await.is_err() {
-                        break;
-                    }
-                }
-            }
-            if initial {
-                pending.fetch_sub(1, Ordering::SeqCst);
-            }
-            if in_buffer.fetch_sub(1, Ordering::SeqCst) <= LISTENER_CAPACITY {
-                room.notify_one();
-            }
-        }
-        // Nothing will drain this buffer any more: never let the informer wait for it.
-        gone.store(true, Ordering::SeqCst);
-        room.notify_one();
-    });
-    Listener {
-        id,
-        sender,
-        pending_initial,
-        requested_resync,
-        resync_period,
-        next_resync: resync_deadline(Instant::now(), resync_period),
-        resyncing: false,
-        removed,
-        queued,
-    }
-}
 
 /// When a resync `period` after `now` is due. A period too long for the clock (a user's
 /// `Duration::MAX`) means a year from now, never an overflow.
@@ -159,20 +42,26 @@ pub(crate) fn determine_resync_period(requested: Duration, check: Duration) -> D
 
 /// A handle to one registered handler (client-go's `ResourceEventHandlerRegistration`).
 #[derive(Clone, Debug)]
+#[doc(alias = "ResourceEventHandlerRegistration")]
 pub struct EventHandlerRegistration {
     pub(crate) id: u64,
     pending_initial: Arc<AtomicUsize>,
     informer_synced: watch::Receiver<bool>,
-    removed: Arc<AtomicBool>,
+    removed: CancellationToken,
+    finished: CancellationToken,
 }
 
 impl EventHandlerRegistration {
-    pub(crate) fn new<K>(listener: &Listener<K>, informer_synced: watch::Receiver<bool>) -> Self {
+    pub(crate) fn new<K>(
+        listener: &ProcessorListener<K>,
+        informer_synced: watch::Receiver<bool>,
+    ) -> Self {
         EventHandlerRegistration {
             id: listener.id,
             pending_initial: listener.pending_initial.clone(),
             informer_synced,
             removed: listener.removed.clone(),
+            finished: listener.finished.clone(),
         }
     }
 
@@ -180,7 +69,12 @@ impl EventHandlerRegistration {
     /// has stopped).
     #[must_use]
     pub fn is_registered(&self) -> bool {
-        !self.removed.load(Ordering::SeqCst)
+        !self.removed.is_cancelled()
+    }
+
+    /// Waits until the handler will be called no more: its delivery task has ended.
+    pub(crate) async fn finished(&self) {
+        self.finished.cancelled().await;
     }
 
     /// True once the informer has synced and this handler has *handled* every object of

@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 
 use super::delta::Deltas;
 use super::error::Result;
-use super::sync::lock;
+use crate::sync::lock;
 
 /// The consumer callback of a pop: the popped changes of one object, and whether they
 /// belong to the initial list (`is_in_initial_list`).
@@ -115,6 +115,14 @@ pub trait Queue<K>: Send + Sync {
     fn wait_for_room<'a>(&'a self, max: usize) -> PopFuture<'a> {
         let _ = max;
         Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Told the reflector's current resourceVersion each time a watch event or bookmark
+    /// advances it (client-go's optional `ResourceVersionUpdater` interface on the store).
+    /// The queues of this crate ignore it; a wrapper can use it to know how fresh the data
+    /// it has seen is, for example to answer "has the cache caught up with my write?".
+    fn update_resource_version(&self, resource_version: &str) {
+        let _ = resource_version;
     }
 
     /// Closes the queue: consumers drain what is left, then get

@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex};
 
 use kubeclient_machinery::{DeletedFinalStateUnknown, DeletedObject, Object};
 
-use super::delta::{Delta, Deltas};
+use super::delta::{Delta, Deltas, deleted_key, deltas_key};
 use super::error::{Error, Result};
 use super::queue::{PopFuture, Population, ProcessFn, Queue, Waiters};
 use super::store::{KeyFunc, KnownObjects, TransformFunc, key_of, transform};
-use super::sync::lock;
+use crate::sync::lock;
 
 /// Options for [`RealFIFO`]; every field has client-go's default. The known objects are a
 /// constructor argument because the non-atomic mode requires them (client-go panics without).
@@ -118,6 +118,50 @@ impl<K: Object> RealFIFO<K> {
             waiters: Waiters::default(),
             room: tokio::sync::Notify::new(),
         }
+    }
+
+    /// The key of `obj` under this queue's key function.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Key`] when the key function fails (the default one never does).
+    pub fn key_of(&self, obj: &K) -> Result<String> {
+        key_of(self.key_func.as_ref(), obj)
+    }
+
+    /// The key of the newest change in `deltas`, as popped from a queue (client-go's
+    /// `KeyOf` on `Deltas`): for an inferred deletion, the tombstone's own key.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Key`] when the key function fails or `deltas` is empty.
+    pub fn key_of_deltas(&self, deltas: &Deltas<K>) -> Result<String> {
+        deltas_key(self.key_func.as_ref(), deltas)
+    }
+
+    /// The key of a deleted object: a [`DeletedFinalStateUnknown`] tombstone's own key,
+    /// otherwise the key of the final state (client-go's `KeyOf` on a tombstone).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # use kubeclient::cache::{Cache, CacheOptions, RealFIFO};
+    /// use kubeclient_machinery::{DeletedFinalStateUnknown, DeletedObject};
+    /// # let fifo = RealFIFO::new(Arc::new(Cache::<ConfigMap>::new(CacheOptions::default())), kubeclient::cache::RealFifoOptions::default());
+    /// let tombstone = DeletedObject::<ConfigMap>::FinalStateUnknown(DeletedFinalStateUnknown {
+    ///     key: "default/gone".into(),
+    ///     obj: None,
+    /// });
+    /// assert_eq!(fifo.key_of_deleted(&tombstone).unwrap(), "default/gone");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Key`] when the key function fails on a final state.
+    pub fn key_of_deleted(&self, deleted: &DeletedObject<K>) -> Result<String> {
+        deleted_key(self.key_func.as_ref(), deleted)
     }
 
     fn append(&self, obj: Arc<K>, make: fn(Arc<K>) -> Delta<K>) -> Result<()> {

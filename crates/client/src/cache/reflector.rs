@@ -15,6 +15,7 @@ use super::backoff::Backoff;
 use super::list_watch::ListerWatcher;
 use super::processor::resync_deadline;
 use super::queue::Queue;
+use super::retry_with_deadline::RetryWithDeadline;
 use super::store::KnownObjects;
 use crate::api::{ListParams, WatchParams};
 use crate::error::Error;
@@ -27,8 +28,7 @@ use kubeclient_machinery::list::ItemMeta;
 pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
 /// How many changes may wait in the queue before the reflector stops reading the watch.
 pub const DEFAULT_MAX_QUEUED_EVENTS: usize = 256;
-/// The LIST page size (client-go's pager default).
-pub const DEFAULT_PAGE_SIZE: u32 = 500;
+pub use crate::api::DEFAULT_PAGE_SIZE;
 
 /// Called with errors that made a ListAndWatch cycle fail (list errors, watch-creation
 /// errors, queue errors), and with the errors the reflector recovers from by itself inside
@@ -60,8 +60,14 @@ pub struct ReflectorOptions {
     pub use_watch_list: bool,
     /// Error handler (default: log a warning).
     pub watch_error_handler: Option<WatchErrorHandler>,
-    /// Retry delays.
+    /// Retry delays (client-go's: 0.8 s doubling to 30 s with full jitter, reset after
+    /// 2 minutes; see [`Backoff::with_factor`] and [`Backoff::with_jitter`]).
     pub backoff: Backoff,
+    /// How long to keep re-watching from the last resourceVersion after internal errors
+    /// (an `ERROR` event with a 500 `InternalError`, or a garbled stream) before falling
+    /// back to a relist (client-go's `MaxInternalErrorRetryDuration`). Errors more than a
+    /// minute apart start a new run. Zero (the default): relist at the first one.
+    pub max_internal_error_retry_duration: Duration,
     /// Stop reading the watch while this many changes wait in the queue (backpressure
     /// from a slow consumer: memory stays bounded, the server's stream waits). Zero: no
     /// bound. Default [`DEFAULT_MAX_QUEUED_EVENTS`].
@@ -79,6 +85,7 @@ impl Default for ReflectorOptions {
             use_watch_list: true,
             watch_error_handler: None,
             backoff: Backoff::default(),
+            max_internal_error_retry_duration: Duration::ZERO,
             max_queued_events: DEFAULT_MAX_QUEUED_EVENTS,
         }
     }
@@ -112,10 +119,10 @@ enum WatchEnd {
     Stopped,
     /// The server ended it normally: re-watch from the last RV.
     Rewatch,
-    /// Back off, then re-watch (429).
-    BackoffRewatch,
-    /// Relist after a backoff (410, errors, a very short watch).
+    /// Relist after a backoff (a very short watch, a failed resync).
     Relist,
+    /// The watch ended with an error (an `ERROR` event, a broken or garbled stream).
+    Failed(Error),
 }
 
 impl<K> Reflector<K>
@@ -156,9 +163,7 @@ where
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, RvState> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.state)
     }
 
     /// The resourceVersion of the last list or event (`""` before the first list).
@@ -201,7 +206,7 @@ where
                 match &self.options.watch_error_handler {
                     Some(handler) => handler(&err),
                     None => {
-                        tracing::warn!(reflector = %self.options.name, error = %err, "list and watch failed; retrying")
+                        tracing::warn!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "list and watch failed; retrying")
                     }
                 }
             }
@@ -228,7 +233,7 @@ where
                 Ok(Some(open)) => stream = Some(open),
                 Ok(None) => return Ok(()),
                 Err(err) => {
-                    tracing::debug!(reflector = %self.options.name, error = %err, "watch-list refused; falling back to LIST");
+                    tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "watch-list refused; falling back to LIST");
                 }
             }
         }
@@ -267,7 +272,7 @@ where
             other => other,
         };
         let (items, list_rv) = result.inspect_err(|err| {
-            tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %err, "failed to list");
+            tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %kubeclient_machinery::ErrorChain(&err), "failed to list");
         })?;
         self.queue
             .replace(items, &list_rv)
@@ -356,7 +361,7 @@ where
         match &self.options.watch_error_handler {
             Some(handler) => handler(err),
             None => {
-                tracing::warn!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %err, "{action}");
+                tracing::warn!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %kubeclient_machinery::ErrorChain(&err), "{action}");
             }
         }
     }
@@ -397,7 +402,7 @@ where
             let mut stream = match opened {
                 Ok(stream) => stream,
                 Err(err) if is_retriable_watch_error(&err) => {
-                    tracing::debug!(reflector = %self.options.name, error = %err, "watch-list failed; backing off");
+                    tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "watch-list failed; backing off");
                     if !self.sleep(stop, backoff.next_delay()).await {
                         return Ok(None);
                     }
@@ -479,6 +484,10 @@ where
         let resync_period = self.options.resync_period;
         let mut resync_at =
             (!resync_period.is_zero()).then(|| resync_deadline(Instant::now(), resync_period));
+        let mut internal_errors = RetryWithDeadline::new(
+            self.options.max_internal_error_retry_duration,
+            Duration::from_secs(60),
+        );
         loop {
             let (mut events, started_at_concrete_rv) = match stream.take() {
                 Some(events) => (events, true),
@@ -495,15 +504,23 @@ where
                     };
                     match opened {
                         Ok(events) => (events, !(rv.is_empty() || rv == "0")),
-                        Err(err) if is_retriable_watch_error(&err) => {
+                        Err(Error::Api(err)) if err.is_too_many_requests() => {
                             let delay = backoff.next_delay();
                             tokio::select! {
                                 () = stop.cancelled() => return Ok(()),
                                 () = tokio::time::sleep(delay) => continue,
                             }
                         }
+                        Err(err @ (Error::Transport { .. } | Error::Timeout { .. })) => {
+                            // The server is unreachable: it may come back restarted with
+                            // another history (resourceVersions are not comparable across
+                            // an empty restart), so relist after a backoff step rather than
+                            // resume from our resourceVersion. client-go re-watches here.
+                            tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "the server is unreachable; relisting once it answers");
+                            return Ok(());
+                        }
                         Err(err) => {
-                            tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %err, "failed to watch");
+                            tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %kubeclient_machinery::ErrorChain(&err), "failed to watch");
                             return Err(err);
                         }
                     }
@@ -525,7 +542,7 @@ where
                         resync_at = Some(resync_deadline(Instant::now(), resync_period));
                         let due = self.options.should_resync.as_ref().is_none_or(|should| should());
                         if due && let Err(err) = self.queue.resync() {
-                            tracing::warn!(reflector = %self.options.name, error = %err, "resync failed; relisting");
+                            tracing::warn!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "resync failed; relisting");
                             break WatchEnd::Relist;
                         }
                     }
@@ -546,11 +563,11 @@ where
                             seen += 1;
                             self.report(&err, "skipped a watched object that does not decode");
                         }
-                        Some(Err(err)) => {
-                            // A broken or undecodable stream: events may be lost, so relist.
-                            self.report(&err, "the watch stream failed; relisting");
+                        Some(Err(err)) if seen == 0 && started.elapsed() < Duration::from_secs(1) => {
+                            self.report(&err, "very short watch: it failed within a second with no events; relisting");
                             break WatchEnd::Relist;
                         }
+                        Some(Err(err)) => break WatchEnd::Failed(err),
                         Some(Ok(event)) => {
                             seen += 1;
                             if let Some(end) = self.handle_event(event, &mut seen_non_added) {
@@ -560,36 +577,65 @@ where
                     },
                 }
             };
-            match end {
+            let backoff_first = match end {
                 WatchEnd::Stopped | WatchEnd::Relist => return Ok(()),
-                WatchEnd::Rewatch => {}
-                WatchEnd::BackoffRewatch => {
-                    let delay = backoff.next_delay();
-                    tokio::select! {
-                        () = stop.cancelled() => return Ok(()),
-                        () = tokio::time::sleep(delay) => {}
-                    }
-                }
+                WatchEnd::Rewatch => false,
+                WatchEnd::Failed(err) => match self.after_watch_error(err, &mut internal_errors) {
+                    Some(backoff_first) => backoff_first,
+                    None => return Ok(()),
+                },
+            };
+            if backoff_first && !self.sleep(stop, backoff.next_delay()).await {
+                return Ok(());
             }
         }
+    }
+
+    /// What to do after a watch ended with `err`, as client-go's reflector: `Some(true)`
+    /// re-watch after a backoff step (429), `Some(false)` re-watch at once (a connection
+    /// that broke mid-stream; an internal error within the retry duration), `None`
+    /// relist (410, other errors, reported to the watch error handler).
+    fn after_watch_error(
+        &self,
+        err: Error,
+        internal_errors: &mut RetryWithDeadline,
+    ) -> Option<bool> {
+        let api = err.api();
+        if api.is_some_and(ApiError::is_gone_or_expired) {
+            tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "watch closed; relisting");
+            return None;
+        }
+        if api.is_some_and(ApiError::is_too_many_requests) {
+            tracing::debug!(reflector = %self.options.name, "watch returned 429; backing off");
+            return Some(true);
+        }
+        if matches!(err, Error::Transport { .. } | Error::Timeout { .. }) {
+            // The connection broke or went silent (client-go: a probable EOF or timeout
+            // ends the stream quietly): watch again from the last resourceVersion.
+            tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "the watch connection ended; re-watching");
+            return Some(false);
+        }
+        // An internal error, or a stream that did not decode (client-go reports those as
+        // internal errors too).
+        let internal = api.is_none_or(ApiError::is_internal_error);
+        if internal {
+            internal_errors.after_error();
+            if internal_errors.should_retry() {
+                self.report(&err, "the watch ended with an internal error; re-watching");
+                return Some(false);
+            }
+        }
+        self.report(&err, "the watch ended with an error; relisting");
+        None
     }
 
     /// Applies one event to the queue; `Some(end)` when it ends the watch.
     fn handle_event(&self, event: WatchEvent<K>, seen_non_added: &mut bool) -> Option<WatchEnd> {
         let rv = match &event {
             WatchEvent::Error(status) => {
-                let err = ApiError::from_status((**status).clone());
-                return Some(if err.is_too_many_requests() {
-                    WatchEnd::BackoffRewatch
-                } else {
-                    if !err.is_gone_or_expired() {
-                        self.report(
-                            &Error::from(err),
-                            "the watch ended with an error; relisting",
-                        );
-                    }
-                    WatchEnd::Relist
-                });
+                return Some(WatchEnd::Failed(Error::from(ApiError::from_status(
+                    (**status).clone(),
+                ))));
             }
             WatchEvent::Bookmark(bookmark) => bookmark.resource_version.clone(),
             WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) => {
@@ -613,18 +659,20 @@ where
             WatchEvent::Error(_) => Ok(()),
         };
         if let Err(err) = result {
-            tracing::warn!(reflector = %self.options.name, error = %err, "the queue refused a watch event");
+            tracing::warn!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "the queue refused a watch event");
         }
         // Initial events of a watch from "" or "0" come in no RV order: only track RVs
         // once something else arrived.
-        if *seen_non_added {
+        if *seen_non_added && !rv.is_empty() {
             self.set_last_sync_rv(&rv);
+            self.queue.update_resource_version(&rv);
         }
         None
     }
 }
 
-/// 429 and connection failures: back off and watch again, without relisting.
+/// 429 and connection failures: back off and retry the watch-list (it brings the whole
+/// state, so a restarted server is no hazard).
 fn is_retriable_watch_error(err: &Error) -> bool {
     match err {
         Error::Api(api) => api.is_too_many_requests(),

@@ -2,7 +2,6 @@
 //! handlers, each fed through its own buffer. One informer per resource can serve a whole
 //! program.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
@@ -15,14 +14,27 @@ use tokio_util::sync::CancellationToken;
 use super::handler::{Notification, ResourceEventHandler};
 use super::list_watch::ListerWatcher;
 use super::processor::{
-    EventHandlerRegistration, LISTENER_CAPACITY, Listener, MINIMUM_RESYNC_PERIOD, Sink,
-    determine_resync_period, resync_deadline, spawn_listener,
+    EventHandlerRegistration, LISTENER_CAPACITY, MINIMUM_RESYNC_PERIOD, determine_resync_period,
+    resync_deadline,
 };
+use super::processor_listener::{ProcessorListener, Sink, spawn_listener};
 use super::reflector::{Reflector, ReflectorOptions, WatchErrorHandler};
 use super::{
     Cache, CacheOptions, Delta, Deltas, Indexers, Queue, RealFIFO, RealFifoOptions, Store,
     TransformFunc,
 };
+
+/// Why an informer refused a change of its set-up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InformerError {
+    /// The setting can only be changed before [`SharedIndexInformer::run`]; set it first.
+    #[error("the informer has already started; change this before running it")]
+    AlreadyStarted,
+    /// The informer has stopped, so a new handler would never hear anything.
+    #[error("the handler was not added because the informer has stopped")]
+    Stopped,
+}
 
 /// Options of a [`SharedIndexInformer`].
 #[must_use]
@@ -52,7 +64,7 @@ impl<K: Object> Default for InformerOptions<K> {
 ///
 /// Run it with [`run`](Self::run) (or through a
 /// [`SharedInformerFactory`](crate::informers::SharedInformerFactory)), read its cache
-/// through [`lister`](Self::lister), and react to changes with
+/// through [`indexer`](Self::indexer) (or a [`Lister`](super::Lister) over it), and react to changes with
 /// [`add_event_handler`](Self::add_event_handler) or [`notifications`](Self::notifications).
 /// The cache is updated before handlers are told.
 ///
@@ -84,7 +96,7 @@ struct Inner<K: Object> {
 }
 
 struct State<K> {
-    listeners: Vec<Listener<K>>,
+    listeners: Vec<ProcessorListener<K>>,
     /// How often the reflector checks for due resyncs.
     resync_check_period: Duration,
     default_resync: Duration,
@@ -128,13 +140,10 @@ where
     }
 
     fn state(&self) -> MutexGuard<'_, State<K>> {
-        self.inner
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.inner.state)
     }
 
-    /// The cache (an [`Indexer`]). Read it; writing to it breaks the informer's guarantees.
+    /// The cache (an [`Indexer`](super::Indexer)). Read it; writing to it breaks the informer's guarantees.
     #[must_use]
     pub fn indexer(&self) -> Arc<Cache<K>> {
         self.inner.indexer.clone()
@@ -193,10 +202,10 @@ where
     /// # Errors
     ///
     /// `Err` once the informer has started.
-    pub fn set_transform(&self, transform: TransformFunc<K>) -> Result<(), &'static str> {
+    pub fn set_transform(&self, transform: TransformFunc<K>) -> Result<(), InformerError> {
         let mut state = self.state();
         if state.started {
-            return Err("informer has already started");
+            return Err(InformerError::AlreadyStarted);
         }
         state.transform = Some(transform);
         Ok(())
@@ -207,10 +216,10 @@ where
     /// # Errors
     ///
     /// `Err` once the informer has started.
-    pub fn set_watch_error_handler(&self, handler: WatchErrorHandler) -> Result<(), &'static str> {
+    pub fn set_watch_error_handler(&self, handler: WatchErrorHandler) -> Result<(), InformerError> {
         let mut state = self.state();
         if state.started {
-            return Err("informer has already started");
+            return Err(InformerError::AlreadyStarted);
         }
         state.watch_error_handler = Some(handler);
         Ok(())
@@ -224,7 +233,7 @@ where
     pub fn add_event_handler(
         &self,
         handler: impl ResourceEventHandler<K>,
-    ) -> Result<EventHandlerRegistration, &'static str> {
+    ) -> Result<EventHandlerRegistration, InformerError> {
         let period = self.state().default_resync;
         self.add_event_handler_with_resync_period(handler, period)
     }
@@ -240,7 +249,7 @@ where
         &self,
         handler: impl ResourceEventHandler<K>,
         resync: Duration,
-    ) -> Result<EventHandlerRegistration, &'static str> {
+    ) -> Result<EventHandlerRegistration, InformerError> {
         self.add_listener(Sink::Handler(Arc::new(handler)), resync)
     }
 
@@ -258,7 +267,7 @@ where
             EventHandlerRegistration,
             impl Stream<Item = Notification<K>> + Send + use<K>,
         ),
-        &'static str,
+        InformerError,
     > {
         let (sender, mut receiver) = mpsc::channel(LISTENER_CAPACITY);
         let period = self.state().default_resync;
@@ -271,10 +280,10 @@ where
         &self,
         sink: Sink<K>,
         requested: Duration,
-    ) -> Result<EventHandlerRegistration, &'static str> {
+    ) -> Result<EventHandlerRegistration, InformerError> {
         let mut state = self.state();
         if state.stopped {
-            return Err("handler was not added to shared informer because it has stopped already");
+            return Err(InformerError::Stopped);
         }
         let mut requested = requested;
         if !requested.is_zero() && requested < MINIMUM_RESYNC_PERIOD {
@@ -311,18 +320,51 @@ where
         Ok(registration)
     }
 
-    /// Removes a handler; its pending notifications are dropped. Unknown registrations are
-    /// ignored.
+    /// Removes a handler; its pending notifications are dropped. Unknown registrations
+    /// (also those of another informer) are ignored. A call already running in the handler
+    /// may still finish after this returns; to wait for it, use
+    /// [`remove_event_handler_and_wait`](Self::remove_event_handler_and_wait).
     pub fn remove_event_handler(&self, registration: &EventHandlerRegistration) {
+        self.remove_listener(registration);
+    }
+
+    /// Removes a handler and returns once it will be called no more: a call already
+    /// running has returned and pending notifications are dropped (client-go's
+    /// `RemoveEventHandler` followed by waiting for the listener to shut down). A
+    /// notification stream stops at once, even if nobody reads it. Unknown registrations
+    /// return at once. Do not call it from inside the handler being removed.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn example(informer: kubeclient::cache::SharedIndexInformer<k8s_openapi::api::core::v1::Pod>) {
+    /// let registration = informer
+    ///     .add_event_handler(kubeclient::cache::ResourceEventHandlerFuncs::new().on_add(|pod, _| println!("{pod:?}")))
+    ///     .expect("the informer is running");
+    /// informer.remove_event_handler_and_wait(&registration).await;
+    /// // From here on the closure above is never called again.
+    /// # }
+    /// ```
+    pub async fn remove_event_handler_and_wait(&self, registration: &EventHandlerRegistration) {
+        if self.remove_listener(registration) {
+            registration.finished().await;
+        }
+    }
+
+    /// Removes the listener of `registration`; whether it was one of this informer's.
+    fn remove_listener(&self, registration: &EventHandlerRegistration) -> bool {
         let mut state = self.state();
+        let mut found = false;
         state.listeners.retain(|listener| {
             if listener.id == registration.id {
-                listener.removed.store(true, Ordering::SeqCst);
+                listener.removed.cancel();
+                found = true;
                 false
             } else {
                 true
             }
         });
+        found
     }
 
     /// Decides which handlers are due a resync; true if any is (client-go's
@@ -365,7 +407,7 @@ where
                     match existing {
                         Some(old) => {
                             if let Err(err) = self.inner.indexer.update(obj.clone()) {
-                                tracing::warn!(informer = %self.inner.name, error = %err, "cache update failed");
+                                tracing::warn!(informer = %self.inner.name, error = %kubeclient_machinery::ErrorChain(&err), "cache update failed");
                                 continue;
                             }
                             let sync = old.resource_version() == obj.resource_version();
@@ -373,7 +415,7 @@ where
                         }
                         None => {
                             if let Err(err) = self.inner.indexer.add(obj.clone()) {
-                                tracing::warn!(informer = %self.inner.name, error = %err, "cache add failed");
+                                tracing::warn!(informer = %self.inner.name, error = %kubeclient_machinery::ErrorChain(&err), "cache add failed");
                                 continue;
                             }
                             Some((
@@ -404,7 +446,12 @@ where
             let room = self.inner.room.notified();
             tokio::pin!(room);
             room.as_mut().enable();
-            if !self.state().listeners.iter().any(Listener::is_full) {
+            if !self
+                .state()
+                .listeners
+                .iter()
+                .any(ProcessorListener::is_full)
+            {
                 return;
             }
             room.await;
@@ -433,11 +480,7 @@ where
             }
             let queue: Arc<dyn Queue<K>> =
                 Arc::new(RealFIFO::new(self.inner.indexer.clone(), fifo_options));
-            let mut options = self
-                .inner
-                .reflector_options
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
+            let mut options = crate::sync::lock(&self.inner.reflector_options)
                 .take()
                 .unwrap_or_default();
             options.name.clone_from(&self.inner.name);
@@ -488,7 +531,7 @@ where
         let mut state = self.state();
         state.stopped = true;
         for listener in &state.listeners {
-            listener.removed.store(true, Ordering::SeqCst);
+            listener.removed.cancel();
         }
         state.listeners.clear();
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kubeclient_machinery::{Object, meta_namespace_key};
 
 use super::error::{BoxError, Error, Result};
-use super::index::Indexers;
+use super::index::{Indexer, Indexers};
 use super::representation::{ArcRepr, Representation};
 use super::thread_safe_store::ThreadSafeStore;
 
@@ -105,43 +105,6 @@ pub trait Store<K>: KnownObjects<K> {
     fn resync(&self) -> Result<()>;
 }
 
-/// A [`Store`] with named indexes (Go's `cache.Indexer`).
-pub trait Indexer<K>: Store<K> {
-    /// The objects that share at least one value of `index_name` with `obj`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::IndexNotFound`], [`Error::IndexQuery`].
-    fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>>;
-
-    /// The keys under `value`, sorted.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::IndexNotFound`].
-    fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<String>>;
-
-    /// Every value present in `index_name`; empty for an unknown index.
-    fn list_index_func_values(&self, index_name: &str) -> Vec<String>;
-
-    /// The objects under `value`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::IndexNotFound`].
-    fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>>;
-
-    /// The registered index functions.
-    fn get_indexers(&self) -> Indexers<K>;
-
-    /// Registers more index functions and indexes the existing objects with them.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::IndexerConflict`], [`Error::IndexWrite`]; nothing is added.
-    fn add_indexers(&self, indexers: Indexers<K>) -> Result<()>;
-}
-
 /// Options for [`Cache`]. The default is client-go's `NewStore(MetaNamespaceKeyFunc)`: no
 /// indexes, no transformer.
 ///
@@ -215,6 +178,7 @@ impl<K> CacheOptions<K> {
 /// assert_eq!(cache.list_keys(), ["prod/a"]);
 /// assert!(cache.get_by_key("prod/a").unwrap().is_some());
 /// ```
+#[doc(alias = "NewIndexer", alias = "NewStore")]
 pub struct Cache<K, R: Representation<K> = ArcRepr> {
     store: ThreadSafeStore<K, R>,
     key_func: Option<KeyFunc<K>>,

@@ -9,7 +9,7 @@ use kubeclient_machinery::Object;
 use super::error::{Error, Result};
 use super::index::{IndexValues, Indexers, StoreIndex};
 use super::representation::{ArcRepr, Representation};
-use super::sync::{read, write};
+use crate::sync::{read, write};
 
 /// A thread-safe map from key to object with named indexes.
 ///

@@ -61,7 +61,7 @@ impl ExecCredential {
 #[non_exhaustive]
 pub enum ExecError {
     /// The command could not be started.
-    #[error("exec plugin {command:?} could not be started: {source}{hint}")]
+    #[error("exec plugin {command:?} could not be started{hint}")]
     Spawn {
         /// The command.
         command: String,

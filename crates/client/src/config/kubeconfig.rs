@@ -24,6 +24,7 @@ use super::ConfigError;
 /// assert_eq!(kubeconfig.current_context.as_deref(), Some("kind"));
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[doc(alias = "clientcmdapi.Config", alias = "clientcmd")]
 pub struct Kubeconfig {
     /// Named clusters.
     #[serde(default, deserialize_with = "null_as_default")]

@@ -93,6 +93,7 @@ impl std::fmt::Debug for ClientIdentity {
 
 /// Everything needed to talk to one API server as one user.
 #[derive(Clone, Debug)]
+#[doc(alias = "rest.Config", alias = "RESTConfig")]
 pub struct Config {
     /// The API server URL, e.g. `https://10.0.0.1:6443`.
     pub cluster_url: http::Uri,
@@ -116,7 +117,15 @@ pub struct Config {
     pub qps: f32,
     /// Client-side burst. Default [`DEFAULT_BURST`].
     pub burst: u32,
+    /// A watch asked to end after `timeoutSeconds` is given up as silent when no byte
+    /// arrived for this long past that timeout: a server or proxy that sent headers and
+    /// then went quiet is noticed, and the watch ends with a transport error so the
+    /// reflector reconnects. Default [`DEFAULT_WATCH_IDLE_MARGIN`] (30 s).
+    pub watch_idle_margin: Duration,
 }
+
+/// The default [`Config::watch_idle_margin`].
+pub const DEFAULT_WATCH_IDLE_MARGIN: Duration = Duration::from_secs(30);
 
 /// Why a configuration could not be loaded. Every message says which file or field and
 /// what to do next.
@@ -124,9 +133,7 @@ pub struct Config {
 #[non_exhaustive]
 pub enum ConfigError {
     /// A kubeconfig file could not be read.
-    #[error(
-        "cannot read kubeconfig {path}: {source} (check the path in KUBECONFIG or --kubeconfig)"
-    )]
+    #[error("cannot read kubeconfig {path} (check the path in KUBECONFIG or --kubeconfig)")]
     Read {
         /// The file.
         path: PathBuf,
@@ -218,6 +225,7 @@ impl Config {
             timeout: Some(Duration::from_secs(30)),
             qps: DEFAULT_QPS,
             burst: DEFAULT_BURST,
+            watch_idle_margin: DEFAULT_WATCH_IDLE_MARGIN,
         }
     }
 

@@ -1,18 +1,22 @@
-//! [`Resources`]: the discovered resources and a REST mapper over them.
+//! [`RestMapper`]: the discovered resources and the mapping from kinds and kubectl's
+//! names to resources (client-go's `RESTMapper`).
 
 use kubeclient_machinery::ApiResource;
 
 use super::ApiGroup;
 
-/// What the server serves, with lookups by kind and by the names kubectl accepts.
+/// What the server serves, with lookups by kind and by the names kubectl accepts
+/// (client-go's `RESTMapper` over discovery). Get one from
+/// [`Discovery::resources`](super::Discovery::resources).
+#[doc(alias = "RESTMapper")]
 #[derive(Clone, Debug, Default)]
-pub struct Resources {
+pub struct RestMapper {
     groups: Vec<ApiGroup>,
 }
 
-impl Resources {
+impl RestMapper {
     pub(crate) fn new(groups: Vec<ApiGroup>) -> Self {
-        Resources { groups }
+        RestMapper { groups }
     }
 
     /// The groups, core first.

@@ -92,9 +92,7 @@ impl Authenticator {
         match &self.kind {
             AuthKind::Exec { cached, .. } => *cached.lock().await = None,
             AuthKind::TokenFile { cached, .. } => {
-                *cached
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+                *crate::sync::lock(cached) = None;
             }
             AuthKind::None | AuthKind::Fixed(_) => {}
         }
@@ -106,11 +104,12 @@ impl Authenticator {
             AuthKind::None => Ok(None),
             AuthKind::Fixed(value) => Ok(Some(value.clone())),
             AuthKind::TokenFile { path, cached } => {
-                let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+                let modified = tokio::fs::metadata(path)
+                    .await
+                    .and_then(|m| m.modified())
+                    .ok();
                 {
-                    let cached = cached
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let cached = crate::sync::lock(cached);
                     if let Some((value, read_at)) = cached.as_ref()
                         && *read_at == modified
                     {
@@ -120,18 +119,12 @@ impl Authenticator {
                 let token =
                     tokio::fs::read_to_string(path)
                         .await
-                        .map_err(|err| Error::Transport {
-                            url: self.cluster_server.clone(),
-                            message: format!(
-                                "cannot read the token file {}: {err}",
-                                path.display()
-                            ),
+                        .map_err(|source| Error::TokenFile {
+                            path: path.clone(),
+                            source,
                         })?;
                 let value = bearer(&token)?;
-                *cached
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                    Some((value.clone(), modified));
+                *crate::sync::lock(cached) = Some((value.clone(), modified));
                 Ok(Some(value))
             }
             AuthKind::Exec { config, cached } => {

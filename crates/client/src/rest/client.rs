@@ -49,6 +49,7 @@ type HttpClient =
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
+#[doc(alias = "RESTClient")]
 pub struct Client {
     pub(super) inner: Arc<Inner>,
 }
@@ -66,6 +67,7 @@ pub(super) struct Inner {
     default_namespace: String,
     pub(super) user_agent: HeaderValue,
     pub(super) timeout: Option<Duration>,
+    watch_idle_margin: Duration,
 }
 
 impl Client {
@@ -116,6 +118,7 @@ impl Client {
                 default_namespace: config.default_namespace,
                 user_agent,
                 timeout: config.timeout,
+                watch_idle_margin: config.watch_idle_margin,
             }),
         })
     }
@@ -130,6 +133,11 @@ impl Client {
     #[must_use]
     pub fn base_url(&self) -> &str {
         &self.inner.base_url
+    }
+
+    /// How long past its `timeoutSeconds` a silent watch is given up.
+    pub(crate) fn watch_idle_margin(&self) -> Duration {
+        self.inner.watch_idle_margin
     }
 
     pub(super) fn url(&self, request: &Request) -> String {
@@ -158,15 +166,12 @@ impl Client {
         let http_request = builder
             .body(Full::new(request.body.clone()))
             .map_err(|err| Error::InvalidRequest(format!("{url}: {err}")))?;
-        let response =
-            self.inner
-                .http
-                .request(http_request)
-                .await
-                .map_err(|err| Error::Transport {
-                    url: url.clone(),
-                    message: error_chain(&err),
-                })?;
+        let response = self
+            .inner
+            .http
+            .request(http_request)
+            .await
+            .map_err(|err| Error::transport(url.clone(), err))?;
         for warning in response.headers().get_all("warning") {
             if let Ok(text) = warning.to_str() {
                 tracing::warn!(target: "kubeclient::warning", %url, "{text}");
@@ -235,10 +240,7 @@ impl Client {
             let (parts, body) = response.into_parts();
             collect(body, &parts.headers)
                 .await
-                .map_err(|message| Error::Transport {
-                    url: url.clone(),
-                    message,
-                })
+                .map_err(|cause| Error::transport(url.clone(), cause))
         })
         .await
     }
@@ -279,13 +281,9 @@ impl Client {
                 .get(CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
-            let bytes =
-                collect(body, &parts.headers)
-                    .await
-                    .map_err(|message| Error::Transport {
-                        url: url.clone(),
-                        message,
-                    })?;
+            let bytes = collect(body, &parts.headers)
+                .await
+                .map_err(|cause| Error::transport(url.clone(), cause))?;
             Ok((content_type, bytes))
         })
         .await
@@ -354,33 +352,14 @@ pub(crate) fn decode<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> 
 pub(super) async fn collect(
     body: Incoming,
     headers: &http::HeaderMap,
-) -> std::result::Result<Bytes, String> {
-    let bytes = body
-        .collect()
-        .await
-        .map_err(|err| error_chain(&err))?
-        .to_bytes();
+) -> std::result::Result<Bytes, crate::cache::BoxError> {
+    let bytes = body.collect().await?.to_bytes();
     if headers
         .get(CONTENT_ENCODING)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"))
     {
-        gunzip(&bytes, MAX_INFLATED_BODY).map(Bytes::from)
+        Ok(gunzip(&bytes, MAX_INFLATED_BODY).map(Bytes::from)?)
     } else {
         Ok(bytes)
     }
-}
-
-/// An error and its sources, joined (`connection refused: ...`).
-pub(super) fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut message = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
 }

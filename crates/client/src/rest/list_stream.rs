@@ -123,10 +123,7 @@ pub(crate) async fn decode_list_body<K>(
 where
     K: DeserializeOwned + Send + Sync + 'static,
 {
-    let transport = |message: String| Error::Transport {
-        url: url.to_owned(),
-        message,
-    };
+    let transport = |cause: String| Error::transport(url, cause);
     let malformed = |err: kubeclient_machinery::list::ListDecodeError| Error::Decode {
         url: url.to_owned(),
         expected: std::any::type_name::<K>(),
@@ -150,7 +147,7 @@ where
                     splitter.push(&inflater.finish().map_err(transport)?);
                 }
             }
-            Some(Err(err)) => return Err(transport(format!("the list body broke: {err}"))),
+            Some(Err(err)) => return Err(Error::transport(url, err)),
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
                     match &mut inflater {

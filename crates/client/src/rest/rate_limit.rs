@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// The longest single wait [`TokenBucket::reserve`] returns: a tiny QPS (say `1e-30`)
+/// The longest single wait [`TokenBucket::reserve`] returns (a day): a tiny QPS (say `1e-30`)
 /// would otherwise ask for a wait no clock can represent.
 pub(crate) const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(24 * 3600);
 
@@ -13,25 +13,34 @@ pub(crate) const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(24 * 3600);
 ///
 /// Edge cases never panic: a QPS that is zero, negative or NaN means *no limit* (as
 /// client-go, which only installs a limiter for a positive QPS); an infinite QPS means no
-/// limit too; a tiny positive QPS makes callers wait at most [`MAX_RATE_LIMIT_WAIT`] each.
+/// limit too; a tiny positive QPS makes callers wait at most a day each.
 ///
 /// Invariant: `tokens <= burst`.
 #[derive(Debug)]
+#[doc(alias = "tokenBucketRateLimiter", alias = "flowcontrol.RateLimiter")]
 pub struct TokenBucket {
     qps: f64,
     burst: f64,
+    max_wait: Duration,
     /// Tokens available at `updated` (may go negative: reservations wait in turn).
     state: Mutex<(f64, Instant)>,
 }
 
 impl TokenBucket {
-    /// A bucket that starts full.
+    /// A bucket that starts full (a burst of 0 counts as 1).
     #[must_use]
     pub fn new(qps: f32, burst: u32) -> Self {
-        let burst = f64::from(burst.max(1));
+        Self::with_limits(f64::from(qps), burst.max(1), MAX_RATE_LIMIT_WAIT)
+    }
+
+    /// A bucket of `burst` tokens (0 allowed: every reservation waits) refilled at `qps`
+    /// per second, whose reservations wait at most `max_wait` each.
+    pub(crate) fn with_limits(qps: f64, burst: u32, max_wait: Duration) -> Self {
+        let burst = f64::from(burst);
         TokenBucket {
-            qps: f64::from(qps),
+            qps,
             burst,
+            max_wait,
             state: Mutex::new((burst, Instant::now())),
         }
     }
@@ -41,10 +50,7 @@ impl TokenBucket {
         if !(self.qps.is_finite() && self.qps > 0.0) {
             return Duration::ZERO;
         }
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = crate::sync::lock(&self.state);
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(state.1).as_secs_f64();
         let tokens = (state.0 + elapsed * self.qps).min(self.burst) - 1.0;
@@ -53,8 +59,8 @@ impl TokenBucket {
             Duration::ZERO
         } else {
             Duration::try_from_secs_f64(-tokens / self.qps)
-                .unwrap_or(MAX_RATE_LIMIT_WAIT)
-                .min(MAX_RATE_LIMIT_WAIT)
+                .unwrap_or(self.max_wait)
+                .min(self.max_wait)
         }
     }
 

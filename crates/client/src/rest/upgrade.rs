@@ -21,7 +21,7 @@ use tokio_tungstenite::tungstenite::handshake::client::generate_key;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 
-use super::client::{Client, collect, error_chain};
+use super::client::{Client, collect};
 use super::request::Request;
 use crate::error::{Error, Result};
 
@@ -114,10 +114,7 @@ impl Client {
             .upgrade_http
             .request(http_request)
             .await
-            .map_err(|err| Error::Transport {
-                url: url.to_owned(),
-                message: error_chain(&err),
-            })?;
+            .map_err(|err| Error::transport(url, err))?;
         let status = response.status();
         if status != StatusCode::SWITCHING_PROTOCOLS {
             let (parts, body) = response.into_parts();
@@ -153,10 +150,7 @@ impl Client {
         }
         let upgraded = hyper::upgrade::on(response)
             .await
-            .map_err(|err| Error::Transport {
-                url: url.to_owned(),
-                message: error_chain(&err),
-            })?;
+            .map_err(|err| Error::transport(url, err))?;
         let config = WebSocketConfig::default()
             .max_message_size(Some(MAX_STREAM_MESSAGE))
             .max_frame_size(Some(MAX_STREAM_MESSAGE));

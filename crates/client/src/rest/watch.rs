@@ -18,11 +18,6 @@ use crate::error::{Error, Result};
 /// A stream of watch events (boxed, so it is `Unpin` and easy to store).
 pub type WatchStream<K> = futures_util::stream::BoxStream<'static, Result<WatchEvent<K>>>;
 
-/// A watch asked to end after `timeoutSeconds` is given up as silent this long after that,
-/// if no byte arrived meanwhile: a server (or a proxy) that sent headers and then went
-/// quiet is noticed, and the reader reconnects instead of waiting forever.
-const IDLE_MARGIN: Duration = Duration::from_secs(30);
-
 /// Read at most this much already-arrived body before handing a batch to the decoders.
 const MAX_BATCH_BYTES: usize = 256 * 1024;
 
@@ -102,10 +97,7 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
                 Some(Err(err)) => {
                     self.ended = true;
                     self.submit_lines();
-                    let error = Error::Transport {
-                        url: self.url.clone(),
-                        message: format!("the watch stream broke: {err}"),
-                    };
+                    let error = Error::transport(self.url.clone(), err);
                     self.submit_result(Err(error));
                     return;
                 }
@@ -214,10 +206,10 @@ where
                 () = silent => {
                     state.ended = true;
                     let seconds = state.idle_limit.map_or(0, |limit| limit.as_secs());
-                    let error = Error::Transport {
-                        url: state.url.clone(),
-                        message: format!("the watch sent nothing for {seconds} s, past its timeout; reconnecting"),
-                    };
+                    let error = Error::transport(
+                        state.url.clone(),
+                        format!("the watch sent nothing for {seconds} s, past its timeout; reconnecting"),
+                    );
                     state.submit_result(Err(error));
                 }
             }
@@ -235,7 +227,8 @@ fn timeout_seconds(path: &str) -> Option<u64> {
 
 impl Client {
     /// Opens a watch and returns its events as a stream. A watch with `timeoutSeconds`
-    /// that stays silent 30 s past that ends with a transport error.
+    /// that stays silent past that by [`Config::watch_idle_margin`](crate::Config::watch_idle_margin)
+    /// (30 s by default) ends with a transport error.
     ///
     /// # Errors
     ///
@@ -264,7 +257,7 @@ impl Client {
         let request = request.streaming();
         let url = format!("{}{}", self.base_url(), request.path);
         let idle_limit = timeout_seconds(&request.path)
-            .and_then(|seconds| Duration::from_secs(seconds).checked_add(IDLE_MARGIN));
+            .and_then(|seconds| Duration::from_secs(seconds).checked_add(self.watch_idle_margin()));
         let response = self.send(&request).await?;
         Ok(Box::pin(decoded_event_stream(
             response.into_body(),

@@ -12,7 +12,7 @@ use tokio::time::{Instant, sleep_until};
 
 use super::metrics::{CounterMetric, NoopMetric};
 use super::queue::{Item, QueueConfig, WorkQueue};
-use super::sync::lock;
+use crate::sync::lock;
 
 /// The waiting loop wakes at least this often even with nothing due (client-go's `maxWait`).
 const MAX_WAIT: Duration = Duration::from_secs(10);
@@ -40,9 +40,20 @@ pub const MAX_DELAY: Duration = Duration::from_secs(365 * 24 * 3600);
 /// queue.done(&"a");
 /// # }
 /// ```
+#[doc(alias = "DelayingInterface")]
 pub struct DelayingQueue<T> {
     queue: WorkQueue<T>,
     shared: Arc<DelayShared<T>>,
+}
+
+/// A delaying queue is a work queue with delayed adds (Go's `DelayingInterface` embeds
+/// `Interface`): `add`, `get`, `done`, `len` ... are the [`WorkQueue`]'s.
+impl<T> std::ops::Deref for DelayingQueue<T> {
+    type Target = WorkQueue<T>;
+
+    fn deref(&self) -> &WorkQueue<T> {
+        &self.queue
+    }
 }
 
 impl<T> Clone for DelayingQueue<T> {
@@ -189,37 +200,6 @@ impl<T: Item> DelayingQueue<T> {
         }
     }
 
-    /// See [`WorkQueue::add`].
-    pub fn add(&self, item: T) {
-        self.queue.add(item);
-    }
-
-    /// See [`WorkQueue::get`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe.
-    pub async fn get(&self) -> Option<T> {
-        self.queue.get().await
-    }
-
-    /// See [`WorkQueue::done`].
-    pub fn done(&self, item: &T) {
-        self.queue.done(item);
-    }
-
-    /// The number of items ready to be handed out (not those still waiting).
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// Whether no item is ready.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
     /// The number of items waiting for their time.
     #[must_use]
     pub fn waiting_len(&self) -> usize {
@@ -242,18 +222,6 @@ impl<T: Item> DelayingQueue<T> {
     pub async fn shutdown_with_drain(&self) {
         self.shared.wake.notify_one();
         self.queue.shutdown_with_drain().await;
-    }
-
-    /// Whether the queue is shutting down.
-    #[must_use]
-    pub fn shutting_down(&self) -> bool {
-        self.queue.shutting_down()
-    }
-
-    /// The underlying queue.
-    #[must_use]
-    pub fn work_queue(&self) -> &WorkQueue<T> {
-        &self.queue
     }
 }
 

@@ -17,7 +17,6 @@ pub mod metrics;
 mod queue;
 mod rate_limiter;
 mod rate_limiting_queue;
-mod sync;
 
 pub use delaying_queue::{DelayingQueue, MAX_DELAY};
 pub use metrics::{

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::metrics::{MetricsProvider, QueueMetrics};
-use super::sync::lock;
+use crate::sync::lock;
 
 /// How often the unfinished-work gauges are refreshed (client-go: 500 ms).
 const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
@@ -91,6 +91,11 @@ impl fmt::Debug for QueueConfig {
 /// assert_eq!(worker.await.unwrap(), ["default/web"]);
 /// # }
 /// ```
+#[doc(
+    alias = "Interface",
+    alias = "TypedInterface",
+    alias = "workqueue.Type"
+)]
 pub struct WorkQueue<T> {
     shared: Arc<Shared<T>>,
 }

@@ -6,10 +6,9 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::delaying_queue::MAX_DELAY;
-use super::sync::lock;
+use crate::rest::TokenBucket;
+use crate::sync::lock;
 
 /// Decides how long an item waits before it is retried.
 pub trait RateLimiter<T>: Send + Sync {
@@ -128,18 +127,10 @@ impl<T: Eq + Hash + Clone + Send + Sync> RateLimiter<T> for ItemFastSlowRateLimi
 /// An overall token bucket shared by all items: `burst` tokens, refilled at `qps` per
 /// second (Go's `BucketRateLimiter` over `rate.Limiter`). Each `when` reserves a token and
 /// returns the wait until it is available; the token is consumed even if the caller never
-/// waits. Uses tokio's clock.
+/// waits. A QPS that is not a positive finite number means no limit; waits are clamped to
+/// [`MAX_DELAY`]. Uses tokio's clock. It is the client's [`TokenBucket`](crate::rest::TokenBucket).
 pub struct BucketRateLimiter {
-    qps: f64,
-    burst: f64,
-    /// Guards the token count and when it was last brought up to date.
-    state: Mutex<Bucket>,
-}
-
-struct Bucket {
-    /// May be negative: tokens already promised to waiting callers.
-    tokens: f64,
-    last: Instant,
+    bucket: TokenBucket,
 }
 
 impl BucketRateLimiter {
@@ -147,32 +138,14 @@ impl BucketRateLimiter {
     #[must_use]
     pub fn new(qps: f64, burst: u32) -> Self {
         BucketRateLimiter {
-            qps,
-            burst: f64::from(burst),
-            state: Mutex::new(Bucket {
-                tokens: f64::from(burst),
-                last: Instant::now(),
-            }),
+            bucket: TokenBucket::with_limits(qps, burst, MAX_DELAY),
         }
     }
 }
 
 impl<T> RateLimiter<T> for BucketRateLimiter {
     fn when(&self, _item: &T) -> Duration {
-        let mut bucket = lock(&self.state);
-        let now = Instant::now();
-        let elapsed = now.saturating_duration_since(bucket.last).as_secs_f64();
-        bucket.tokens = (bucket.tokens + elapsed * self.qps).min(self.burst);
-        bucket.last = now;
-        bucket.tokens -= 1.0;
-        // A QPS that is not a positive finite number means no limit (never a NaN or an
-        // unrepresentable wait); waits are clamped to `MAX_DELAY`.
-        if bucket.tokens >= 0.0 || !(self.qps.is_finite() && self.qps > 0.0) {
-            return Duration::ZERO;
-        }
-        Duration::try_from_secs_f64(-bucket.tokens / self.qps)
-            .unwrap_or(MAX_DELAY)
-            .min(MAX_DELAY)
+        self.bucket.reserve()
     }
 
     fn forget(&self, _item: &T) {}
@@ -300,9 +273,8 @@ impl<T> fmt::Debug for ItemExponentialFailureRateLimiter<T> {
 impl fmt::Debug for BucketRateLimiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BucketRateLimiter")
-            .field("qps", &self.qps)
-            .field("burst", &self.burst)
-            .finish_non_exhaustive()
+            .field("bucket", &self.bucket)
+            .finish()
     }
 }
 

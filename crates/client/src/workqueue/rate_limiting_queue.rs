@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::delaying_queue::DelayingQueue;
 use super::queue::{Item, QueueConfig};
@@ -34,9 +33,21 @@ use super::rate_limiter::RateLimiter;
 /// assert_eq!(queue.get().await.as_deref(), Some("default/web")); // after 5 ms
 /// # }
 /// ```
+#[doc(alias = "RateLimitingInterface")]
 pub struct RateLimitingQueue<T> {
     queue: DelayingQueue<T>,
     limiter: Arc<dyn RateLimiter<T>>,
+}
+
+/// A rate-limiting queue is a delaying queue with per-item retry delays (Go's
+/// `RateLimitingInterface` embeds `DelayingInterface`): `add_after`, `add`, `get`, `done`,
+/// `shutdown` ... are the [`DelayingQueue`]'s.
+impl<T> std::ops::Deref for RateLimitingQueue<T> {
+    type Target = DelayingQueue<T>;
+
+    fn deref(&self) -> &DelayingQueue<T> {
+        &self.queue
+    }
 }
 
 impl<T> Clone for RateLimitingQueue<T> {
@@ -70,7 +81,7 @@ impl<T: Item> RateLimitingQueue<T> {
     }
 
     /// Forgets `item`'s failures; it does not touch the queue (still call
-    /// [`done`](Self::done)).
+    /// [`done`](super::WorkQueue::done)).
     pub fn forget(&self, item: &T) {
         self.limiter.forget(item);
     }
@@ -79,68 +90,6 @@ impl<T: Item> RateLimitingQueue<T> {
     #[must_use]
     pub fn num_requeues(&self, item: &T) -> usize {
         self.limiter.num_requeues(item)
-    }
-
-    /// See [`DelayingQueue::add_after`].
-    pub fn add_after(&self, item: T, delay: Duration) {
-        self.queue.add_after(item, delay);
-    }
-
-    /// See [`WorkQueue::add`](super::WorkQueue::add).
-    pub fn add(&self, item: T) {
-        self.queue.add(item);
-    }
-
-    /// See [`WorkQueue::get`](super::WorkQueue::get).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe.
-    pub async fn get(&self) -> Option<T> {
-        self.queue.get().await
-    }
-
-    /// See [`WorkQueue::done`](super::WorkQueue::done).
-    pub fn done(&self, item: &T) {
-        self.queue.done(item);
-    }
-
-    /// The number of items ready to be handed out.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// Whether no item is ready.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
-    /// See [`DelayingQueue::shutdown`].
-    pub fn shutdown(&self) {
-        self.queue.shutdown();
-    }
-
-    /// See [`DelayingQueue::shutdown_with_drain`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe.
-    pub async fn shutdown_with_drain(&self) {
-        self.queue.shutdown_with_drain().await;
-    }
-
-    /// Whether the queue is shutting down.
-    #[must_use]
-    pub fn shutting_down(&self) -> bool {
-        self.queue.shutting_down()
-    }
-
-    /// The underlying delaying queue.
-    #[must_use]
-    pub fn delaying_queue(&self) -> &DelayingQueue<T> {
-        &self.queue
     }
 }
 

@@ -319,3 +319,61 @@ async fn a_huge_resync_period_never_overflows_the_clock() {
     assert_eq!(informer.indexer().len(), 1);
     stop.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_and_waiting_returns_once_the_running_call_returned_and_nothing_more_arrives() {
+    let f = start().await;
+    for i in 0..20 {
+        let name = format!("cm-{i:02}");
+        store_write(&f.server, &name, configmap_json(&name, json!({})));
+    }
+    let informer = new_informer(&f.client);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let in_call = Arc::new(AtomicUsize::new(0));
+    let (counter, busy) = (calls.clone(), in_call.clone());
+    let registration = informer
+        .add_event_handler(
+            ResourceEventHandlerFuncs::new().on_add(move |_: &Arc<ConfigMap>, _| {
+                busy.store(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(100));
+                counter.fetch_add(1, Ordering::SeqCst);
+                busy.store(0, Ordering::SeqCst);
+            }),
+        )
+        .unwrap();
+    let stop = spawn(&informer);
+    until("the handler is inside a call", || {
+        in_call.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    tokio::time::timeout(WAIT, informer.remove_event_handler_and_wait(&registration))
+        .await
+        .expect("removal returns");
+    assert_eq!(
+        in_call.load(Ordering::SeqCst),
+        0,
+        "the running call had returned"
+    );
+    let after_removal = calls.load(Ordering::SeqCst);
+    assert!(after_removal < 20, "pending notifications were dropped");
+    assert!(!registration.is_registered());
+    assert_eq!(informer.handler_count(), 0);
+    store_write(&f.server, "late", configmap_json("late", json!({})));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        after_removal,
+        "no call after removal"
+    );
+
+    // A notification stream nobody reads is shut down at once too.
+    let (stream_registration, _unread) = informer.notifications().unwrap();
+    store_write(&f.server, "later", configmap_json("later", json!({})));
+    tokio::time::timeout(
+        WAIT,
+        informer.remove_event_handler_and_wait(&stream_registration),
+    )
+    .await
+    .expect("removing an unread stream returns");
+    stop.cancel();
+}

@@ -7,6 +7,7 @@
 //! - `hangs`: a server that never answers ends in a timeout, discovery included.
 //! - `informer_pipeline`: undecodable objects, relists sharing unchanged objects, per-handler
 //!   sync, and a relist during a burst with a slow handler.
+//! - `realapi`: the informer against a real kube-apiserver (v1.20, etcd), when one is running.
 //! - `reflector_rules`: client-go's reflector edge rules (watch-list 429, stop before run,
 //!   page sizes at concrete resourceVersions, paginated results).
 //! - `soak`: seeded random schedules of writes and faults; see the module for the full run.
@@ -20,6 +21,7 @@ mod hangs;
 mod informer_pipeline;
 mod informers;
 mod proxy;
+mod realapi;
 mod reflector_rules;
 mod soak;
 mod streams;

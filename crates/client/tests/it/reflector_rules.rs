@@ -1,41 +1,73 @@
 //! The reflector's edge rules, each as client-go's reflector keeps it, against the
 //! embedded server (a recording lister-watcher in between sees every request).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeclient::cache::{
-    ApiListWatch, Backoff, BoxFuture, InformerOptions, ListerWatcher, ReflectorOptions,
+    ApiListWatch, Backoff, BoxFuture, Cache, CacheOptions, InformerOptions, KnownObjects,
+    ListerWatcher, PopFuture, ProcessFn, Queue, RealFifoOptions, Reflector, ReflectorOptions,
     SharedIndexInformer,
 };
-use kubeclient::machinery::{ApiError, Status};
+use kubeclient::machinery::{ApiError, Status, WatchEvent};
 use kubeclient::rest::watch::WatchStream;
 use kubeclient::rest::{DecodeOptions, SharedList};
 use kubeclient::{Api, CancellationToken, ListParams, ObjectList, WatchParams};
 
 use crate::support::{WAIT, bulk_create, force_relist, start, until};
 
-/// Records every list and watch, can fail the next watches with 429, and can pretend the
-/// server has no watch cache (lists at "0" are served paginated, from storage).
-struct Recording {
+/// What the next watch gets instead of the server's plain stream.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Injected {
+    /// Refused with 429.
+    TooManyRequests,
+    /// Opened, then one `ERROR` event with a 500 `InternalError`.
+    InternalError,
+    /// The server's stream, broken (a transport error) after this long.
+    BreakAfter(Duration),
+    /// The server's stream, opened only after this long (writes can happen meanwhile).
+    OpenAfter(Duration),
+    /// Refused: the server is unreachable (a transport error).
+    Unreachable,
+}
+
+/// Records every list and watch (with the resourceVersion it asked for), can replace the
+/// next watches with injected failures, and can pretend the server has no watch cache
+/// (lists at "0" are served paginated, from storage).
+pub(crate) struct Recording {
     inner: ApiListWatch<ConfigMap>,
-    lists: Mutex<Vec<ListParams>>,
+    pub(crate) lists: Mutex<Vec<ListParams>>,
     watches: Mutex<Vec<WatchParams>>,
-    failing_watches: AtomicUsize,
+    pub(crate) watch_rvs: Mutex<Vec<String>>,
+    injected: Mutex<VecDeque<Injected>>,
     no_watch_cache: bool,
 }
 
 impl Recording {
-    fn new(api: Api<ConfigMap>, no_watch_cache: bool) -> Arc<Self> {
+    pub(crate) fn new(api: Api<ConfigMap>, no_watch_cache: bool) -> Arc<Self> {
         Arc::new(Recording {
             inner: ApiListWatch::new(api),
             lists: Mutex::new(Vec::new()),
             watches: Mutex::new(Vec::new()),
-            failing_watches: AtomicUsize::new(0),
+            watch_rvs: Mutex::new(Vec::new()),
+            injected: Mutex::new(VecDeque::new()),
             no_watch_cache,
         })
+    }
+
+    pub(crate) fn inject(&self, failures: &[Injected]) {
+        self.injected.lock().unwrap().extend(failures);
+    }
+
+    pub(crate) fn list_count(&self) -> usize {
+        self.lists.lock().unwrap().len()
+    }
+
+    pub(crate) fn watch_count(&self) -> usize {
+        self.watches.lock().unwrap().len()
     }
 
     fn served(&self, params: &ListParams) -> ListParams {
@@ -70,16 +102,40 @@ impl ListerWatcher<ConfigMap> for Recording {
         rv: &'a str,
     ) -> BoxFuture<'a, kubeclient::Result<WatchStream<ConfigMap>>> {
         self.watches.lock().unwrap().push(params.clone());
-        let fail = self
-            .failing_watches
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok();
+        self.watch_rvs.lock().unwrap().push(rv.to_owned());
+        let injected = self.injected.lock().unwrap().pop_front();
         Box::pin(async move {
-            if fail {
-                let status = Status::too_many_requests("injected: the server is overloaded", 1);
-                return Err(kubeclient::Error::Api(Box::new(ApiError::from(status))));
+            match injected {
+                None => self.inner.watch(params, rv).await,
+                Some(Injected::TooManyRequests) => {
+                    let status = Status::too_many_requests("injected: the server is overloaded", 1);
+                    Err(kubeclient::Error::Api(Box::new(ApiError::from(status))))
+                }
+                Some(Injected::InternalError) => {
+                    let status = Status::internal_error("injected: etcd hiccup");
+                    let event = Ok(WatchEvent::Error(Box::new(status)));
+                    Ok(futures_util::stream::iter([event]).boxed())
+                }
+                Some(Injected::Unreachable) => Err(kubeclient::Error::Transport {
+                    url: "injected".to_owned(),
+                    source: "connection refused".into(),
+                }),
+                Some(Injected::OpenAfter(after)) => {
+                    tokio::time::sleep(after).await;
+                    self.inner.watch(params, rv).await
+                }
+                Some(Injected::BreakAfter(after)) => {
+                    let events = self.inner.watch(params, rv).await?;
+                    let broken = Err(kubeclient::Error::Transport {
+                        url: "injected".to_owned(),
+                        source: "connection reset by peer".into(),
+                    });
+                    let events = events
+                        .take_until(tokio::time::sleep(after))
+                        .chain(futures_util::stream::iter([broken]));
+                    Ok(events.boxed())
+                }
             }
-            self.inner.watch(params, rv).await
         })
     }
 
@@ -93,24 +149,40 @@ fn informer(
     watch_list: bool,
     page_size: Option<u32>,
 ) -> SharedIndexInformer<ConfigMap> {
-    let options = InformerOptions {
-        name: "configmaps".to_owned(),
-        reflector: ReflectorOptions {
+    informer_with(
+        lw,
+        ReflectorOptions {
             use_watch_list: watch_list,
             page_size,
-            backoff: Backoff::new(
-                Duration::from_millis(20),
-                Duration::from_millis(100),
-                Duration::from_secs(60),
-            ),
-            ..ReflectorOptions::default()
+            ..fast_backoff()
         },
+    )
+}
+
+pub(crate) fn fast_backoff() -> ReflectorOptions {
+    ReflectorOptions {
+        backoff: Backoff::new(
+            Duration::from_millis(20),
+            Duration::from_millis(100),
+            Duration::from_secs(60),
+        ),
+        ..ReflectorOptions::default()
+    }
+}
+
+pub(crate) fn informer_with(
+    lw: &Arc<Recording>,
+    reflector: ReflectorOptions,
+) -> SharedIndexInformer<ConfigMap> {
+    let options = InformerOptions {
+        name: "configmaps".to_owned(),
+        reflector,
         ..InformerOptions::default()
     };
     SharedIndexInformer::new(lw.clone(), options)
 }
 
-fn run(informer: &SharedIndexInformer<ConfigMap>) -> CancellationToken {
+pub(crate) fn run(informer: &SharedIndexInformer<ConfigMap>) -> CancellationToken {
     let stop = CancellationToken::new();
     let (informer, token) = (informer.clone(), stop.clone());
     tokio::spawn(async move { informer.run(token).await });
@@ -122,7 +194,7 @@ async fn a_429_on_the_watch_list_backs_off_and_retries_the_watch_list_instead_of
     let f = start().await;
     bulk_create(&f.server, 30);
     let lw = Recording::new(Api::namespaced(f.client.clone(), "default"), false);
-    lw.failing_watches.store(2, Ordering::SeqCst);
+    lw.inject(&[Injected::TooManyRequests, Injected::TooManyRequests]);
     let informer = informer(&lw, true, None);
     let stop = run(&informer);
     until("the informer syncs", || informer.has_synced()).await;
@@ -204,4 +276,212 @@ async fn after_a_paginated_first_list_later_relists_keep_paginating() {
         );
         stop.cancel();
     }
+}
+
+/// An informer on a LIST (no watch-list) that is synced, with its list and watch counts.
+async fn synced(
+    f: &crate::support::Fixture,
+    options: ReflectorOptions,
+) -> (
+    Arc<Recording>,
+    SharedIndexInformer<ConfigMap>,
+    CancellationToken,
+) {
+    bulk_create(&f.server, 5);
+    let lw = Recording::new(Api::namespaced(f.client.clone(), "default"), false);
+    let informer = informer_with(
+        &lw,
+        ReflectorOptions {
+            use_watch_list: false,
+            ..options
+        },
+    );
+    let stop = run(&informer);
+    until("the informer syncs", || informer.has_synced()).await;
+    until("the first watch opens", || lw.watch_count() == 1).await;
+    // One event on the watch, so that ending it is not a "very short watch" (which relists).
+    converges_on_a_new_object(f, &informer, "first-event").await;
+    (lw, informer, stop)
+}
+
+/// Creates a ConfigMap and waits until the informer's cache has it.
+async fn converges_on_a_new_object(
+    f: &crate::support::Fixture,
+    informer: &SharedIndexInformer<ConfigMap>,
+    name: &str,
+) {
+    let object = serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1",
+        "metadata": {"name": name, "namespace": "default"}});
+    crate::support::store_write(&f.server, name, object);
+    until("the informer sees the new object", || {
+        informer
+            .indexer()
+            .get_by_key(&format!("default/{name}"))
+            .ok()
+            .flatten()
+            .is_some()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_internal_error_within_the_retry_duration_rewatches_from_the_last_resource_version() {
+    let f = start().await;
+    let options = ReflectorOptions {
+        max_internal_error_retry_duration: Duration::from_secs(60),
+        ..fast_backoff()
+    };
+    let (lw, informer, stop) = synced(&f, options).await;
+    // Make the running watch end so the next ones are the injected failures.
+    lw.inject(&[Injected::InternalError, Injected::InternalError]);
+    f.server.drop_watches();
+    until("two internal errors and a good watch", || {
+        lw.watch_count() >= 4
+    })
+    .await;
+    converges_on_a_new_object(&f, &informer, "after-errors").await;
+    assert_eq!(lw.list_count(), 1, "re-watched, never relisted");
+    let rvs = lw.watch_rvs.lock().unwrap().clone();
+    assert!(
+        rvs.iter().all(|rv| !rv.is_empty() && rv != "0"),
+        "every re-watch resumes from the last resourceVersion: {rvs:?}"
+    );
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_retry_duration_an_internal_error_relists() {
+    let f = start().await;
+    let (lw, informer, stop) = synced(&f, fast_backoff()).await;
+    lw.inject(&[Injected::InternalError]);
+    f.server.drop_watches();
+    until("a relist after the internal error", || lw.list_count() == 2).await;
+    converges_on_a_new_object(&f, &informer, "after-relist").await;
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_broken_mid_stream_rewatches_from_the_last_resource_version_without_relisting()
+{
+    let f = start().await;
+    let (lw, informer, stop) = synced(&f, fast_backoff()).await;
+    lw.inject(&[Injected::BreakAfter(Duration::from_millis(1200))]);
+    f.server.drop_watches();
+    until("the broken watch and the next one", || {
+        lw.watch_count() >= 3
+    })
+    .await;
+    converges_on_a_new_object(&f, &informer, "after-reset").await;
+    assert_eq!(lw.list_count(), 1, "re-watched, never relisted");
+    let rvs = lw.watch_rvs.lock().unwrap().clone();
+    assert!(rvs.iter().all(|rv| !rv.is_empty() && rv != "0"), "{rvs:?}");
+    stop.cancel();
+}
+
+/// A queue that records every resourceVersion the reflector tells it about.
+struct RvRecordingQueue {
+    inner: kubeclient::cache::RealFIFO<ConfigMap>,
+    seen: Mutex<Vec<String>>,
+}
+
+impl Queue<ConfigMap> for RvRecordingQueue {
+    fn add(&self, obj: Arc<ConfigMap>) -> kubeclient::cache::Result<()> {
+        self.inner.add(obj)
+    }
+    fn update(&self, obj: Arc<ConfigMap>) -> kubeclient::cache::Result<()> {
+        self.inner.update(obj)
+    }
+    fn delete(&self, obj: Arc<ConfigMap>) -> kubeclient::cache::Result<()> {
+        self.inner.delete(obj)
+    }
+    fn replace(&self, list: Vec<Arc<ConfigMap>>, rv: &str) -> kubeclient::cache::Result<()> {
+        self.inner.replace(list, rv)
+    }
+    fn resync(&self) -> kubeclient::cache::Result<()> {
+        self.inner.resync()
+    }
+    fn try_pop(&self, process: ProcessFn<'_, ConfigMap>) -> kubeclient::cache::Result<bool> {
+        self.inner.try_pop(process)
+    }
+    fn pop_blocking(&self, process: ProcessFn<'_, ConfigMap>) -> kubeclient::cache::Result<()> {
+        self.inner.pop_blocking(process)
+    }
+    fn pop<'a>(&'a self, process: ProcessFn<'a, ConfigMap>) -> PopFuture<'a> {
+        self.inner.pop(process)
+    }
+    fn close(&self) {
+        self.inner.close();
+    }
+    fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+    fn has_synced(&self) -> bool {
+        self.inner.has_synced()
+    }
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn name(&self) -> &str {
+        "rv-recording"
+    }
+    fn update_resource_version(&self, resource_version: &str) {
+        self.seen.lock().unwrap().push(resource_version.to_owned());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_resource_version_updater_hook_hears_each_watch_event_in_order() {
+    let f = start().await;
+    bulk_create(&f.server, 3);
+    let cache = Arc::new(Cache::new(CacheOptions::default()));
+    let queue = Arc::new(RvRecordingQueue {
+        inner: kubeclient::cache::RealFIFO::new(cache, RealFifoOptions::default()),
+        seen: Mutex::new(Vec::new()),
+    });
+    let lw = Recording::new(Api::namespaced(f.client.clone(), "default"), false);
+    let reflector = Arc::new(Reflector::new(
+        lw.clone(),
+        queue.clone(),
+        ReflectorOptions {
+            use_watch_list: false,
+            ..fast_backoff()
+        },
+    ));
+    let stop = CancellationToken::new();
+    let (running, token) = (reflector.clone(), stop.clone());
+    tokio::spawn(async move { running.run(token).await });
+    until("the first watch opens", || lw.watch_count() == 1).await;
+    assert!(
+        queue.seen.lock().unwrap().is_empty(),
+        "a LIST is no watch event"
+    );
+    let api: Api<ConfigMap> = Api::namespaced(f.client.clone(), "default");
+    let mut written = Vec::new();
+    for name in ["one", "two"] {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.to_owned());
+        let created = api.create(&Default::default(), &cm).await.unwrap();
+        written.push(created.metadata.resource_version.unwrap());
+    }
+    until("both writes reach the hook", || {
+        queue.seen.lock().unwrap().len() >= 2
+    })
+    .await;
+    assert_eq!(*queue.seen.lock().unwrap(), written);
+    assert_eq!(reflector.last_sync_resource_version(), written[1]);
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_that_finds_the_server_unreachable_relists_once_it_answers() {
+    let f = start().await;
+    let (lw, informer, stop) = synced(&f, fast_backoff()).await;
+    lw.inject(&[Injected::Unreachable]);
+    f.server.drop_watches();
+    until("a relist after the server came back", || {
+        lw.list_count() == 2
+    })
+    .await;
+    converges_on_a_new_object(&f, &informer, "after-outage").await;
+    stop.cancel();
 }

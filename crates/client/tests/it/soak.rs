@@ -131,7 +131,7 @@ fn register(
     });
     let registration = informer
         .add_event_handler(Recorder(view.clone()))
-        .map_err(str::to_owned)?;
+        .map_err(|err| err.to_string())?;
     watch_sync(registration.clone(), view.clone(), stop.clone());
     Ok((view, registration))
 }

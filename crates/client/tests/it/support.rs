@@ -57,9 +57,17 @@ pub(crate) async fn until(what: &str, mut condition: impl FnMut() -> bool) {
 
 /// `key -> resourceVersion` of the server's ConfigMaps in `default`.
 pub(crate) async fn server_state(client: &Client) -> std::collections::BTreeMap<String, String> {
+    server_state_in(client, "default").await
+}
+
+/// `key -> resourceVersion` of the server's ConfigMaps in `namespace`.
+pub(crate) async fn server_state_in(
+    client: &Client,
+    namespace: &str,
+) -> std::collections::BTreeMap<String, String> {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kubeclient::machinery::{Object, meta_namespace_key};
-    kubeclient::Api::<ConfigMap>::namespaced(client.clone(), "default")
+    kubeclient::Api::<ConfigMap>::namespaced(client.clone(), namespace)
         .list_all(&kubeclient::ListParams::default())
         .await
         .map(|list| {

@@ -44,6 +44,7 @@ pub struct TypeMeta {
 /// assert_eq!(obj.data["spec"]["size"], 3);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
+#[doc(alias = "Unstructured")]
 pub struct DynamicObject {
     /// `apiVersion` and `kind`.
     pub types: TypeMeta,

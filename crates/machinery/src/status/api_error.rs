@@ -31,6 +31,7 @@ const MAX_KEPT_BODY: usize = 4096;
 /// assert!(err.is_resource_expired() && err.is_gone_or_expired());
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[doc(alias = "StatusError")]
 pub struct ApiError {
     /// The Status: as the server sent it, or synthesized from the HTTP code.
     pub status: Status,

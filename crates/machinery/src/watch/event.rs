@@ -77,7 +77,7 @@ impl Bookmark {
 pub enum WatchDecodeError {
     /// The line is not a JSON watch event, or its object does not decode as the watched
     /// type. `snippet` is the start of the line.
-    #[error("malformed watch event ({source}); the event starts with: {snippet}")]
+    #[error("malformed watch event; the event starts with: {snippet}")]
     Malformed {
         /// The JSON error.
         #[source]
@@ -89,7 +89,7 @@ pub enum WatchDecodeError {
     /// bad object on the server). Unlike [`Malformed`](Self::Malformed), the stream is
     /// intact: nothing else was lost, so a reader can report this event and go on.
     #[error(
-        "the object of a {event_type} watch event does not decode ({source}); the object starts with: {snippet}"
+        "the object of a {event_type} watch event does not decode; the object starts with: {snippet}"
     )]
     InvalidObject {
         /// ADDED, MODIFIED or DELETED.

@@ -249,3 +249,29 @@ fn an_informer_can_run_on_either_queue_through_the_trait() {
         cache.replace(vec![], "").unwrap();
     }
 }
+
+#[test]
+fn key_of_gives_a_tombstones_own_key_and_the_key_functions_otherwise() {
+    let key_func: crate::cache::KeyFunc<ConfigMap> = Arc::new(|cm: &ConfigMap| {
+        Ok(format!(
+            "k:{}",
+            cm.metadata.name.as_deref().unwrap_or_default()
+        ))
+    });
+    let fifo = RealFIFO::new(
+        ScriptedKnown::with(&[cm("ns/gone", "1")]),
+        RealFifoOptions::default().key_func(key_func),
+    );
+    assert_eq!(fifo.key_of(&cm("ns/x", "1")).unwrap(), "k:x");
+    fifo.replace(vec![cm("ns/x", "2")], "2").unwrap();
+    let mut keys = Vec::new();
+    while fifo
+        .try_pop(&mut |deltas, _| keys.push(fifo.key_of_deltas(&deltas).unwrap()))
+        .unwrap()
+    {}
+    assert_eq!(
+        keys,
+        ["ns/gone", "k:x"],
+        "the tombstone keeps the known key"
+    );
+}

@@ -99,18 +99,12 @@ async fn add_rate_limited_waits_for_the_limiters_delay_and_forget_resets_it() {
     q.add_rate_limited("a");
     q.add_rate_limited("a"); // 2 s, later than the 1 s already waiting: ignored
     assert_eq!(q.num_requeues(&"a"), 2);
-    assert_eq!(
-        timed_get(q.delaying_queue()).await,
-        (Some("a"), Duration::from_secs(1))
-    );
+    assert_eq!(timed_get(&q).await, (Some("a"), Duration::from_secs(1)));
     q.forget(&"a");
     assert_eq!(q.num_requeues(&"a"), 0);
     q.done(&"a");
     q.add_rate_limited("a");
-    assert_eq!(
-        timed_get(q.delaying_queue()).await,
-        (Some("a"), Duration::from_secs(1))
-    );
+    assert_eq!(timed_get(&q).await, (Some("a"), Duration::from_secs(1)));
 }
 
 #[tokio::test(start_paused = true)]

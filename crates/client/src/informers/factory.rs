@@ -1,0 +1,295 @@
+//! [`SharedInformerFactory`] and the [`FactoryResource`] bound of its typed informers.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kubeclient_machinery::gvk::ScopeNamespaced;
+use kubeclient_machinery::{
+    ApiResource, DynamicObject, GroupResource, GroupVersionResource, Object,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::Api;
+use crate::cache::{
+    ApiListWatch, InformerOptions, Lister, ListerWatcher, ReflectorOptions, SharedIndexInformer,
+    TweakListOptions,
+};
+use crate::rest::Client;
+
+/// Which informer an entry is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum InformerKey {
+    Typed(TypeId),
+    Dynamic(GroupVersionResource),
+    Metadata(GroupVersionResource),
+}
+
+/// What the factory needs from an informer it did not create the type of.
+trait Runnable: Send + Sync {
+    fn spawn(&self, stop: CancellationToken) -> JoinHandle<()>;
+    fn synced(&self) -> bool;
+}
+
+impl<K: Object + Send + Sync + 'static> Runnable for SharedIndexInformer<K> {
+    fn spawn(&self, stop: CancellationToken) -> JoinHandle<()> {
+        let informer = self.clone();
+        tokio::spawn(async move { informer.run(stop).await })
+    }
+
+    fn synced(&self) -> bool {
+        self.has_synced()
+    }
+}
+
+struct Entry {
+    informer: Box<dyn Any + Send + Sync>,
+    runnable: Arc<dyn Runnable>,
+    started: bool,
+}
+
+/// A `k8s-openapi` type (or a typed custom resource) the factory makes informers and
+/// listers for. Implemented for every type with the bounds below; never implement it by
+/// hand.
+pub trait FactoryResource:
+    k8s_openapi::Resource<Scope: ScopeNamespaced>
+    + Object
+    + Clone
+    + DeserializeOwned
+    + Serialize
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> FactoryResource for K where
+    K: k8s_openapi::Resource<Scope: ScopeNamespaced>
+        + Object
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Shares one informer per resource (and per representation: typed, dynamic,
+/// metadata-only) across a program. Namespace, list tweaks, resync and the managedFields
+/// transform are factory-wide.
+pub struct SharedInformerFactory {
+    client: Client,
+    namespace: Option<String>,
+    tweak: Option<TweakListOptions>,
+    default_resync: Duration,
+    custom_resync: HashMap<String, Duration>,
+    strip_managed_fields: bool,
+    use_watch_list: bool,
+    entries: Mutex<HashMap<InformerKey, Entry>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    stop: CancellationToken,
+}
+
+impl SharedInformerFactory {
+    /// A factory watching all namespaces, without resync.
+    #[must_use]
+    pub fn new(client: Client) -> Self {
+        SharedInformerFactory {
+            client,
+            namespace: None,
+            tweak: None,
+            default_resync: Duration::ZERO,
+            custom_resync: HashMap::new(),
+            strip_managed_fields: false,
+            use_watch_list: true,
+            entries: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(Vec::new()),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// Only one namespace.
+    #[must_use]
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = Some(namespace.to_owned());
+        self
+    }
+
+    /// Tweaks every list and watch (selectors).
+    #[must_use]
+    pub fn tweak_list_options(mut self, tweak: TweakListOptions) -> Self {
+        self.tweak = Some(tweak);
+        self
+    }
+
+    /// The default resync period of informers (zero: none).
+    #[must_use]
+    pub fn resync(mut self, period: Duration) -> Self {
+        self.default_resync = period;
+        self
+    }
+
+    /// A resync period for one resource (by plural name, e.g. `pods`).
+    #[must_use]
+    pub fn resync_for(mut self, plural: &str, period: Duration) -> Self {
+        self.custom_resync.insert(plural.to_owned(), period);
+        self
+    }
+
+    /// Drop `metadata.managedFields` before caching (less memory; controllers rarely read it).
+    #[must_use]
+    pub fn strip_managed_fields(mut self, strip: bool) -> Self {
+        self.strip_managed_fields = strip;
+        self
+    }
+
+    /// Whether reflectors try the streaming watch-list before LIST (default true).
+    #[must_use]
+    pub fn watch_list(mut self, enabled: bool) -> Self {
+        self.use_watch_list = enabled;
+        self
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<InformerKey, Entry>> {
+        crate::sync::lock(&self.entries)
+    }
+
+    fn get_or_create<K>(
+        &self,
+        key: InformerKey,
+        resource: &ApiResource,
+        make_lw: impl FnOnce() -> ApiListWatch<K>,
+    ) -> SharedIndexInformer<K>
+    where
+        K: Object + Clone + DeserializeOwned + Serialize + Send + Sync + 'static,
+    {
+        let mut entries = self.entries();
+        if let Some(existing) = entries
+            .get(&key)
+            .and_then(|e| e.informer.downcast_ref::<SharedIndexInformer<K>>())
+        {
+            return existing.clone();
+        }
+        let mut lister_watcher = make_lw().strip_managed_fields(self.strip_managed_fields);
+        if let Some(tweak) = &self.tweak {
+            lister_watcher = lister_watcher.with_tweak(tweak.clone());
+        }
+        let lister_watcher: Arc<dyn ListerWatcher<K>> = Arc::new(lister_watcher);
+        let options = InformerOptions {
+            name: resource.gvr().to_string(),
+            resync_period: self
+                .custom_resync
+                .get(&resource.plural)
+                .copied()
+                .unwrap_or(self.default_resync),
+            reflector: ReflectorOptions {
+                use_watch_list: self.use_watch_list,
+                ..ReflectorOptions::default()
+            },
+            ..InformerOptions::default()
+        };
+        let informer = SharedIndexInformer::new(lister_watcher, options);
+        entries.insert(
+            key,
+            Entry {
+                informer: Box::new(informer.clone()),
+                runnable: Arc::new(informer.clone()),
+                started: false,
+            },
+        );
+        informer
+    }
+
+    /// The shared informer of a `k8s-openapi` type (the same instance on every call).
+    pub fn informer<K: FactoryResource>(&self) -> SharedIndexInformer<K> {
+        let resource = ApiResource::of::<K>();
+        self.get_or_create(InformerKey::Typed(TypeId::of::<K>()), &resource, || {
+            let api = match &self.namespace {
+                Some(namespace) => Api::<K>::namespaced(self.client.clone(), namespace),
+                None => Api::<K>::all(self.client.clone()),
+            };
+            ApiListWatch::new(api)
+        })
+    }
+
+    /// A lister over the shared informer of a type.
+    pub fn lister<K: FactoryResource>(&self) -> Lister<K> {
+        let resource = ApiResource::of::<K>();
+        Lister::new(
+            self.informer::<K>().indexer(),
+            GroupResource::new(&resource.group, &resource.singular),
+        )
+    }
+
+    fn dynamic_api(&self, resource: &ApiResource) -> Api<DynamicObject> {
+        match &self.namespace {
+            Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, resource),
+            None => Api::all_with(self.client.clone(), resource),
+        }
+    }
+
+    /// The shared dynamic informer of a resource (client-go's `dynamicinformer`).
+    pub fn dynamic_informer(&self, resource: &ApiResource) -> SharedIndexInformer<DynamicObject> {
+        self.get_or_create(InformerKey::Dynamic(resource.gvr()), resource, || {
+            ApiListWatch::new(self.dynamic_api(resource))
+        })
+    }
+
+    /// The shared metadata-only informer of a resource (client-go's `metadatainformer`):
+    /// objects carry only `metadata`.
+    pub fn metadata_informer(&self, resource: &ApiResource) -> SharedIndexInformer<DynamicObject> {
+        self.get_or_create(InformerKey::Metadata(resource.gvr()), resource, || {
+            ApiListWatch::metadata_only(self.dynamic_api(resource))
+        })
+    }
+
+    /// Starts every informer not started yet (non-blocking). Informers created later need
+    /// another call. Does nothing after [`shutdown`](Self::shutdown).
+    pub fn start(&self) {
+        if self.stop.is_cancelled() {
+            return;
+        }
+        let mut spawned = Vec::new();
+        for entry in self.entries().values_mut().filter(|e| !e.started) {
+            entry.started = true;
+            spawned.push(entry.runnable.spawn(self.stop.child_token()));
+        }
+        crate::sync::lock(&self.tasks).extend(spawned);
+    }
+
+    /// Waits until every started informer has synced; `false` if the factory shuts down first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn wait_for_cache_sync(&self) -> bool {
+        loop {
+            let all_synced = self
+                .entries()
+                .values()
+                .filter(|e| e.started)
+                .all(|e| e.runnable.synced());
+            if all_synced {
+                return true;
+            }
+            if self.stop.is_cancelled() {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Stops every informer and waits for them to finish. Later `start` calls do nothing.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        let tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *crate::sync::lock(&self.tasks));
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! The informer against a **real kube-apiserver** (v1.20 with etcd, from
+//! `../shared/realapi`): sync through the LIST fallback (v1.20 refuses a watch-list with
+//! 422), a 410 after a real etcd compaction, relisting in pages from etcd, resuming after a
+//! connection broken mid-stream, and an informer served by the real watch cache.
+//!
+//! `.ci/run` starts the server with ConfigMaps uncached (`--watch-cache-sizes=configmaps#0`:
+//! their lists and watches go to etcd, as on a server without a watch cache; v1.20's watch
+//! cache grows to keep every event of the last 75 s, so it never answers 410 quickly) and
+//! an etcd compaction every 5 s, then sets `KUBECLIENT_REALAPI_KUBECONFIG`. Secrets keep
+//! the watch cache. Without the variable these tests say so and do nothing. By hand:
+//!
+//! ```sh
+//! KCM=0 EXTRA_APISERVER_FLAGS="--etcd-compaction-interval=5s --watch-cache-sizes=configmaps#0" \
+//!   ../shared/realapi/start.sh
+//! KUBECLIENT_REALAPI_KUBECONFIG=~/.cache/realapi/run/kubeconfig cargo test -p kubeclient --test it realapi
+//! ```
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kubeclient::config::{Kubeconfig, KubeconfigOptions};
+use kubeclient::{Api, Client, Config, PostParams};
+
+use crate::reflector_rules::{Injected, Recording, fast_backoff, informer_with, run};
+use crate::support::{cache_state, server_state_in, until};
+use kubeclient::CancellationToken;
+use kubeclient::cache::ReflectorOptions;
+
+/// A client of the real server, or `None` (with a note) when none was started.
+async fn real_server() -> Option<Client> {
+    let Ok(path) = std::env::var("KUBECLIENT_REALAPI_KUBECONFIG") else {
+        eprintln!(
+            "skipped: KUBECLIENT_REALAPI_KUBECONFIG is not set (start ../shared/realapi/start.sh and export its kubeconfig path; .ci/run does)"
+        );
+        return None;
+    };
+    let kubeconfig = Kubeconfig::read_from(&path).expect("the real server's kubeconfig reads");
+    let config = Config::from_kubeconfig(&kubeconfig, &KubeconfigOptions::default())
+        .expect("a usable context");
+    Some(
+        Client::new(config)
+            .await
+            .expect("a client of the real server"),
+    )
+}
+
+/// A new namespace of its own for one test (tests share the server).
+async fn fresh_namespace(client: &Client, test: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let name = format!("kc-{test}-{nanos}");
+    let mut namespace = Namespace::default();
+    namespace.metadata.name = Some(name.clone());
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("the real server creates the namespace");
+    name
+}
+
+async fn create(api: &Api<ConfigMap>, name: &str) {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.to_owned());
+    cm.data = Some([("k".to_owned(), name.to_owned())].into());
+    api.create(&PostParams::default(), &cm)
+        .await
+        .expect("the real server creates the ConfigMap");
+}
+
+/// Waits until the informer's cache equals the server's ConfigMaps in `namespace`.
+async fn converged(
+    client: &Client,
+    namespace: &str,
+    informer: &kubeclient::cache::SharedIndexInformer<ConfigMap>,
+) {
+    let deadline = tokio::time::Instant::now() + crate::support::WAIT;
+    loop {
+        let server = server_state_in(client, namespace).await;
+        if cache_state(informer) == server {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cache never converged: {} cached, {} on the server",
+            cache_state(informer).len(),
+            server.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_server_an_informer_falls_back_to_list_syncs_and_follows_every_write() {
+    let Some(client) = real_server().await else {
+        return;
+    };
+    let namespace = fresh_namespace(&client, "sync").await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    for i in 0..25 {
+        create(&api, &format!("before-{i:02}")).await;
+    }
+    let lw = Recording::new(api.clone(), false);
+    let informer = informer_with(&lw, fast_backoff());
+    let stop = run(&informer);
+    until("the informer syncs", || informer.has_synced()).await;
+    assert_eq!(
+        lw.list_count(),
+        1,
+        "v1.20 refuses the watch-list: one LIST instead"
+    );
+    converged(&client, &namespace, &informer).await;
+    for i in 0..10 {
+        create(&api, &format!("after-{i:02}")).await;
+    }
+    api.delete("before-00", &Default::default()).await.unwrap();
+    converged(&client, &namespace, &informer).await;
+    assert_eq!(lw.list_count(), 1, "followed by the watch, no relist");
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_server_a_watch_from_a_compacted_resource_version_gets_410_and_relists_in_pages() {
+    let Some(client) = real_server().await else {
+        return;
+    };
+    let namespace = fresh_namespace(&client, "gone").await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    for i in 0..20 {
+        create(&api, &format!("cm-{i:02}")).await;
+    }
+    let lw = Recording::new(api.clone(), false);
+    let options = ReflectorOptions {
+        use_watch_list: false,
+        page_size: Some(7),
+        ..fast_backoff()
+    };
+    let informer = informer_with(&lw, options);
+    // The first watch breaks; the re-watch opens only after etcd compacted past its
+    // resourceVersion (compaction every 5 s), so the server answers 410 and the
+    // reflector relists.
+    lw.inject(&[
+        Injected::BreakAfter(Duration::from_millis(1500)),
+        Injected::OpenAfter(Duration::from_secs(12)),
+    ]);
+    let stop = run(&informer);
+    until("the informer syncs", || informer.has_synced()).await;
+    until("the late re-watch is waiting", || lw.watch_count() >= 2).await;
+    for i in 0..10 {
+        create(&api, &format!("while-away-{i:02}")).await;
+    }
+    until("a relist after the 410", || lw.list_count() >= 2).await;
+    converged(&client, &namespace, &informer).await;
+    let lists = lw.lists.lock().unwrap().clone();
+    assert!(
+        lists.iter().any(|l| l.continue_token.is_some()),
+        "the relist walked pages of 7 with continue tokens: {lists:?}"
+    );
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_server_a_connection_broken_mid_stream_resumes_from_the_last_resource_version() {
+    let Some(client) = real_server().await else {
+        return;
+    };
+    let namespace = fresh_namespace(&client, "resume").await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    for i in 0..5 {
+        create(&api, &format!("cm-{i:02}")).await;
+    }
+    let lw = Recording::new(api.clone(), false);
+    let informer = informer_with(
+        &lw,
+        ReflectorOptions {
+            use_watch_list: false,
+            ..fast_backoff()
+        },
+    );
+    lw.inject(&[Injected::BreakAfter(Duration::from_millis(1500))]);
+    let stop = run(&informer);
+    until("the informer syncs", || informer.has_synced()).await;
+    create(&api, "during").await;
+    until("the broken watch and the next one", || {
+        lw.watch_count() >= 2
+    })
+    .await;
+    create(&api, "after").await;
+    converged(&client, &namespace, &informer).await;
+    assert_eq!(lw.list_count(), 1, "re-watched, never relisted");
+    let rvs = lw.watch_rvs.lock().unwrap().clone();
+    assert!(
+        rvs.iter().all(|rv| !rv.is_empty() && rv != "0"),
+        "every watch resumes from a resourceVersion: {rvs:?}"
+    );
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_server_an_informer_served_by_the_watch_cache_syncs_and_follows_writes() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kubeclient::cache::{ApiListWatch, InformerOptions, SharedIndexInformer, Store};
+    use kubeclient::machinery::{Object, meta_namespace_key};
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    let Some(client) = real_server().await else {
+        return;
+    };
+    let namespace = fresh_namespace(&client, "cached").await;
+    let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
+    let secret = |name: &str| {
+        let mut secret = Secret::default();
+        secret.metadata.name = Some(name.to_owned());
+        secret.string_data = Some([("k".to_owned(), name.to_owned())].into());
+        secret
+    };
+    for i in 0..10 {
+        api.create(&PostParams::default(), &secret(&format!("s-{i}")))
+            .await
+            .unwrap();
+    }
+    let informer = SharedIndexInformer::new(
+        Arc::new(ApiListWatch::new(api.clone())),
+        InformerOptions {
+            reflector: fast_backoff(),
+            ..InformerOptions::default()
+        },
+    );
+    let stop = CancellationToken::new();
+    let (running, token) = (informer.clone(), stop.clone());
+    tokio::spawn(async move { running.run(token).await });
+    until("the informer syncs", || informer.has_synced()).await;
+    api.create(&PostParams::default(), &secret("late"))
+        .await
+        .unwrap();
+    api.delete("s-0", &Default::default()).await.unwrap();
+    let deadline = tokio::time::Instant::now() + crate::support::WAIT;
+    loop {
+        let server: BTreeMap<String, String> = api
+            .list_all(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(|s| (meta_namespace_key(s), s.resource_version().to_owned()))
+            .collect();
+        let cached: BTreeMap<String, String> = informer
+            .indexer()
+            .list()
+            .iter()
+            .map(|s| {
+                (
+                    meta_namespace_key(s.as_ref()),
+                    s.resource_version().to_owned(),
+                )
+            })
+            .collect();
+        if cached == server {
+            assert_eq!(cached.len(), 10);
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never converged");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.cancel();
+}
