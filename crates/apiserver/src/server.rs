@@ -53,6 +53,7 @@ pub struct ApiServerBuilder {
     bookmark_interval: Duration,
     limits: Limits,
     legacy_remote_command: bool,
+    initial_revision: u64,
 }
 
 impl Default for ApiServerBuilder {
@@ -66,6 +67,7 @@ impl Default for ApiServerBuilder {
             bookmark_interval: Duration::from_secs(60),
             limits: Limits::default(),
             legacy_remote_command: false,
+            initial_revision: 0,
         }
     }
 }
@@ -139,6 +141,16 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Starts the resourceVersions after `revision`, with everything before it forgotten
+    /// (a watch or an exact list from an older resourceVersion gets 410). Use it to restart
+    /// a server that clients were watching: etcd's revisions never go back, and a restarted
+    /// server numbering from 1 again would look to a resuming client like the old history.
+    /// Default 0.
+    pub fn initial_revision(mut self, revision: u64) -> Self {
+        self.initial_revision = revision;
+        self
+    }
+
     /// The most encoded bytes of objects kept in one resource's change history (besides
     /// the [`history_window`](Self::history_window) count). Default 64 MiB.
     pub fn history_bytes(mut self, bytes: usize) -> Self {
@@ -188,7 +200,8 @@ impl ApiServerBuilder {
                 self.history_window,
                 self.limits.history_bytes,
                 self.limits.watcher,
-            ),
+            )
+            .starting_after(self.initial_revision),
             registry: Registry::new(),
             faults: Faults::default(),
             config: Config {

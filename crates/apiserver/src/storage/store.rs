@@ -335,6 +335,19 @@ impl Store {
         }
     }
 
+    /// This (empty) store with its revisions starting after `revision`, and everything
+    /// up to it compacted.
+    #[must_use]
+    pub fn starting_after(self, revision: u64) -> Self {
+        {
+            let mut inner = self.lock();
+            inner.revision = revision;
+            inner.compacted = revision;
+        }
+        self.revision.store(revision, Ordering::SeqCst);
+        self
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock cannot leave a half-applied write: writes mutate
         // only after every fallible step. So a poisoned lock is still consistent.

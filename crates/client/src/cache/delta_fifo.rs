@@ -417,38 +417,7 @@ impl<K: Object> Queue<K> for DeltaFIFO<K> {
         Ok(())
     }
 
-    fn try_pop(&self, process: ProcessFn<'_, K>) -> Result<bool> {
-        let mut inner = lock(&self.inner);
-        self.pop_locked(&mut inner, process).unwrap_or(Ok(false))
-    }
-
-    fn pop_blocking(&self, process: ProcessFn<'_, K>) -> Result<()> {
-        self.waiters
-            .wait_blocking(&self.inner, |inner| self.pop_locked(inner, &mut *process))
-            .map(drop)
-    }
-
-    fn pop<'a>(&'a self, process: ProcessFn<'a, K>) -> PopFuture<'a> {
-        Box::pin(async move {
-            self.waiters
-                .wait_async(&self.inner, |inner| self.pop_locked(inner, &mut *process))
-                .await
-                .map(drop)
-        })
-    }
-
-    fn close(&self) {
-        lock(&self.inner).closed = true;
-        self.waiters.wake_all();
-    }
-
-    fn is_closed(&self) -> bool {
-        lock(&self.inner).closed
-    }
-
-    fn has_synced(&self) -> bool {
-        lock(&self.inner).population.has_synced()
-    }
+    super::queue::fifo_pop_and_lifecycle!();
 
     fn len(&self) -> usize {
         lock(&self.inner).queue.len()

@@ -247,3 +247,46 @@ impl Waiters {
         }
     }
 }
+
+/// The [`Queue`] methods both FIFOs share word for word: popping (`try_pop`,
+/// `pop_blocking`, `pop`) through the type's own `pop_locked`, and closing and sync state.
+/// Expanded inside `impl Queue<K> for ...` of a type with fields `inner: Mutex<Inner>`
+/// (where `Inner` has `closed: bool` and `population: Population`) and `waiters: Waiters`,
+/// and a method `pop_locked(&self, &mut Inner, ProcessFn) -> Option<Result<bool>>`.
+macro_rules! fifo_pop_and_lifecycle {
+    () => {
+        fn try_pop(&self, process: ProcessFn<'_, K>) -> Result<bool> {
+            let mut inner = lock(&self.inner);
+            self.pop_locked(&mut inner, process).unwrap_or(Ok(false))
+        }
+
+        fn pop_blocking(&self, process: ProcessFn<'_, K>) -> Result<()> {
+            self.waiters
+                .wait_blocking(&self.inner, |inner| self.pop_locked(inner, &mut *process))
+                .map(drop)
+        }
+
+        fn pop<'a>(&'a self, process: ProcessFn<'a, K>) -> PopFuture<'a> {
+            Box::pin(async move {
+                self.waiters
+                    .wait_async(&self.inner, |inner| self.pop_locked(inner, &mut *process))
+                    .await
+                    .map(drop)
+            })
+        }
+
+        fn close(&self) {
+            lock(&self.inner).closed = true;
+            self.waiters.wake_all();
+        }
+
+        fn is_closed(&self) -> bool {
+            lock(&self.inner).closed
+        }
+
+        fn has_synced(&self) -> bool {
+            lock(&self.inner).population.has_synced()
+        }
+    };
+}
+pub(super) use fifo_pop_and_lifecycle;

@@ -3,7 +3,7 @@
 //! Today every store holds the decoded object as an `Arc<K>` ([`ArcRepr`]): one allocation
 //! shared with the FIFO, every handler and every lister. A compact encoded form (for
 //! example the object's JSON or a compressed form, decoded on read) is planned to cut the
-//! cache's memory, which is its main cost (DESIGN.md, "Performance facts").
+//! cache's memory, which is its main cost (docs/BENCHMARKS.md).
 //!
 //! Only [`ThreadSafeStore`](super::ThreadSafeStore) and [`Cache`](super::Cache) are generic over
 //! the representation. Everything that *uses* a store sees `Arc<K>` through the

@@ -236,6 +236,23 @@ impl Config {
     ///
     /// [`ConfigError`] naming the file and field at fault, or [`ConfigError::NotFound`].
     pub async fn infer() -> Result<Self, ConfigError> {
+        // Reading files blocks: do it on the blocking pool, off the async workers.
+        match tokio::task::spawn_blocking(Self::infer_blocking).await {
+            Ok(result) => result,
+            Err(join) => match join.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                // Cancelled (the runtime is shutting down): read here instead.
+                Err(_) => Self::infer_blocking(),
+            },
+        }
+    }
+
+    /// [`infer`](Self::infer) for code that is not async (it reads files on this thread).
+    ///
+    /// # Errors
+    ///
+    /// As [`infer`](Self::infer).
+    pub fn infer_blocking() -> Result<Self, ConfigError> {
         match Kubeconfig::from_default_locations()? {
             Some(kubeconfig) => Config::from_kubeconfig(&kubeconfig, &KubeconfigOptions::default()),
             None if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() => Config::incluster(),

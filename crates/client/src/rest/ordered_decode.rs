@@ -2,7 +2,7 @@
 //! and hands the results back in submission order.
 //!
 //! Building typed structs is ~85% of the cost of reading a list or a burst of watch events
-//! (DESIGN.md, "Performance facts"); the body itself is split at gigabytes per second. So
+//! (docs/BENCHMARKS.md, "where time and bytes go"); the body itself is split at gigabytes per second. So
 //! the task that reads the body splits it into batches and keeps up to
 //! [`MAX_IN_FLIGHT`] batches decoding on the blocking pool, which uses every core while
 //! the reading goes on. Small batches with nothing ahead of them are decoded inline: a

@@ -330,3 +330,19 @@ async fn waiting_for_a_revision_wakes_on_the_write() {
     assert!(waiter.await.unwrap());
     assert!(!store.wait_for_revision(5, Duration::from_millis(10)).await);
 }
+
+#[test]
+fn a_store_started_after_a_revision_numbers_past_it_and_refuses_older_watches() {
+    let store = Store::new(100).starting_after(1000);
+    assert_eq!(store.revision(), 1000);
+    assert_eq!(create(&store, "a", "1"), 1001);
+    assert!(matches!(
+        store.watch(&configmaps(), "", WatchFrom::After(24)),
+        Err(StorageError::Expired { .. })
+    ));
+    assert!(
+        store
+            .watch(&configmaps(), "", WatchFrom::After(1000))
+            .is_ok()
+    );
+}
