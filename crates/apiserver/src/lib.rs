@@ -24,14 +24,17 @@
 pub mod faults;
 pub mod handlers;
 pub mod patch;
+pub mod pod_logs;
 pub mod registry;
 mod server;
+pub mod sessions;
 pub mod state;
 pub mod storage;
 pub mod testing;
 mod tls;
 
 pub use faults::{Fault, Faults, MAX_FAULT_COUNT};
+pub use pod_logs::PodLogs;
 pub use server::{ApiServer, ApiServerBuilder, StartError};
 pub use state::Limits;
 pub use storage::WatcherLimits;

@@ -19,7 +19,9 @@ use tokio::task::JoinSet;
 
 use crate::faults::Faults;
 use crate::handlers;
+use crate::pod_logs::PodLogs;
 use crate::registry::Registry;
+use crate::sessions::Sessions;
 use crate::state::{Config, Limits, State};
 use crate::storage::{Store, WatcherLimits, Write};
 use crate::tls::{CertificatePair, TlsError, TlsMaterial};
@@ -50,6 +52,7 @@ pub struct ApiServerBuilder {
     admin: bool,
     bookmark_interval: Duration,
     limits: Limits,
+    legacy_remote_command: bool,
     initial_revision: u64,
 }
 
@@ -63,6 +66,7 @@ impl Default for ApiServerBuilder {
             admin: false,
             bookmark_interval: Duration::from_secs(60),
             limits: Limits::default(),
+            legacy_remote_command: false,
             initial_revision: 0,
         }
     }
@@ -154,6 +158,14 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Make exec and attach speak only `v4.channel.k8s.io`, as API servers before 1.30
+    /// did (no way to signal stdin EOF), to test a client's fallback from
+    /// `v5.channel.k8s.io`. Default: both, v5 preferred.
+    pub fn legacy_remote_command(mut self, enabled: bool) -> Self {
+        self.legacy_remote_command = enabled;
+        self
+    }
+
     /// Binds the port and starts serving.
     ///
     /// # Errors
@@ -198,6 +210,11 @@ impl ApiServerBuilder {
                 bookmark_interval: self.bookmark_interval,
                 admin_enabled: self.admin,
                 limits: self.limits,
+            },
+            sessions: if self.legacy_remote_command {
+                Sessions::legacy_remote_command()
+            } else {
+                Sessions::default()
             },
         });
         create_initial_namespaces(&state.store);
@@ -300,8 +317,10 @@ async fn accept_loop(
             _ = stopped.changed() => break,
         }
     }
-    // Ending the watches lets their connections finish; give the rest a moment, then stop.
+    // Ending the watches and streaming sessions lets their connections finish; give the
+    // rest a moment, then stop.
     state.store.drop_watchers();
+    state.sessions.shut_down();
     let _ = tokio::time::timeout(Duration::from_millis(500), async {
         while connections.join_next().await.is_some() {}
     })
@@ -526,6 +545,22 @@ impl ApiServer {
     /// The storage (for inspection in tests).
     pub fn store(&self) -> &Store {
         &self.state.store
+    }
+
+    /// The Pods' container logs: append lines here for `GET .../pods/{name}/log` (and
+    /// `kubectl logs`) to serve.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kubeclient_apiserver::ApiServer::start().await?;
+    /// server.pod_logs().append("default", "web-0", "main", "listening on :8080\n");
+    /// server.pod_logs().finish("default", "web-0", "main"); // `follow` streams end
+    /// # Ok(()) }
+    /// ```
+    pub fn pod_logs(&self) -> &PodLogs {
+        &self.state.sessions.pod_logs
     }
 
     /// Forgets all change history: watches and lists from older resourceVersions get 410.

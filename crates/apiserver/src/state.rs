@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::faults::Faults;
 use crate::registry::Registry;
+use crate::sessions::Sessions;
 use crate::storage::{Store, WatcherLimits};
 
 /// The server's resource limits, each with kube-apiserver's value where it has one. Set
@@ -69,4 +70,6 @@ pub struct State {
     pub faults: Faults,
     /// Settings.
     pub config: Config,
+    /// Pod logs and the streaming sessions' shutdown signal.
+    pub sessions: Sessions,
 }

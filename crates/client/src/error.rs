@@ -71,6 +71,74 @@ pub enum Error {
     /// The request could not be built (e.g. a body that does not serialize).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// The server answered a WebSocket upgrade (exec, attach, port-forward) with something
+    /// that is not a valid WebSocket handshake: a proxy that strips `Upgrade` headers, or
+    /// a server that does not speak the offered subprotocols.
+    #[error("the server did not upgrade {url} to a WebSocket: {message}")]
+    Upgrade {
+        /// The URL.
+        url: String,
+        /// What was wrong with the answer.
+        message: String,
+    },
+    /// An exec, attach, port-forward or log stream broke after it started.
+    #[error("stream of {url} failed")]
+    Stream {
+        /// The URL.
+        url: String,
+        /// What went wrong.
+        #[source]
+        source: StreamError,
+    },
+}
+
+/// How an open stream (exec, attach, port-forward, a followed log) failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamError {
+    /// The connection broke (reset, TLS error, a frame tungstenite refused). The command
+    /// may still be running in the container.
+    #[error("the connection was lost")]
+    ConnectionLost(#[source] tokio_tungstenite::tungstenite::Error),
+    /// The server closed the session before reporting the exit status on the error
+    /// channel: it was cut off mid-stream (server shutdown, proxy timeout).
+    #[error("the connection closed before the exit status arrived (closed mid-stream{})", close_reason(.code, .reason))]
+    ClosedWithoutStatus {
+        /// The WebSocket close code, if a close frame arrived.
+        code: Option<u16>,
+        /// The close frame's reason.
+        reason: String,
+    },
+    /// A message that is not part of the channel protocol (a text message, an empty
+    /// message, a malformed close signal, a port-forward channel without its port).
+    #[error("the server broke the channel protocol")]
+    Protocol(#[source] kubeclient_machinery::stream_protocol::FrameError),
+    /// Something else the protocol does not allow (named in the message).
+    #[error("the server broke the channel protocol: {0}")]
+    Unexpected(String),
+    /// The error channel carried something that is not a `Status`.
+    #[error("the error channel did not carry a Status")]
+    BadStatus(#[source] serde_json::Error),
+    /// The server reported on a port's error channel that forwarding failed (nothing
+    /// listens on the port, the target refused ...).
+    #[error("forwarding port {port} failed: {message}")]
+    PortForward {
+        /// The remote port.
+        port: u16,
+        /// The server's message.
+        message: String,
+    },
+    /// Reading a log stream failed.
+    #[error("reading the body failed: {0}")]
+    Body(String),
+}
+
+fn close_reason(code: &Option<u16>, reason: &str) -> String {
+    match code {
+        Some(code) if reason.is_empty() => format!(", close code {code}"),
+        Some(code) => format!(", close code {code}: {reason}"),
+        None => String::new(),
+    }
 }
 
 impl Error {

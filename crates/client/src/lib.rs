@@ -43,10 +43,11 @@ mod sync;
 pub mod workqueue;
 
 pub use api::{
-    Api, DeleteParams, Deleted, ListParams, ObjectList, Patch, PatchParams, PostParams, WatchParams,
+    Api, AttachParams, DeleteParams, Deleted, ListParams, LogParams, ObjectList, Patch,
+    PatchParams, PostParams, WatchParams,
 };
 pub use config::Config;
-pub use error::{Error, Result};
+pub use error::{Error, Result, StreamError};
 pub use kubeclient_machinery as machinery;
 pub use rest::Client;
 /// Stops informers, reflectors and controllers (re-exported so no direct `tokio-util`

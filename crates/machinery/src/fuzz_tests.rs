@@ -1,6 +1,6 @@
 //! Property-based fuzzing of every parser in this crate that takes outside input: the watch
 //! stream decoder, the list stream decoder, the object decoder and the byte-level item
-//! edits, label and field selectors. Each property feeds arbitrary bytes (or arbitrary
+//! edits, label and field selectors, and the stream channel frames. Each property feeds arbitrary bytes (or arbitrary
 //! chunkings of valid input) and asserts no panic and, where it applies, the same result
 //! whatever the chunking. Longer runs: `PROPTEST_CASES=100000 cargo test -p
 //! kubeclient-machinery fuzz`.
@@ -101,5 +101,17 @@ proptest! {
         let lossy = String::from_utf8_lossy(&bytes);
         let _ = lossy.parse::<LabelSelector>();
         let _ = lossy.parse::<FieldSelector>();
+    }
+
+    #[test]
+    fn fuzz_channel_frames_parse_or_fail_cleanly_and_round_trip(bytes in proptest::collection::vec(any::<u8>(), 0..64), channel in 0u8..255, port in any::<u16>()) {
+        use crate::stream_protocol::{Frame, encode_frame, split_port_prefix};
+        let _ = Frame::parse(&bytes);
+        let _ = split_port_prefix(channel, &bytes);
+        let message = encode_frame(channel, &bytes);
+        prop_assert_eq!(Frame::parse(&message), Ok(Frame::Data { channel, data: &bytes[..] }));
+        let mut first = port.to_le_bytes().to_vec();
+        first.extend_from_slice(&bytes);
+        prop_assert_eq!(split_port_prefix(channel, &first), Ok((port, &bytes[..])));
     }
 }

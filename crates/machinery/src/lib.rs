@@ -9,6 +9,7 @@
 //! - [`selector`]: label selectors (the full grammar) and field selectors.
 //! - [`status`]: the [`Status`] object and [`ApiError`] with client-go's `Is*` helpers.
 //! - [`watch`]: [`WatchEvent`] and a streaming decoder for newline-delimited watch bodies.
+//! - [`stream_protocol`]: the WebSocket channel protocols of exec, attach and port-forward.
 //! - [`list`]: a streaming splitter of list bodies into items, and byte-level edits of one
 //!   item (dropping `managedFields`, reading its key and resourceVersion).
 //!
@@ -40,6 +41,7 @@ pub mod list;
 pub mod meta;
 pub mod selector;
 pub mod status;
+pub mod stream_protocol;
 pub mod watch;
 
 pub use decode::{ObjectDecodeError, decode_object};

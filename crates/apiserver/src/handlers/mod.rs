@@ -1,16 +1,26 @@
 //! HTTP request handling: routing, authentication, content negotiation, and one module
 //! per group of verbs.
 
+mod builtin_commands;
+mod exec;
+mod logs;
 mod negotiate;
 mod object;
+mod pod_target;
+mod port_forward;
+mod port_forward_spdy;
 mod query;
 mod read;
 mod response;
 mod route;
+mod spdy;
 mod table;
 mod validate;
 mod watch;
+mod websocket;
 mod write;
+
+pub use port_forward::PORT_FORWARD_ANNOTATION_PREFIX;
 
 use std::sync::Arc;
 
@@ -122,6 +132,12 @@ where
             Some(document) => json(StatusCode::OK, &document),
             None => not_found_text(),
         },
+        Route::Admin(action) if state.config.admin_enabled && pod_log_path(&action).is_some() => {
+            let (namespace, name) = pod_log_path(&action).unwrap_or_default();
+            logs::admin_append(&state, request, &namespace, &name)
+                .await
+                .unwrap_or_else(|status| status_response(&status))
+        }
         Route::Admin(action) if state.config.admin_enabled => {
             match admin_count(query::Query::parse(request.uri().query()).get("count")) {
                 Ok(count) => admin(&state, request.method(), &action, count),
@@ -162,6 +178,16 @@ fn redacted_uri(uri: &http::Uri) -> String {
         })
         .collect();
     format!("{}?{}", uri.path(), redacted.join("&"))
+}
+
+/// `pods/{namespace}/{name}/log` (an admin path) as namespace and name.
+fn pod_log_path(action: &str) -> Option<(String, String)> {
+    match action.split('/').collect::<Vec<_>>().as_slice() {
+        ["pods", namespace, name, "log"] if !namespace.is_empty() && !name.is_empty() => {
+            Some(((*namespace).to_owned(), (*name).to_owned()))
+        }
+        _ => None,
+    }
 }
 
 fn header_str<B>(request: &Request<B>, name: http::header::HeaderName) -> Option<&str> {
@@ -295,6 +321,41 @@ where
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
+    if let (true, Some(namespace), Some(name), Some(subresource)) = (
+        path.group.is_empty() && path.resource == "pods",
+        path.namespace.as_deref(),
+        path.name.as_deref(),
+        path.subresource.as_deref(),
+    ) {
+        let answer = match subresource {
+            "log" => logs::get(&state, &request, namespace, name),
+            "exec" => exec::handle(&state, request, namespace, name, exec::Kind::Exec),
+            "attach" => exec::handle(&state, request, namespace, name, exec::Kind::Attach),
+            "portforward" if port_forward_spdy::is_spdy_upgrade(&request) => {
+                port_forward_spdy::handle(&state, request, namespace, name)
+            }
+            "portforward" => port_forward::handle(&state, request, namespace, name),
+            _ => return resource_call(state, request, resource, path, query, is_watch).await,
+        };
+        return answer.map_err(|status| status_response(&status));
+    }
+    resource_call(state, request, resource, path, query, is_watch).await
+}
+
+/// The object verbs of a resource request (everything but the Pod streams).
+async fn resource_call<B>(
+    state: Arc<State>,
+    request: Request<B>,
+    resource: Arc<ResourceDef>,
+    path: ResourcePath,
+    query: query::Query,
+    is_watch: bool,
+) -> Result<Response<Body>, Response<Body>>
+where
+    B: hyper::body::Body + Send,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let header = |name| {
         request
             .headers()
@@ -382,6 +443,9 @@ fn serves_subresource(resource: &ResourceDef, subresource: &str) -> bool {
     match subresource {
         "status" => resource.status_subresource,
         "scale" => resource.scale.is_some(),
+        "log" | "exec" | "attach" | "portforward" => {
+            resource.group.is_empty() && resource.plural == "pods"
+        }
         _ => false,
     }
 }

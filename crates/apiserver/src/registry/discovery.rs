@@ -89,6 +89,15 @@ pub fn api_resource_list(registry: &Registry, group: &str, version: &str) -> Val
         .filter(|r| r.group == group && r.version == version)
     {
         resources.push(resource_entry(resource));
+        for (name, kind, verbs) in stream_subresources(resource) {
+            resources.push(json!({
+                "name": format!("{}/{name}", resource.plural),
+                "singularName": "",
+                "namespaced": resource.namespaced,
+                "kind": kind,
+                "verbs": verbs,
+            }));
+        }
         if resource.status_subresource {
             resources.push(json!({
                 "name": format!("{}/status", resource.plural),
@@ -156,9 +165,29 @@ pub fn aggregated(registry: &Registry, core: bool) -> Value {
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
 }
 
+/// The streaming subresources of Pods (`log`, `exec`, `attach`, `portforward`), with the
+/// kinds and verbs kube-apiserver lists for them; none for other resources.
+fn stream_subresources(
+    resource: &ResourceDef,
+) -> &'static [(&'static str, &'static str, &'static [&'static str])] {
+    if resource.group.is_empty() && resource.plural == "pods" {
+        &[
+            ("attach", "PodAttachOptions", &["create", "get"]),
+            ("exec", "PodExecOptions", &["create", "get"]),
+            ("log", "Pod", &["get"]),
+            ("portforward", "PodPortForwardOptions", &["create", "get"]),
+        ]
+    } else {
+        &[]
+    }
+}
+
 fn aggregated_resource(resource: &ResourceDef) -> Value {
     let kind = json!({"group": resource.group, "version": resource.version, "kind": resource.kind});
     let mut subresources = Vec::new();
+    for (name, response_kind, verbs) in stream_subresources(resource) {
+        subresources.push(json!({"subresource": name, "responseKind": {"group": "", "version": "v1", "kind": response_kind}, "verbs": verbs}));
+    }
     if resource.status_subresource {
         subresources.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
     }
@@ -215,6 +244,7 @@ mod tests {
             .filter_map(|r| r["name"].as_str())
             .collect();
         assert!(names.contains(&"pods") && names.contains(&"pods/status"));
+        assert!(names.contains(&"pods/exec") && names.contains(&"pods/log"));
         let pods = &list["resources"][names.iter().position(|n| *n == "pods").unwrap()];
         assert_eq!(pods["shortNames"], json!(["po"]));
         assert_eq!(pods["categories"], json!(["all"]));

@@ -31,6 +31,7 @@ fn state() -> Arc<State> {
             admin_enabled: true,
             limits: Limits::default(),
         },
+        sessions: Default::default(),
     })
 }
 

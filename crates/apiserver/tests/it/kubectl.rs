@@ -20,7 +20,7 @@ pub(crate) fn scratch_dir(label: &str) -> PathBuf {
     dir
 }
 
-struct Kubectl {
+pub(crate) struct Kubectl {
     binary: std::path::PathBuf,
     kubeconfig: PathBuf,
     cache: PathBuf,
@@ -28,7 +28,7 @@ struct Kubectl {
 }
 
 impl Kubectl {
-    fn for_server(t: &TestServer) -> Self {
+    pub(crate) fn for_server(t: &TestServer) -> Self {
         let dir = scratch_dir("kubectl");
         let kubeconfig = dir.join("kubeconfig");
         t.server
@@ -44,7 +44,18 @@ impl Kubectl {
         }
     }
 
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
+    /// The full command line (binary and arguments) kubectl runs with for `args`.
+    pub(crate) fn argv(&self, args: &[&str]) -> Vec<String> {
+        let mut argv = vec![
+            self.binary.display().to_string(),
+            format!("--kubeconfig={}", self.kubeconfig.display()),
+            format!("--cache-dir={}", self.cache.display()),
+        ];
+        argv.extend(args.iter().map(|a| (*a).to_owned()));
+        argv
+    }
+
+    pub(crate) fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(&self.binary);
         command
             .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
@@ -54,7 +65,7 @@ impl Kubectl {
         command
     }
 
-    async fn run(&self, args: &[&str]) -> Output {
+    pub(crate) async fn run(&self, args: &[&str]) -> Output {
         tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
             .await
             .unwrap_or_else(|_| panic!("kubectl {args:?} finished within 60 s"))
@@ -62,7 +73,7 @@ impl Kubectl {
     }
 
     /// Runs and requires success; returns stdout.
-    async fn ok(&self, args: &[&str]) -> String {
+    pub(crate) async fn ok(&self, args: &[&str]) -> String {
         let output = self.run(args).await;
         assert!(
             output.status.success(),
@@ -73,7 +84,7 @@ impl Kubectl {
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
-    fn write(&self, name: &str, contents: &str) -> String {
+    pub(crate) fn write(&self, name: &str, contents: &str) -> String {
         let path = self.dir.join(name);
         std::fs::write(&path, contents).expect("write a manifest");
         path.display().to_string()

@@ -5,12 +5,16 @@
 //! - `http`: the API semantics clients depend on, checked request by request.
 //! - `watch`: watch streams: resume, 410, bookmarks, watch-list, selectors.
 //! - `kubectl`: the real kubectl 1.33 drives the server.
+//! - `kubectl_streams`: kubectl logs -f, exec, attach against the server's streams.
+//! - `streams`: raw WebSocket checks of exec, attach and port-forward.
 //! - `python`: the official Python client drives the server.
 
 mod fuzz;
 mod hardening;
 mod http;
 mod kubectl;
+mod kubectl_streams;
 mod python;
+mod streams;
 mod support;
 mod watch;

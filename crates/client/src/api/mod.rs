@@ -1,8 +1,13 @@
 //! [`Api`]: the typed client (client-go's clientset) for every `k8s-openapi` type, and the
-//! dynamic client for [`DynamicObject`]s described by an [`ApiResource`].
+//! dynamic client for [`DynamicObject`]s described by an [`ApiResource`]. `Api<Pod>` also
+//! streams: [`logs`](Api::logs), [`exec`](Api::exec), [`attach`](Api::attach) and
+//! [`port_forward`](Api::port_forward).
 
+mod logs;
 mod object_list;
 mod params;
+mod port_forward;
+mod remote_command;
 
 use std::fmt::Debug;
 use std::marker::PhantomData;
@@ -15,10 +20,13 @@ use kubeclient_machinery::{ApiResource, DynamicObject, Status};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use logs::{LogParams, MAX_LOG_LINE};
 pub use object_list::{Deleted, ObjectList};
 pub use params::{
     DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, WatchParams,
 };
+pub use port_forward::{LocalForwarder, MAX_FORWARDED_PORTS, Portforwarder};
+pub use remote_command::{AttachParams, AttachedProcess, ExitStatus, TerminalSizeSender};
 
 use crate::error::{Error, Result};
 use crate::rest::watch::WatchStream;

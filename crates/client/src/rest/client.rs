@@ -51,19 +51,22 @@ type HttpClient =
 #[derive(Clone, Debug)]
 #[doc(alias = "RESTClient")]
 pub struct Client {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 #[derive(Debug)]
-struct Inner {
-    http: HttpClient,
+pub(super) struct Inner {
+    pub(super) http: HttpClient,
+    /// HTTP/1.1 only (no `h2` in ALPN): WebSocket upgrades for exec, attach and
+    /// port-forward need HTTP/1.1's `Upgrade`, which HTTP/2 does not have.
+    pub(super) upgrade_http: HttpClient,
     /// `scheme://authority` plus any path prefix, without a trailing slash.
-    base_url: String,
-    auth: Authenticator,
-    limiter: Option<TokenBucket>,
+    pub(super) base_url: String,
+    pub(super) auth: Authenticator,
+    pub(super) limiter: Option<TokenBucket>,
     default_namespace: String,
-    user_agent: HeaderValue,
-    timeout: Option<Duration>,
+    pub(super) user_agent: HeaderValue,
+    pub(super) timeout: Option<Duration>,
     watch_idle_margin: Duration,
 }
 
@@ -96,33 +99,8 @@ impl Client {
             None
         };
         let tls = client_config(&config, exec_identity)?;
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        http.set_connect_timeout(Some(Duration::from_secs(30)));
-        let builder = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http();
-        let builder = match &config.tls_server_name {
-            Some(name) => {
-                builder.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(
-                    rustls::pki_types::ServerName::try_from(name.clone()).map_err(|err| {
-                        Error::Tls(format!(
-                            "tls-server-name {name:?} is not a valid name: {err}"
-                        ))
-                    })?,
-                ))
-            }
-            None => builder,
-        };
-        let tcp = Connector::new(http, &config.cluster_url, config.proxy_url.as_deref())?;
-        let connector = builder.enable_http1().enable_http2().wrap_connector(tcp);
-        let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-            .timer(TokioTimer::new())
-            .pool_timer(TokioTimer::new())
-            .http2_keep_alive_interval(Duration::from_secs(30))
-            .http2_keep_alive_timeout(Duration::from_secs(15))
-            .build(connector);
+        let http = http_client(&config, tls.clone(), true)?;
+        let upgrade_http = http_client(&config, tls, false)?;
         let user_agent = HeaderValue::from_str(&format!(
             "kubeclient/{} ({}/{}) kubernetes/unknown",
             env!("CARGO_PKG_VERSION"),
@@ -133,6 +111,7 @@ impl Client {
         Ok(Client {
             inner: Arc::new(Inner {
                 http,
+                upgrade_http,
                 base_url,
                 auth,
                 limiter: (config.qps > 0.0).then(|| TokenBucket::new(config.qps, config.burst)),
@@ -161,7 +140,7 @@ impl Client {
         self.inner.watch_idle_margin
     }
 
-    fn url(&self, request: &Request) -> String {
+    pub(super) fn url(&self, request: &Request) -> String {
         format!("{}{}", self.inner.base_url, request.path)
     }
 
@@ -322,6 +301,44 @@ impl Client {
     }
 }
 
+/// The pooled HTTP client: HTTP/2 by ALPN with keep-alive pings when `http2`, else
+/// HTTP/1.1 only (for upgrades).
+fn http_client(config: &Config, tls: rustls::ClientConfig, http2: bool) -> Result<HttpClient> {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(Duration::from_secs(30)));
+    let builder = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http();
+    let builder = match &config.tls_server_name {
+        Some(name) => {
+            builder.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(
+                rustls::pki_types::ServerName::try_from(name.clone()).map_err(|err| {
+                    Error::Tls(format!(
+                        "tls-server-name {name:?} is not a valid name: {err}"
+                    ))
+                })?,
+            ))
+        }
+        None => builder,
+    };
+    let tcp = Connector::new(http, &config.cluster_url, config.proxy_url.as_deref())?;
+    let connector = if http2 {
+        builder.enable_http1().enable_http2().wrap_connector(tcp)
+    } else {
+        builder.enable_http1().wrap_connector(tcp)
+    };
+    Ok(
+        hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .http2_keep_alive_timeout(Duration::from_secs(15))
+            .build(connector),
+    )
+}
+
 /// Decodes a JSON body into `T`, naming the URL and type on failure.
 pub(crate) fn decode<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|err| Error::Decode {
@@ -332,7 +349,7 @@ pub(crate) fn decode<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> 
 }
 
 /// Reads a whole body, gunzipping it when the server compressed it.
-async fn collect(
+pub(super) async fn collect(
     body: Incoming,
     headers: &http::HeaderMap,
 ) -> std::result::Result<Bytes, crate::cache::BoxError> {

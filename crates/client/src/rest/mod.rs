@@ -11,6 +11,7 @@ mod ordered_decode;
 mod rate_limit;
 mod request;
 mod tls;
+mod upgrade;
 pub mod watch;
 
 pub use client::Client;
@@ -18,3 +19,4 @@ pub(crate) use client::decode;
 pub use list_stream::{DecodeOptions, ReuseFn, SharedList};
 pub use rate_limit::TokenBucket;
 pub use request::{JSON, Request};
+pub use upgrade::{MAX_STREAM_MESSAGE, WebSocket};

@@ -12,6 +12,7 @@
 //!   page sizes at concrete resourceVersions, paginated results).
 //! - `soak`: seeded random schedules of writes and faults; see the module for the full run.
 //! - `proxy`: requests through an HTTP CONNECT proxy.
+//! - `streams`: logs, exec, attach and port-forward over WebSockets (issue 17).
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
 mod auth;
@@ -23,6 +24,7 @@ mod proxy;
 mod realapi;
 mod reflector_rules;
 mod soak;
+mod streams;
 mod support;
 mod typed;
 mod watch_bytes;

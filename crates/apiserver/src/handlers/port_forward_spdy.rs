@@ -1,0 +1,370 @@
+//! `pods/portforward` over SPDY/3.1 (`portforward.k8s.io`), which is what `kubectl
+//! port-forward` speaks: kubectl 1.31+ first tries SPDY tunnelled in a WebSocket, which
+//! this server refuses (400), then falls back to a plain `Upgrade: SPDY/3.1` request.
+//!
+//! As the kubelet's `portforward/httpstream.go`: the client opens two streams per
+//! forwarded connection, an error stream and a data stream, both carrying the headers
+//! `streamtype`, `port` and `requestid`. Once both of a request id arrived, the server
+//! connects to the port's target (the Pod annotation, loopback only) and copies bytes:
+//! the client's FIN on the data stream half-closes the target, the target's EOF ends the
+//! data stream, and the error stream then ends, carrying a message first if forwarding
+//! failed. The server answers each SYN_STREAM with a SYN_REPLY, echoes PINGs, and ends
+//! on GOAWAY or when the connection closes.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{CONNECTION, UPGRADE};
+use http::{HeaderValue, Request, Response, StatusCode};
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
+use kubeclient_machinery::Status;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use super::pod_target::find_pod;
+use super::port_forward::port_target;
+use super::response::{Body, HandlerResult, fail, full};
+use super::spdy::{self, Frame, HeaderDecoder, HeaderEncoder};
+use crate::sessions::stopped;
+use crate::state::State;
+
+/// The SPDY port-forward protocol name (`X-Stream-Protocol-Version`).
+const PROTOCOL: &str = "portforward.k8s.io";
+const PROTOCOL_HEADER: &str = "x-stream-protocol-version";
+
+/// The most streams one connection may have open (two per forwarded connection).
+const MAX_STREAMS: usize = 1024;
+/// Frames queued for the client before producers wait.
+const OUTGOING_QUEUE: usize = 32;
+/// Chunks queued for a slow target, per stream.
+const TO_TARGET_QUEUE: usize = 8;
+/// The largest DATA frame sent.
+const MAX_DATA: usize = 32 * 1024;
+/// How long a connection to a target may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether a request asks for a SPDY upgrade.
+pub(crate) fn is_spdy_upgrade<B>(request: &Request<B>) -> bool {
+    request
+        .headers()
+        .get(UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("SPDY/3.1"))
+}
+
+/// Answers a SPDY port-forward upgrade: 101 (the session runs in its own task), or 400 if
+/// the client offers protocol versions but not `portforward.k8s.io`.
+pub(crate) fn handle<B>(
+    state: &Arc<State>,
+    mut request: Request<B>,
+    namespace: &str,
+    name: &str,
+) -> HandlerResult<Response<Body>> {
+    let pod = find_pod(state, namespace, name)?;
+    let offered: Vec<String> = request
+        .headers()
+        .get_all(PROTOCOL_HEADER)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|p| p.trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if !offered.is_empty() && !offered.iter().any(|p| p == PROTOCOL) {
+        return Err(fail(Status::bad_request(format!(
+            "unable to upgrade: unable to negotiate protocol: client supports {offered:?}, server supports [\"{PROTOCOL}\"]"
+        ))));
+    }
+    let upgrade = hyper::upgrade::on(&mut request);
+    let mut response = Response::new(full(Bytes::new()));
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = response.headers_mut();
+    headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
+    headers.insert(UPGRADE, HeaderValue::from_static("SPDY/3.1"));
+    headers.insert(PROTOCOL_HEADER, HeaderValue::from_static(PROTOCOL));
+    let session = Session {
+        state: state.clone(),
+        pod,
+    };
+    tokio::spawn(session.run(upgrade));
+    Ok(response)
+}
+
+struct Session {
+    state: Arc<State>,
+    pod: super::pod_target::PodTarget,
+}
+
+/// A stream the client opened.
+struct Stream {
+    request_id: String,
+    /// Where data from the client goes (data streams, once forwarding started).
+    to_target: Option<mpsc::Sender<Bytes>>,
+}
+
+/// The two streams of one forwarded connection, as they arrive.
+#[derive(Default)]
+struct Pair {
+    port: u16,
+    error: Option<u32>,
+    data: Option<u32>,
+    /// Data the client sent before the pair was complete.
+    early: Vec<Bytes>,
+    /// The client finished the data stream before the pair was complete.
+    data_fin: bool,
+}
+
+impl Session {
+    async fn run(self, upgrade: OnUpgrade) {
+        let io = match upgrade.await {
+            Ok(upgraded) => TokioIo::new(upgraded),
+            Err(err) => {
+                tracing::debug!(%err, "the SPDY upgrade did not complete");
+                return;
+            }
+        };
+        let (mut reader, mut writer) = tokio::io::split(io);
+        let (frames, mut queue) = mpsc::channel::<Vec<u8>>(OUTGOING_QUEUE);
+        let writer_task = tokio::spawn(async move {
+            while let Some(frame) = queue.recv().await {
+                if writer.write_all(&frame).await.is_err() {
+                    return;
+                }
+            }
+            let _ = writer.shutdown().await;
+        });
+        let mut decoder = HeaderDecoder::new();
+        let mut encoder = HeaderEncoder::new();
+        let mut streams: HashMap<u32, Stream> = HashMap::new();
+        let mut pairs: HashMap<String, Pair> = HashMap::new();
+        let mut forwards = JoinSet::new();
+        let mut stopping = self.state.sessions.stopping();
+        let mut last_stream = 0;
+        loop {
+            let frame = tokio::select! {
+                frame = spdy::read_frame(&mut reader) => frame,
+                Some(done) = forwards.join_next(), if !forwards.is_empty() => {
+                    if let Ok((data, error)) = done {
+                        streams.remove(&data);
+                        streams.remove(&error);
+                    }
+                    continue;
+                }
+                () = stopped(&mut stopping) => break,
+            };
+            let frame = match frame {
+                Ok(Some(frame)) => frame,
+                Ok(None) => break,
+                Err(err) => {
+                    tracing::debug!(%err, "SPDY port-forward connection ended");
+                    break;
+                }
+            };
+            match frame {
+                Frame::SynStream {
+                    stream_id,
+                    fin,
+                    header_block,
+                } => {
+                    last_stream = stream_id;
+                    let headers = match decoder.decode(&header_block) {
+                        Ok(headers) => headers,
+                        Err(err) => {
+                            // The compression context is now out of step: the
+                            // connection cannot go on.
+                            tracing::debug!(%err, "bad SPDY headers");
+                            break;
+                        }
+                    };
+                    let header = |name: &str| {
+                        headers
+                            .iter()
+                            .find(|(n, _)| n == name)
+                            .map(|(_, v)| v.as_str())
+                    };
+                    let port = header("port").and_then(|p| p.parse::<u16>().ok());
+                    let kind = header("streamtype");
+                    let request_id = header("requestid").unwrap_or_default().to_owned();
+                    let (Some(port), Some(kind @ ("data" | "error"))) = (port, kind) else {
+                        let _ = frames
+                            .send(spdy::rst_stream_frame(stream_id, spdy::RST_PROTOCOL_ERROR))
+                            .await;
+                        continue;
+                    };
+                    if streams.len() >= MAX_STREAMS {
+                        let _ = frames
+                            .send(spdy::rst_stream_frame(stream_id, spdy::RST_REFUSED_STREAM))
+                            .await;
+                        continue;
+                    }
+                    let block = encoder.encode(&[]);
+                    if frames
+                        .send(spdy::syn_reply_frame(stream_id, &block))
+                        .await
+                        .is_err()
+                    {
+                        break;
+                    }
+                    streams.insert(
+                        stream_id,
+                        Stream {
+                            request_id: request_id.clone(),
+                            to_target: None,
+                        },
+                    );
+                    let pair = pairs.entry(request_id.clone()).or_default();
+                    pair.port = port;
+                    if kind == "data" {
+                        pair.data = Some(stream_id);
+                        pair.data_fin |= fin;
+                    } else {
+                        pair.error = Some(stream_id);
+                    }
+                    if let (Some(error), Some(data)) = (pair.error, pair.data)
+                        && let Some(pair) = pairs.remove(&request_id)
+                    {
+                        let (sender, receiver) = mpsc::channel(TO_TARGET_QUEUE);
+                        for chunk in pair.early {
+                            let _ = sender.try_send(chunk);
+                        }
+                        if !pair.data_fin
+                            && let Some(stream) = streams.get_mut(&data)
+                        {
+                            stream.to_target = Some(sender);
+                        }
+                        let target = port_target(&self.pod, pair.port);
+                        let frames = frames.clone();
+                        forwards.spawn(async move {
+                            forward(target, receiver, frames, data, error).await;
+                            (data, error)
+                        });
+                    }
+                }
+                Frame::Data {
+                    stream_id,
+                    fin,
+                    data,
+                } => {
+                    let Some(stream) = streams.get_mut(&stream_id) else {
+                        continue;
+                    };
+                    if let Some(sender) = &stream.to_target {
+                        if !data.is_empty() && sender.send(data).await.is_err() {
+                            stream.to_target = None;
+                        }
+                    } else if let Some(pair) = pairs.get_mut(&stream.request_id)
+                        && pair.data == Some(stream_id)
+                    {
+                        if pair.early.len() < TO_TARGET_QUEUE && !data.is_empty() {
+                            pair.early.push(data);
+                        }
+                        pair.data_fin |= fin;
+                    }
+                    if fin {
+                        // Half-close: the target sees EOF once the queue drains.
+                        stream.to_target = None;
+                    }
+                }
+                Frame::RstStream { stream_id } => {
+                    streams.remove(&stream_id);
+                }
+                Frame::Ping { id } => {
+                    if frames.send(spdy::ping_frame(id)).await.is_err() {
+                        break;
+                    }
+                }
+                Frame::GoAway => break,
+                Frame::Ignored => {}
+            }
+        }
+        let _ = frames.send(spdy::goaway_frame(last_stream)).await;
+        forwards.abort_all();
+        drop(frames);
+        drop(forwards);
+        let mut writer_task = writer_task;
+        if tokio::time::timeout(Duration::from_secs(5), &mut writer_task)
+            .await
+            .is_err()
+        {
+            writer_task.abort();
+        }
+    }
+}
+
+/// Forwards one connection: the data stream to and from the target, then the end of the
+/// error stream (with the failure, if any).
+async fn forward(
+    target: Result<SocketAddr, String>,
+    mut from_client: mpsc::Receiver<Bytes>,
+    frames: mpsc::Sender<Vec<u8>>,
+    data_stream: u32,
+    error_stream: u32,
+) {
+    let failure = match target {
+        Err(message) => Some(message),
+        Ok(address) => {
+            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
+                Ok(Ok(connection)) => {
+                    copy(connection, &mut from_client, &frames, data_stream).await;
+                    None
+                }
+                Ok(Err(err)) => Some(format!("dial {address}: {err}")),
+                Err(_) => Some(format!("dial {address}: timed out")),
+            }
+        }
+    };
+    if let Some(message) = failure {
+        let _ = frames.send(spdy::data_frame(data_stream, true, &[])).await;
+        let _ = frames
+            .send(spdy::data_frame(error_stream, false, message.as_bytes()))
+            .await;
+    }
+    let _ = frames.send(spdy::data_frame(error_stream, true, &[])).await;
+}
+
+/// Copies until the target closes its side; the client's FIN half-closes the target.
+async fn copy(
+    connection: TcpStream,
+    from_client: &mut mpsc::Receiver<Bytes>,
+    frames: &mpsc::Sender<Vec<u8>>,
+    data_stream: u32,
+) {
+    let (mut target_read, mut target_write) = connection.into_split();
+    let to_target = async {
+        while let Some(chunk) = from_client.recv().await {
+            if target_write.write_all(&chunk).await.is_err() {
+                break;
+            }
+        }
+        let _ = target_write.shutdown().await;
+        std::future::pending::<()>().await;
+    };
+    let from_target = async {
+        let mut buffer = vec![0u8; MAX_DATA];
+        loop {
+            match target_read.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if frames
+                        .send(spdy::data_frame(data_stream, false, &buffer[..n]))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = frames.send(spdy::data_frame(data_stream, true, &[])).await;
+    };
+    tokio::select! {
+        () = from_target => {}
+        () = to_target => {}
+    }
+}
