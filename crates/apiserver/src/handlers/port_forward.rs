@@ -203,6 +203,22 @@ fn channels(index: usize) -> (u8, u8) {
 
 /// Forwards one port: connects to its target, then copies both ways until the target
 /// closes its side. Errors go to the port's error channel.
+/// Writes what the client sends into the target connection, then half-closes it and
+/// stays pending (so that the other direction decides when the forwarding ends). Shared
+/// by the WebSocket and the SPDY port-forward.
+pub(super) async fn into_target(
+    from_client: &mut mpsc::Receiver<Bytes>,
+    target_write: &mut tokio::net::tcp::OwnedWriteHalf,
+) {
+    while let Some(chunk) = from_client.recv().await {
+        if target_write.write_all(&chunk).await.is_err() {
+            break;
+        }
+    }
+    let _ = target_write.shutdown().await;
+    std::future::pending::<()>().await;
+}
+
 async fn forward(
     target: Result<SocketAddr, String>,
     mut from_client: mpsc::Receiver<Bytes>,
@@ -232,16 +248,7 @@ async fn forward(
         }
     };
     let (mut target_read, mut target_write) = stream.into_split();
-    let to_target = async move {
-        while let Some(chunk) = from_client.recv().await {
-            if target_write.write_all(&chunk).await.is_err() {
-                break;
-            }
-        }
-        let _ = target_write.shutdown().await;
-        // Keep the receiver side open until the other direction finishes.
-        std::future::pending::<()>().await;
-    };
+    let to_target = into_target(&mut from_client, &mut target_write);
     let from_target = async {
         let mut buffer = vec![0u8; MAX_OUTGOING_CHUNK];
         loop {

@@ -336,15 +336,7 @@ async fn copy(
     data_stream: u32,
 ) {
     let (mut target_read, mut target_write) = connection.into_split();
-    let to_target = async {
-        while let Some(chunk) = from_client.recv().await {
-            if target_write.write_all(&chunk).await.is_err() {
-                break;
-            }
-        }
-        let _ = target_write.shutdown().await;
-        std::future::pending::<()>().await;
-    };
+    let to_target = super::port_forward::into_target(from_client, &mut target_write);
     let from_target = async {
         let mut buffer = vec![0u8; MAX_DATA];
         loop {

@@ -129,8 +129,7 @@ impl<K: Object> RealFIFO<K> {
         key_of(self.key_func.as_ref(), obj)
     }
 
-    /// The key of the newest change in `deltas`, as popped from a queue (client-go's
-    /// `KeyOf` on `Deltas`): for an inferred deletion, the tombstone's own key.
+    /// The key of the newest change in `deltas` (as [`DeltaFIFO::key_of_deltas`](super::DeltaFIFO::key_of_deltas)).
     ///
     /// # Errors
     ///
@@ -139,23 +138,8 @@ impl<K: Object> RealFIFO<K> {
         deltas_key(self.key_func.as_ref(), deltas)
     }
 
-    /// The key of a deleted object: a [`DeletedFinalStateUnknown`] tombstone's own key,
-    /// otherwise the key of the final state (client-go's `KeyOf` on a tombstone).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use std::sync::Arc;
-    /// # use k8s_openapi::api::core::v1::ConfigMap;
-    /// # use kubeclient::cache::{Cache, CacheOptions, RealFIFO};
-    /// use kubeclient_machinery::{DeletedFinalStateUnknown, DeletedObject};
-    /// # let fifo = RealFIFO::new(Arc::new(Cache::<ConfigMap>::new(CacheOptions::default())), kubeclient::cache::RealFifoOptions::default());
-    /// let tombstone = DeletedObject::<ConfigMap>::FinalStateUnknown(DeletedFinalStateUnknown {
-    ///     key: "default/gone".into(),
-    ///     obj: None,
-    /// });
-    /// assert_eq!(fifo.key_of_deleted(&tombstone).unwrap(), "default/gone");
-    /// ```
+    /// The key of a deleted object: a tombstone's own key, otherwise the key of the final
+    /// state (as [`DeltaFIFO::key_of_deleted`](super::DeltaFIFO::key_of_deleted)).
     ///
     /// # Errors
     ///
