@@ -344,18 +344,171 @@ fn differences(server: &BTreeMap<String, String>, cache: &BTreeMap<String, Strin
     out
 }
 
-/// Runs the demo; `Ok(false)` when the caches did not converge.
-pub(crate) async fn run(args: DemoArgs) -> Result<bool, Box<dyn std::error::Error>> {
-    let (server, config) = client_config(&args).await?;
-    let client = Client::new(config.clone()).await?;
-    match &server {
-        Some(server) => println!(
-            "embedded API server at {} (faults will be injected)",
-            server.url()
-        ),
-        None => println!("using the cluster at {}", client.base_url()),
+/// The demo's shared informers and the handlers' counts (in the order of the summary).
+struct Informers {
+    factory: SharedInformerFactory,
+    configmaps: SharedIndexInformer<ConfigMap>,
+    secrets: SharedIndexInformer<Secret>,
+    widgets: SharedIndexInformer<DynamicObject>,
+    configmap_metadata: SharedIndexInformer<DynamicObject>,
+    counts: Vec<Arc<Counts>>,
+}
+
+impl Informers {
+    /// Informers on the demo's objects (by label), each with a counting handler.
+    fn new(client: &Client, selector: &str) -> Result<Self, Box<dyn std::error::Error>> {
+        let tweak_selector = selector.to_owned();
+        let factory = SharedInformerFactory::new(client.clone())
+            .strip_managed_fields(true)
+            .resync(Duration::from_secs(10))
+            .tweak_list_options(Arc::new(move |list, watch| {
+                list.label_selector = Some(tweak_selector.clone());
+                watch.label_selector = Some(tweak_selector.clone());
+            }));
+        let informers = Informers {
+            configmaps: factory.informer::<ConfigMap>(),
+            secrets: factory.informer::<Secret>(),
+            widgets: factory.dynamic_informer(&widget_resource()),
+            configmap_metadata: factory.metadata_informer(&ApiResource::of::<ConfigMap>()),
+            counts: (0..4).map(|_| Arc::new(Counts::default())).collect(),
+            factory,
+        };
+        let counts = &informers.counts;
+        informers
+            .configmaps
+            .add_event_handler(counting_handler(counts[0].clone()))?;
+        informers
+            .secrets
+            .add_event_handler(counting_handler(counts[1].clone()))?;
+        informers
+            .widgets
+            .add_event_handler(counting_handler(counts[2].clone()))?;
+        informers
+            .configmap_metadata
+            .add_event_handler(counting_handler(counts[3].clone()))?;
+        Ok(informers)
     }
-    let namespaces: Vec<String> = (0..args.namespaces.max(1))
+
+    fn events(&self) -> u64 {
+        self.counts.iter().map(|c| c.total()).sum()
+    }
+
+    fn cached(&self) -> usize {
+        self.configmaps.indexer().len()
+            + self.secrets.indexer().len()
+            + self.widgets.indexer().len()
+    }
+
+    /// One summary row per informer: the server's objects against the cache's.
+    async fn rows(&self, client: &Client) -> Result<Vec<Row>, kubeclient::Error> {
+        let configmaps = server_state(Api::<ConfigMap>::all(client.clone())).await?;
+        let widgets_api = Api::<DynamicObject>::all_with(client.clone(), &widget_resource());
+        Ok(vec![
+            row(
+                "configmaps",
+                configmaps.clone(),
+                cache_state(&self.configmaps),
+                &self.counts[0],
+            ),
+            row(
+                "secrets",
+                server_state(Api::<Secret>::all(client.clone())).await?,
+                cache_state(&self.secrets),
+                &self.counts[1],
+            ),
+            row(
+                "widgets (dynamic)",
+                server_state(widgets_api).await?,
+                cache_state(&self.widgets),
+                &self.counts[2],
+            ),
+            row(
+                "configmaps (metadata)",
+                configmaps,
+                cache_state(&self.configmap_metadata),
+                &self.counts[3],
+            ),
+        ])
+    }
+
+    /// Waits until every cache equals the server's state, or 30 s passed; the last rows.
+    async fn quiescent_rows(&self, client: &Client) -> Result<Vec<Row>, kubeclient::Error> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let rows = self.rows(client).await?;
+            if rows.iter().all(|r| r.differences.is_empty()) || Instant::now() > deadline {
+                return Ok(rows);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// A controller: ConfigMap events enqueue keys; workers reconcile by reading the lister.
+struct Controller {
+    queue: RateLimitingQueue<String>,
+    reconciled: Arc<AtomicU64>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Controller {
+    fn start(informers: &Informers, workers: usize) -> Result<Self, Box<dyn std::error::Error>> {
+        let queue: RateLimitingQueue<String> = RateLimitingQueue::new(
+            default_controller_rate_limiter(),
+            QueueConfig::default().name("configmaps"),
+        );
+        let (q1, q2, q3) = (queue.clone(), queue.clone(), queue.clone());
+        informers.configmaps.add_event_handler(
+            ResourceEventHandlerFuncs::<ConfigMap>::new()
+                .on_add(move |cm, _| q1.add(kubeclient::machinery::meta_namespace_key(cm.as_ref())))
+                .on_update(move |_, cm| {
+                    q2.add(kubeclient::machinery::meta_namespace_key(cm.as_ref()))
+                })
+                .on_delete(move |cm| q3.add(cm.key())),
+        )?;
+        let lister: Lister<ConfigMap> = informers.factory.lister::<ConfigMap>();
+        let reconciled = Arc::new(AtomicU64::new(0));
+        let workers = (0..workers.max(1))
+            .map(|_| {
+                let (queue, lister, reconciled) =
+                    (queue.clone(), lister.clone(), reconciled.clone());
+                tokio::spawn(async move {
+                    while let Some(key) = queue.get().await {
+                        let (namespace, name) = key.split_once('/').unwrap_or(("", key.as_str()));
+                        // Reconcile: read the desired state from the cache (absent = deleted).
+                        let _exists = lister.by_namespace(namespace).get(name).is_ok();
+                        reconciled.fetch_add(1, Ordering::Relaxed);
+                        queue.forget(&key);
+                        queue.done(&key);
+                    }
+                })
+            })
+            .collect();
+        Ok(Controller {
+            queue,
+            reconciled,
+            workers,
+        })
+    }
+
+    fn reconciled(&self) -> u64 {
+        self.reconciled.load(Ordering::Relaxed)
+    }
+
+    async fn stop(self) {
+        self.queue.shutdown_with_drain().await;
+        for worker in self.workers {
+            let _ = worker.await;
+        }
+    }
+}
+
+/// Creates the demo's namespaces (existing ones are fine).
+async fn create_namespaces(
+    client: &Client,
+    count: usize,
+) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let namespaces: Vec<String> = (0..count.max(1))
         .map(|i| format!("kubeclient-demo-{i}"))
         .collect();
     for namespace in &namespaces {
@@ -368,184 +521,82 @@ pub(crate) async fn run(args: DemoArgs) -> Result<bool, Box<dyn std::error::Erro
             _ => {}
         }
     }
-    install_widget_crd(&client).await?;
+    Ok(namespaces)
+}
 
-    let selector = format!("{DEMO_LABEL}={DEMO_VALUE}");
-    let tweak_selector = selector.clone();
-    let factory = SharedInformerFactory::new(client.clone())
-        .strip_managed_fields(true)
-        .resync(Duration::from_secs(10))
-        .tweak_list_options(Arc::new(move |list, watch| {
-            list.label_selector = Some(tweak_selector.clone());
-            watch.label_selector = Some(tweak_selector.clone());
-        }));
-    let configmaps = factory.informer::<ConfigMap>();
-    let secrets = factory.informer::<Secret>();
-    let widgets = factory.dynamic_informer(&widget_resource());
-    let configmap_metadata = factory.metadata_informer(&ApiResource::of::<ConfigMap>());
-    let counts: Vec<Arc<Counts>> = (0..4).map(|_| Arc::new(Counts::default())).collect();
-    configmaps.add_event_handler(counting_handler(counts[0].clone()))?;
-    secrets.add_event_handler(counting_handler(counts[1].clone()))?;
-    widgets.add_event_handler(counting_handler(counts[2].clone()))?;
-    configmap_metadata.add_event_handler(counting_handler(counts[3].clone()))?;
-
-    // A controller: ConfigMap events enqueue keys; workers reconcile by reading the lister.
-    let queue: RateLimitingQueue<String> = RateLimitingQueue::new(
-        default_controller_rate_limiter(),
-        QueueConfig::default().name("configmaps"),
-    );
-    let enqueue = |queue: RateLimitingQueue<String>| {
-        let (q1, q2, q3) = (queue.clone(), queue.clone(), queue);
-        ResourceEventHandlerFuncs::<ConfigMap>::new()
-            .on_add(move |cm, _| q1.add(kubeclient::machinery::meta_namespace_key(cm.as_ref())))
-            .on_update(move |_, cm| q2.add(kubeclient::machinery::meta_namespace_key(cm.as_ref())))
-            .on_delete(move |cm| q3.add(cm.key()))
-    };
-    configmaps.add_event_handler(enqueue(queue.clone()))?;
-    let lister: Lister<ConfigMap> = factory.lister::<ConfigMap>();
-    let reconciled = Arc::new(AtomicU64::new(0));
-    let mut workers = Vec::new();
-    for _ in 0..args.workers.max(1) {
-        let (queue, lister, reconciled) = (queue.clone(), lister.clone(), reconciled.clone());
-        workers.push(tokio::spawn(async move {
-            while let Some(key) = queue.get().await {
-                let (namespace, name) = key.split_once('/').unwrap_or(("", key.as_str()));
-                // Reconcile: read the desired state from the cache (absent = deleted).
-                let _exists = lister.by_namespace(namespace).get(name).is_ok();
-                reconciled.fetch_add(1, Ordering::Relaxed);
-                queue.forget(&key);
-                queue.done(&key);
-            }
-        }));
-    }
-
-    factory.start();
-    let synced_at = Instant::now();
-    factory.wait_for_cache_sync().await;
-    println!("caches synced in {:?}", synced_at.elapsed());
-
-    // The workload, with progress: its own client, rate-limited at exactly `--rate`.
-    let stop_writing = CancellationToken::new();
-    let tally = Arc::new(WriteTally::default());
-    let mut write_config = config;
-    write_config.qps = args.rate.max(1) as f32;
-    write_config.burst = (args.rate / 10).clamp(1, MAX_WRITES_IN_FLIGHT as u32);
-    let write_client = Client::new(write_config).await?;
-    let writer = tokio::spawn(drive_writes(
-        write_client,
-        namespaces.clone(),
-        args.rate.max(1),
-        tally.clone(),
-        stop_writing.clone(),
-    ));
-    let duration = Duration::from_secs(args.duration.max(1));
+/// While the workload runs: the planned faults (embedded server only) and a progress line
+/// every half second.
+async fn show_progress(
+    server: Option<&ApiServer>,
+    duration: Duration,
+    informers: &Informers,
+    controller: &Controller,
+    tally: &WriteTally,
+) {
     let started = Instant::now();
     let (mut dropped, mut compacted) = (false, false);
     let tty = std::io::stderr().is_terminal();
+    let clear = if tty { "\r\x1b[K" } else { "" };
     let mut last_events = 0u64;
     let mut last_tick = Instant::now();
     while started.elapsed() < duration {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let elapsed = started.elapsed();
-        if let Some(server) = &server {
+        if let Some(server) = server {
             if !dropped && elapsed >= duration / 3 {
                 dropped = true;
                 server.drop_watches();
-                eprintln!(
-                    "{}fault: dropped every watch",
-                    if tty { "\r\x1b[K" } else { "" }
-                );
+                eprintln!("{clear}fault: dropped every watch");
             }
             if !compacted && elapsed >= duration * 2 / 3 {
                 compacted = true;
                 server.compact();
                 server.drop_watches();
                 eprintln!(
-                    "{}fault: compacted history and dropped watches (re-watches get 410 and relist)",
-                    if tty { "\r\x1b[K" } else { "" }
+                    "{clear}fault: compacted history and dropped watches (re-watches get 410 and relist)"
                 );
             }
         }
-        let events: u64 = counts.iter().map(|c| c.total()).sum();
+        let events = informers.events();
         let rate = (events - last_events) as f64 / last_tick.elapsed().as_secs_f64();
         (last_events, last_tick) = (events, Instant::now());
-        let cached = configmaps.indexer().len() + secrets.indexer().len() + widgets.indexer().len();
         let line = format!(
             "[{:>4.1}s] writes {:>6}  events {:>7} ({:>6.0}/s)  cached {:>5}  queue {:>4}  reconciled {:>6}",
             elapsed.as_secs_f64(),
             tally.done(),
             events,
             rate,
-            cached,
-            queue.len(),
-            reconciled.load(Ordering::Relaxed)
+            informers.cached(),
+            controller.queue.len(),
+            controller.reconciled()
         );
         if tty {
-            eprint!("\r\x1b[K{line}");
+            eprint!("{clear}{line}");
             let _ = std::io::stderr().flush();
         } else {
             eprintln!("{line}");
         }
     }
-    stop_writing.cancel();
-    let writing_time = started.elapsed();
-    if writer.await.is_err() {
-        tally.panicked.fetch_add(1, Ordering::Relaxed);
-    }
     if tty {
         eprintln!();
     }
+}
 
-    // Quiescence: wait until every cache equals the server's state (or give up).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let rows = loop {
-        let rows = vec![
-            row(
-                "configmaps",
-                server_state(Api::<ConfigMap>::all(client.clone())).await?,
-                cache_state(&configmaps),
-                &counts[0],
-            ),
-            row(
-                "secrets",
-                server_state(Api::<Secret>::all(client.clone())).await?,
-                cache_state(&secrets),
-                &counts[1],
-            ),
-            row(
-                "widgets (dynamic)",
-                server_state(Api::<DynamicObject>::all_with(
-                    client.clone(),
-                    &widget_resource(),
-                ))
-                .await?,
-                cache_state(&widgets),
-                &counts[2],
-            ),
-            row(
-                "configmaps (metadata)",
-                server_state(Api::<ConfigMap>::all(client.clone())).await?,
-                cache_state(&configmap_metadata),
-                &counts[3],
-            ),
-        ];
-        if rows.iter().all(|r| r.differences.is_empty()) || Instant::now() > deadline {
-            break rows;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    queue.shutdown_with_drain().await;
-    for worker in workers {
-        let _ = worker.await;
-    }
-    factory.shutdown().await;
-
+/// Prints the table of informers and the line about the workload.
+fn print_summary(
+    rows: &[Row],
+    tally: &WriteTally,
+    writing_time: Duration,
+    rate: u32,
+    reconciled: u64,
+    selector: &str,
+) {
     println!();
     println!(
         "{:<24} {:>8} {:>8} {:>8} {:>8} {:>8}  status",
         "informer", "server", "cached", "adds", "updates", "deletes"
     );
-    for r in &rows {
+    for r in rows {
         println!(
             "{:<24} {:>8} {:>8} {:>8} {:>8} {:>8}  {}",
             r.resource,
@@ -567,33 +618,82 @@ pub(crate) async fn run(args: DemoArgs) -> Result<bool, Box<dyn std::error::Erro
         tally.panicked.load(Ordering::Relaxed),
     );
     println!(
-        "writes {written} (failed {failed}, panicked {panicked}) in {:.1} s: {:.0}/s of {}/s asked; reconciles {}, selector {selector}",
+        "writes {written} (failed {failed}, panicked {panicked}) in {:.1} s: {:.0}/s of {rate}/s asked; reconciles {reconciled}, selector {selector}",
         writing_time.as_secs_f64(),
         written as f64 / writing_time.as_secs_f64().max(1e-3),
-        args.rate.max(1),
-        reconciled.load(Ordering::Relaxed)
     );
-    if let Some(reason) = tally.failure() {
-        if let Some(server) = server {
-            server.shutdown().await;
-        }
-        return Err(reason.into());
+}
+
+/// Runs the demo; `Ok(false)` when the caches did not converge.
+pub(crate) async fn run(args: DemoArgs) -> Result<bool, Box<dyn std::error::Error>> {
+    let (server, config) = client_config(&args).await?;
+    let client = Client::new(config.clone()).await?;
+    match &server {
+        Some(server) => println!(
+            "embedded API server at {} (faults will be injected)",
+            server.url()
+        ),
+        None => println!("using the cluster at {}", client.base_url()),
     }
-    let converged = rows.iter().all(|r| r.differences.is_empty());
-    if converged {
-        println!("converged");
-    } else {
-        for r in &rows {
-            for difference in r.differences.iter().take(10) {
-                println!("{}: {difference}", r.resource);
+    let namespaces = create_namespaces(&client, args.namespaces).await?;
+    install_widget_crd(&client).await?;
+
+    let selector = format!("{DEMO_LABEL}={DEMO_VALUE}");
+    let informers = Informers::new(&client, &selector)?;
+    let controller = Controller::start(&informers, args.workers)?;
+    informers.factory.start();
+    let synced_at = Instant::now();
+    informers.factory.wait_for_cache_sync().await;
+    println!("caches synced in {:?}", synced_at.elapsed());
+
+    // The workload, with progress: its own client, rate-limited at exactly `--rate`.
+    let rate = args.rate.max(1);
+    let stop_writing = CancellationToken::new();
+    let tally = Arc::new(WriteTally::default());
+    let mut write_config = config;
+    write_config.qps = rate as f32;
+    write_config.burst = (rate / 10).clamp(1, MAX_WRITES_IN_FLIGHT as u32);
+    let writer = tokio::spawn(drive_writes(
+        Client::new(write_config).await?,
+        namespaces,
+        rate,
+        tally.clone(),
+        stop_writing.clone(),
+    ));
+    let started = Instant::now();
+    let duration = Duration::from_secs(args.duration.max(1));
+    show_progress(server.as_ref(), duration, &informers, &controller, &tally).await;
+    stop_writing.cancel();
+    let writing_time = started.elapsed();
+    if writer.await.is_err() {
+        tally.panicked.fetch_add(1, Ordering::Relaxed);
+    }
+
+    let rows = informers.quiescent_rows(&client).await?;
+    let reconciled = controller.reconciled();
+    controller.stop().await;
+    informers.factory.shutdown().await;
+    print_summary(&rows, &tally, writing_time, rate, reconciled, &selector);
+    let outcome = match tally.failure() {
+        Some(reason) => Err(reason.into()),
+        None => Ok(rows.iter().all(|r| r.differences.is_empty())),
+    };
+    match &outcome {
+        Ok(true) => println!("converged"),
+        Ok(false) => {
+            for r in &rows {
+                for difference in r.differences.iter().take(10) {
+                    println!("{}: {difference}", r.resource);
+                }
             }
+            println!("NOT converged");
         }
-        println!("NOT converged");
+        Err(_) => {}
     }
     if let Some(server) = server {
         server.shutdown().await;
     }
-    Ok(converged)
+    outcome
 }
 
 fn row(
