@@ -6,8 +6,10 @@
 //! subresources, Status errors, Tables for `kubectl get`. `kubectl`, the Python client and
 //! kube-rs are tested against it.
 //!
-//! Start here: [`ApiServer`]. Storage is in [`storage`], the resource table and discovery
-//! in [`registry`], request handling in [`handlers`], test faults in [`faults`].
+//! Start here: [`ApiServer`]. Storage is in [`storage`], test faults in [`faults`], helpers
+//! for tests that drive real clients in [`testing`]. The resource table and discovery
+//! (`registry`), request handling (`handlers`), patches (`patch`) and shared state are
+//! private: the server is used over HTTP.
 //!
 //! # Example
 //!
@@ -22,16 +24,19 @@
 //! ```
 
 pub mod faults;
-pub mod handlers;
-pub mod patch;
+mod handlers;
+mod patch;
 pub mod pod_logs;
-pub mod registry;
+mod registry;
 mod server;
 pub mod sessions;
-pub mod state;
+mod state;
 pub mod storage;
 pub mod testing;
 mod tls;
+
+#[cfg(test)]
+mod fuzz_tests;
 
 pub use faults::{Fault, Faults, MAX_FAULT_COUNT};
 pub use pod_logs::PodLogs;

@@ -46,7 +46,7 @@ impl Default for Limits {
 
 /// Settings fixed at start.
 #[derive(Clone, Debug)]
-pub struct Config {
+pub(crate) struct Config {
     /// A bearer token every request (but health and version) must carry, if set.
     pub token: Option<String>,
     /// `host:port` clients reach the server at (for `/api` discovery).
@@ -61,7 +61,7 @@ pub struct Config {
 
 /// Everything a request handler reads or changes.
 #[derive(Debug)]
-pub struct State {
+pub(crate) struct State {
     /// The objects.
     pub store: Store,
     /// The served resources.

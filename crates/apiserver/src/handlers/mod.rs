@@ -20,8 +20,6 @@ mod watch;
 mod websocket;
 mod write;
 
-pub use port_forward::PORT_FORWARD_ANNOTATION_PREFIX;
-
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -34,10 +32,10 @@ use serde_json::json;
 use crate::faults::Fault;
 use crate::registry::{ResourceDef, discovery, openapi};
 use crate::state::State;
-pub use response::Body;
+pub(crate) use response::Body;
 
 /// The current time as the API server writes it (RFC 3339, seconds).
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     object::now()
 }
 use response::{HandlerResult, json, status_response, text};
@@ -57,7 +55,7 @@ pub(crate) struct Call {
 
 /// Serves one request. `client_certificate_verified` is true when TLS verified a client
 /// certificate against the server's CA.
-pub async fn handle<B>(
+pub(crate) async fn handle<B>(
     state: Arc<State>,
     request: Request<B>,
     client_certificate_verified: bool,

@@ -34,7 +34,7 @@ use crate::sessions::stopped;
 use crate::state::State;
 
 /// The annotation prefix naming a port's target: `port-forward.kubeclient.dev/8080`.
-pub const PORT_FORWARD_ANNOTATION_PREFIX: &str = "port-forward.kubeclient.dev/";
+pub(crate) const PORT_FORWARD_ANNOTATION_PREFIX: &str = "port-forward.kubeclient.dev/";
 
 /// The most ports one request may forward.
 const MAX_PORTS: usize = 64;

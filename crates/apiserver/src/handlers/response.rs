@@ -14,7 +14,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 /// The body type of every response.
-pub type Body = BoxBody<Bytes, Infallible>;
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
 /// A request failure: the Status to answer with.
 pub(crate) type HandlerResult<T> = Result<T, Box<Status>>;

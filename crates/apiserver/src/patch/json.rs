@@ -16,7 +16,7 @@ use serde_json::Value;
 /// Why a JSON patch could not be applied, in the words of the API server's JSON patch
 /// library (`evanphx/json-patch`) where it has some.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum JsonPatchError {
+pub(crate) enum JsonPatchError {
     /// A `test` operation found a different value.
     #[error("testing value {path} failed")]
     TestFailed {
@@ -43,7 +43,10 @@ pub enum JsonPatchError {
 /// # Errors
 ///
 /// [`JsonPatchError`] for the first operation that fails.
-pub fn apply(document: &Value, operations: &[PatchOperation]) -> Result<Value, JsonPatchError> {
+pub(crate) fn apply(
+    document: &Value,
+    operations: &[PatchOperation],
+) -> Result<Value, JsonPatchError> {
     let mut patched = document.clone();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         json_patch::patch_unsafe(&mut patched, operations)

@@ -51,11 +51,11 @@ const STRIPPED_METADATA: &[&str] = &[
 const STRUCT_ROOTS: &[&str] = &["metadata", "spec", "status"];
 
 /// Reason string upstream uses for each conflict cause in the 409 `Status` details.
-pub const FIELD_MANAGER_CONFLICT: &str = "FieldManagerConflict";
+pub(crate) const FIELD_MANAGER_CONFLICT: &str = "FieldManagerConflict";
 
 /// Errors from decoding `managedFields` entries or FieldsV1 documents.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ManagedFieldsError {
+pub(crate) enum ManagedFieldsError {
     /// A FieldsV1 document is malformed (not an object, unknown key prefix, bad key JSON).
     #[error("invalid fieldsV1: {0}")]
     InvalidFieldsV1(String),
@@ -75,7 +75,7 @@ pub enum ManagedFieldsError {
 /// One step of a field path. The variants mirror the FieldsV1 key prefixes, and their
 /// declaration order (fields, keys, values, indices) is the order upstream sorts them in.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PathElement {
+pub(crate) enum PathElement {
     /// A named object field: `f:<name>`.
     Field(String),
     /// An item of a list merged by key: `k:{"name":"c1"}`. Holds `(key field, canonical
@@ -91,12 +91,12 @@ pub enum PathElement {
 
 impl PathElement {
     /// Builds the key element of an item of a list merged by `field` whose value is `value`.
-    pub fn key(field: &str, value: &Value) -> Self {
+    pub(crate) fn key(field: &str, value: &Value) -> Self {
         PathElement::Key(vec![(field.to_owned(), canonical_json(value))])
     }
 
     /// The FieldsV1 object key for this element (`f:name`, `k:{...}`, `v:...`, `i:0`).
-    pub fn to_fields_v1_key(&self) -> String {
+    pub(crate) fn to_fields_v1_key(&self) -> String {
         match self {
             PathElement::Field(name) => format!("f:{name}"),
             PathElement::Key(pairs) => {
@@ -118,7 +118,7 @@ impl PathElement {
     }
 
     /// Parses one FieldsV1 object key. The `"."` marker is not an element; callers handle it.
-    pub fn from_fields_v1_key(key: &str) -> Result<Self, ManagedFieldsError> {
+    pub(crate) fn from_fields_v1_key(key: &str) -> Result<Self, ManagedFieldsError> {
         let bad = |why: &str| ManagedFieldsError::InvalidFieldsV1(format!("{why}: {key:?}"));
         if let Some(name) = key.strip_prefix("f:") {
             return Ok(PathElement::Field(name.to_owned()));
@@ -196,7 +196,7 @@ impl fmt::Display for PathElement {
 
 /// Renders a whole path the way conflict messages show it, e.g.
 /// `.spec.containers[name="web"].image`.
-pub fn path_to_string(path: &[PathElement]) -> String {
+pub(crate) fn path_to_string(path: &[PathElement]) -> String {
     path.iter().map(ToString::to_string).collect()
 }
 
@@ -204,33 +204,28 @@ pub fn path_to_string(path: &[PathElement]) -> String {
 /// or (for list items and objects) the node itself, shown as `".":{}` in FieldsV1 when
 /// the node also has owned children.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FieldSet {
+pub(crate) struct FieldSet {
     paths: BTreeSet<Vec<PathElement>>,
 }
 
 impl FieldSet {
     /// An empty set.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Adds a path; returns true if it was not already present.
-    pub fn insert(&mut self, path: Vec<PathElement>) -> bool {
+    pub(crate) fn insert(&mut self, path: Vec<PathElement>) -> bool {
         self.paths.insert(path)
     }
 
-    /// Removes a path; returns true if it was present.
-    pub fn remove(&mut self, path: &[PathElement]) -> bool {
-        self.paths.remove(path)
-    }
-
     /// True if exactly this path is in the set.
-    pub fn contains(&self, path: &[PathElement]) -> bool {
+    pub(crate) fn contains(&self, path: &[PathElement]) -> bool {
         self.paths.contains(path)
     }
 
     /// True if `prefix` itself or any path below it is in the set.
-    pub fn contains_prefix(&self, prefix: &[PathElement]) -> bool {
+    pub(crate) fn contains_prefix(&self, prefix: &[PathElement]) -> bool {
         // Paths sort lexicographically, so `prefix` and everything below it form one
         // contiguous run starting at `prefix`; the first path at or after it decides.
         self.paths
@@ -240,23 +235,24 @@ impl FieldSet {
     }
 
     /// Number of paths.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.paths.len()
     }
 
     /// True if the set has no paths.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.paths.is_empty()
     }
 
     /// The paths in sorted order.
-    pub fn iter(&self) -> impl Iterator<Item = &[PathElement]> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &[PathElement]> + '_ {
         self.paths.iter().map(Vec::as_slice)
     }
 
     /// Paths in either set.
     #[must_use]
-    pub fn union(&self, other: &FieldSet) -> FieldSet {
+    pub(crate) fn union(&self, other: &FieldSet) -> FieldSet {
         FieldSet {
             paths: self.paths.union(&other.paths).cloned().collect(),
         }
@@ -264,32 +260,25 @@ impl FieldSet {
 
     /// Paths in `self` but not in `other`.
     #[must_use]
-    pub fn difference(&self, other: &FieldSet) -> FieldSet {
+    pub(crate) fn difference(&self, other: &FieldSet) -> FieldSet {
         FieldSet {
             paths: self.paths.difference(&other.paths).cloned().collect(),
         }
     }
 
-    /// Paths in both sets.
-    #[must_use]
-    pub fn intersection(&self, other: &FieldSet) -> FieldSet {
-        FieldSet {
-            paths: self.paths.intersection(&other.paths).cloned().collect(),
-        }
-    }
-
     /// Keeps only the paths for which `keep` returns true.
-    pub fn retain(&mut self, mut keep: impl FnMut(&[PathElement]) -> bool) {
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&[PathElement]) -> bool) {
         self.paths.retain(|path| keep(path));
     }
 
     /// The paths rendered as conflict-message text (`.spec.replicas`), in sorted order.
-    pub fn to_path_strings(&self) -> Vec<String> {
+    #[cfg(test)]
+    pub(crate) fn to_path_strings(&self) -> Vec<String> {
         self.iter().map(path_to_string).collect()
     }
 
     /// Encodes the set as a FieldsV1 document: `{"f:data":{".":{},"f:mode":{}}}`.
-    pub fn to_fields_v1(&self) -> Value {
+    pub(crate) fn to_fields_v1(&self) -> Value {
         #[derive(Default)]
         struct Node {
             owned: bool,
@@ -321,7 +310,7 @@ impl FieldSet {
 
     /// Decodes a FieldsV1 document. `{}` children are owned leaves, `".":{}` marks an
     /// owned node that also has children.
-    pub fn from_fields_v1(value: &Value) -> Result<FieldSet, ManagedFieldsError> {
+    pub(crate) fn from_fields_v1(value: &Value) -> Result<FieldSet, ManagedFieldsError> {
         fn decode(
             value: &Value,
             path: &mut Vec<PathElement>,
@@ -368,7 +357,7 @@ impl FromIterator<Vec<PathElement>> for FieldSet {
 
 /// The kind of write recorded in a managedFields entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Operation {
+pub(crate) enum Operation {
     /// Server-side apply. Declared first because upstream sorts `Apply` entries first.
     Apply,
     /// Any other write: create, update, patch.
@@ -377,7 +366,7 @@ pub enum Operation {
 
 impl Operation {
     /// The wire spelling: `"Apply"` or `"Update"`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Operation::Apply => "Apply",
             Operation::Update => "Update",
@@ -387,7 +376,7 @@ impl Operation {
 
 /// One decoded entry of `metadata.managedFields`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ManagedFieldsEntry {
+pub(crate) struct ManagedFieldsEntry {
     /// The field manager's name.
     pub manager: String,
     /// `Apply` or `Update`.
@@ -405,14 +394,19 @@ pub struct ManagedFieldsEntry {
 impl ManagedFieldsEntry {
     /// True if this entry belongs to the given (manager, operation, subresource) triple,
     /// which is what identifies an entry here.
-    pub fn is_for(&self, manager: &str, operation: Operation, subresource: Option<&str>) -> bool {
+    pub(crate) fn is_for(
+        &self,
+        manager: &str,
+        operation: Operation,
+        subresource: Option<&str>,
+    ) -> bool {
         self.manager == manager
             && self.operation == operation
             && self.subresource.as_deref() == subresource
     }
 
     /// Encodes the entry in the wire shape, with keys in upstream's order.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut out = Map::new();
         // Upstream omits empty strings (Go `omitempty`), including an empty manager name.
         if !self.manager.is_empty() {
@@ -437,7 +431,7 @@ impl ManagedFieldsEntry {
     /// Decodes one wire entry, with upstream's validation: operation `Apply` or `Update`,
     /// a non-empty apiVersion, fieldsType `FieldsV1` and a well-formed fieldsV1.
     /// `index` is only used in error messages.
-    pub fn from_json(value: &Value, index: usize) -> Result<Self, ManagedFieldsError> {
+    pub(crate) fn from_json(value: &Value, index: usize) -> Result<Self, ManagedFieldsError> {
         let invalid = |reason: String| ManagedFieldsError::InvalidEntry { index, reason };
         let Value::Object(entry) = value else {
             return Err(invalid("must be an object".to_owned()));
@@ -481,7 +475,9 @@ impl ManagedFieldsEntry {
 /// Decodes `metadata.managedFields` strictly. A missing or `null` list is empty; a
 /// non-list or any malformed entry is an error. Servers can use this to reject bad
 /// client-supplied managedFields with 422 before calling [`record_update`].
-pub fn read_managed_fields(obj: &Value) -> Result<Vec<ManagedFieldsEntry>, ManagedFieldsError> {
+pub(crate) fn read_managed_fields(
+    obj: &Value,
+) -> Result<Vec<ManagedFieldsEntry>, ManagedFieldsError> {
     match managed_fields_value(obj) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
@@ -498,7 +494,7 @@ pub fn read_managed_fields(obj: &Value) -> Result<Vec<ManagedFieldsEntry>, Manag
 /// and time win), empty entries dropped, sorted by operation, time, manager, apiVersion,
 /// subresource. With no entries left the field is removed, as upstream omits it.
 /// A non-object `obj` (or non-object `metadata`) is left untouched.
-pub fn write_managed_fields(obj: &mut Value, entries: Vec<ManagedFieldsEntry>) {
+pub(crate) fn write_managed_fields(obj: &mut Value, entries: Vec<ManagedFieldsEntry>) {
     let entries = normalize(entries);
     let Some(root) = obj.as_object_mut() else {
         return;
@@ -525,7 +521,7 @@ pub fn write_managed_fields(obj: &mut Value, entries: Vec<ManagedFieldsEntry>) {
 /// reset `status` on main-resource writes and everything but `status` on `/status`
 /// writes; the caller knows which applies to the resource and says so here.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FieldScope {
+pub(crate) enum FieldScope {
     /// Every field (resources without a status subresource).
     #[default]
     All,
@@ -537,7 +533,7 @@ pub enum FieldScope {
 
 impl FieldScope {
     /// True if the write may touch ownership of `path`.
-    pub fn contains(self, path: &[PathElement]) -> bool {
+    pub(crate) fn contains(self, path: &[PathElement]) -> bool {
         let is_status = matches!(path.first(), Some(PathElement::Field(f)) if f == "status");
         match self {
             FieldScope::All => true,
@@ -549,7 +545,7 @@ impl FieldScope {
 
 /// Who is writing and how; shared by [`record_update`] and [`apply`]. (Bundled into one
 /// struct so the functions stay readable; they would otherwise take nine arguments.)
-pub struct WriteContext<'a> {
+pub(crate) struct WriteContext<'a> {
     /// Field manager name (`fieldManager` parameter or the User-Agent prefix).
     pub manager: &'a str,
     /// API version of the request, e.g. `v1` or `apps/v1`.
@@ -583,7 +579,11 @@ impl WriteContext<'_> {
 /// items of keyed lists, skipping `apiVersion`, `kind` and the metadata fields upstream
 /// never records (name, namespace, uid, resourceVersion, generation, creationTimestamp,
 /// selfLink, clusterName, managedFields). A non-object `obj` has no fields.
-pub fn fields_of(obj: &Value, list_key: &dyn Fn(&[&str]) -> Option<&'static str>) -> FieldSet {
+#[cfg(test)]
+pub(crate) fn fields_of(
+    obj: &Value,
+    list_key: &dyn Fn(&[&str]) -> Option<&'static str>,
+) -> FieldSet {
     walk_object(obj, list_key)
         .into_iter()
         .filter(|(_, (kind, _))| *kind != NodeKind::Object)
@@ -609,7 +609,7 @@ pub fn fields_of(obj: &Value, list_key: &dyn Fn(&[&str]) -> Option<&'static str>
 /// maps like `data` and `labels` and over-reports for nested structs.
 ///
 /// A non-object `new` is left untouched; a non-object `old` counts as absent.
-pub fn record_update(old: Option<&Value>, new: &mut Value, ctx: &WriteContext<'_>) {
+pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, ctx: &WriteContext<'_>) {
     if !new.is_object() {
         return;
     }
@@ -668,7 +668,7 @@ pub fn record_update(old: Option<&Value>, new: &mut Value, ctx: &WriteContext<'_
 /// configuration `{}`; a non-object `live` as absent. Undecodable entries on `live` are
 /// ignored. Conflicts report `time: None`: upstream's conflict carries the manager
 /// identifier, which never includes the time, so real servers print no ` at <time>`.
-pub fn apply(
+pub(crate) fn apply(
     live: Option<&Value>,
     applied: &Value,
     force: bool,
@@ -781,7 +781,7 @@ pub fn apply(
 
 /// One field an apply would change that another manager's entry owns.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Conflict {
+pub(crate) struct Conflict {
     /// The other entry's manager name.
     pub manager: String,
     /// The other entry's operation.
@@ -801,7 +801,7 @@ impl Conflict {
     /// Upstream's description of the other manager (`printManager`): `"name"`, then
     /// ` with subresource "s"` if any, then for `Update` entries ` using <apiVersion>`
     /// and ` at <time>` if a time is set.
-    pub fn manager_description(&self) -> String {
+    pub(crate) fn manager_description(&self) -> String {
         let mut out = go_quote(&self.manager);
         if let Some(subresource) = self.subresource.as_deref().filter(|s| !s.is_empty()) {
             out.push_str(" with subresource ");
@@ -846,7 +846,7 @@ impl Conflict {
 
 /// The conflicts that made an apply fail (HTTP 409, reason `Conflict`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ApplyConflicts {
+pub(crate) struct ApplyConflicts {
     /// The conflicts, grouped by manager in upstream's order when produced by [`apply`].
     pub conflicts: Vec<Conflict>,
 }
@@ -856,7 +856,7 @@ impl ApplyConflicts {
     /// `Apply failed with 1 conflict: conflict with "m" using v1: .data.mode`, or for
     /// several `Apply failed with N conflicts: conflicts with "a":\n- .x\nconflicts with "b" ...`
     /// with managers sorted by their identifier.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         if let [only] = self.conflicts.as_slice() {
             return format!(
                 "Apply failed with 1 conflict: conflict with {}: {}",
@@ -886,7 +886,7 @@ impl ApplyConflicts {
 
     /// `Status.details.causes` as `(reason, message, field)`:
     /// `("FieldManagerConflict", "conflict with \"m\" using v1", ".data.mode")`.
-    pub fn causes(&self) -> Vec<(String, String, String)> {
+    pub(crate) fn causes(&self) -> Vec<(String, String, String)> {
         self.conflicts
             .iter()
             .map(|c| {
@@ -900,7 +900,8 @@ impl ApplyConflicts {
     }
 
     /// The complete 409 `Status` body upstream answers with.
-    pub fn to_status(&self) -> Value {
+    #[cfg(test)]
+    pub(crate) fn to_status(&self) -> Value {
         let causes: Vec<Value> = self
             .causes()
             .into_iter()

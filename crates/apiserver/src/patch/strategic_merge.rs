@@ -51,7 +51,7 @@ const MAX_DEPTH: usize = 256;
 
 /// How a list field merges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListStrategy {
+pub(crate) enum ListStrategy {
     /// The patch list replaces the original list (fields without a `patchStrategy` tag,
     /// i.e. atomic lists such as `tolerations` or `args`).
     Replace,
@@ -66,7 +66,7 @@ pub enum ListStrategy {
 /// Why a strategic merge patch could not be applied. Every variant names the field path
 /// (dot separated, list positions left out) where the problem was found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StrategicMergeError {
+pub(crate) enum StrategicMergeError {
     /// The patch document itself is not a JSON object.
     #[error("strategic merge patch must be a JSON object, got {found}")]
     PatchNotObject {
@@ -172,7 +172,7 @@ pub enum StrategicMergeError {
 /// so they are replaced; `Service.spec.ports` merges on `port` alone although its
 /// list-map key is `(port, protocol)`.
 #[must_use]
-pub fn builtin_list_strategy(kind: &str, path: &[&str]) -> ListStrategy {
+pub(crate) fn builtin_list_strategy(kind: &str, path: &[&str]) -> ListStrategy {
     // ObjectMeta is embedded everywhere (object root, pod templates, claim templates), so
     // its two merging lists are recognised by their last two segments.
     match path {
@@ -274,7 +274,7 @@ fn kind_list_strategy(kind: &str, path: &[&str]) -> ListStrategy {
 /// Returns a [`StrategicMergeError`] naming the offending field path when the patch is
 /// not an object, uses an unknown or malformed directive, has a keyed-list item without
 /// its merge key, or disagrees with its own `$retainKeys`/`$setElementOrder` lists.
-pub fn strategic_merge(
+pub(crate) fn strategic_merge(
     original: &Value,
     patch: &Value,
     strategy: &dyn Fn(&[&str]) -> ListStrategy,

@@ -30,7 +30,7 @@ fn string_list(value: Option<&Value>) -> Vec<String> {
 /// # Errors
 ///
 /// A message (for a 422) when the CRD lacks its group, names or versions.
-pub fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, String> {
+pub(crate) fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, String> {
     let spec = crd.get("spec").ok_or("spec: Required value")?;
     let group = str_field(spec, &["group"]);
     let names = spec.get("names").ok_or("spec.names: Required value")?;
@@ -154,7 +154,7 @@ pub fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, String> {
 
 /// The status the API server gives an accepted CRD: names accepted, established, and the
 /// storage version recorded.
-pub fn crd_status(crd: &Value, now: &str) -> Value {
+pub(crate) fn crd_status(crd: &Value, now: &str) -> Value {
     let names = crd
         .get("spec")
         .and_then(|s| s.get("names"))

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::{Registry, ResourceDef};
 
 /// `GET /api`: the core group's versions.
-pub fn api_versions(server_address: &str) -> Value {
+pub(crate) fn api_versions(server_address: &str) -> Value {
     json!({
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -35,7 +35,7 @@ fn group_document(registry: &Registry, group: &str) -> Value {
 }
 
 /// `GET /apis`: every named group.
-pub fn api_group_list(registry: &Registry) -> Value {
+pub(crate) fn api_group_list(registry: &Registry) -> Value {
     let mut groups: Vec<String> = Vec::new();
     for resource in registry.all().iter().filter(|r| !r.group.is_empty()) {
         if !groups.contains(&resource.group) {
@@ -47,7 +47,7 @@ pub fn api_group_list(registry: &Registry) -> Value {
 }
 
 /// `GET /apis/{group}`.
-pub fn api_group(registry: &Registry, group: &str) -> Value {
+pub(crate) fn api_group(registry: &Registry, group: &str) -> Value {
     let mut document = group_document(registry, group);
     if let Some(object) = document.as_object_mut() {
         object.insert("kind".to_owned(), json!("APIGroup"));
@@ -76,7 +76,7 @@ fn resource_entry(resource: &ResourceDef) -> Value {
 }
 
 /// `GET /api/v1` or `GET /apis/{group}/{version}`: the resources and their subresources.
-pub fn api_resource_list(registry: &Registry, group: &str, version: &str) -> Value {
+pub(crate) fn api_resource_list(registry: &Registry, group: &str, version: &str) -> Value {
     let group_version = if group.is_empty() {
         version.to_owned()
     } else {
@@ -132,7 +132,7 @@ pub fn api_resource_list(registry: &Registry, group: &str, version: &str) -> Val
 /// Aggregated discovery (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`) for `/api`
 /// (`core: true`, the core group) or `/apis` (every named group), versions in preference
 /// order (apiserver-semantics §2.2).
-pub fn aggregated(registry: &Registry, core: bool) -> Value {
+pub(crate) fn aggregated(registry: &Registry, core: bool) -> Value {
     let mut groups: Vec<String> = Vec::new();
     for resource in registry.all().iter() {
         if (resource.group.is_empty() == core) && !groups.contains(&resource.group) {
@@ -217,7 +217,7 @@ fn aggregated_resource(resource: &ResourceDef) -> Value {
 
 /// Whether an `Accept` header asks for aggregated discovery `v2` (any clause naming
 /// `as=APIGroupDiscoveryList`, `g=apidiscovery.k8s.io`, `v=v2`).
-pub fn wants_aggregated(accept: Option<&str>) -> bool {
+pub(crate) fn wants_aggregated(accept: Option<&str>) -> bool {
     accept.is_some_and(|accept| {
         accept.split(',').any(|clause| {
             let params: Vec<&str> = clause.split(';').map(str::trim).collect();

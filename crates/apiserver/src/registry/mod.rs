@@ -3,18 +3,18 @@
 
 mod builtin;
 mod crd;
-pub mod discovery;
-pub mod openapi;
+pub(crate) mod discovery;
+pub(crate) mod openapi;
 mod resource;
 
 use std::sync::{Arc, RwLock};
 
-pub use crd::{crd_resources, crd_status};
-pub use resource::{FieldSelectors, PrinterColumn, ResourceDef, ScaleSpec, Special};
+pub(crate) use crd::{crd_resources, crd_status};
+pub(crate) use resource::{FieldSelectors, ResourceDef, Special};
 
 /// The served resources. Cheap to read concurrently; CRD writes replace entries.
 #[derive(Debug)]
-pub struct Registry {
+pub(crate) struct Registry {
     resources: RwLock<Vec<Arc<ResourceDef>>>,
 }
 
@@ -26,7 +26,7 @@ impl Default for Registry {
 
 impl Registry {
     /// The built-in resources.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Registry {
             resources: RwLock::new(
                 builtin::builtin_resources()
@@ -44,35 +44,32 @@ impl Registry {
     }
 
     /// Every served resource, in registration order.
-    pub fn all(&self) -> Vec<Arc<ResourceDef>> {
+    pub(crate) fn all(&self) -> Vec<Arc<ResourceDef>> {
         self.read().clone()
     }
 
     /// The resource served at `group/version/plural`.
-    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceDef>> {
+    pub(crate) fn lookup(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<Arc<ResourceDef>> {
         self.read()
             .iter()
             .find(|r| r.group == group && r.version == version && r.plural == plural)
             .cloned()
     }
 
-    /// The resource of a kind in a group version.
-    pub fn lookup_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<ResourceDef>> {
-        self.read()
-            .iter()
-            .find(|r| r.group == group && r.version == version && r.kind == kind)
-            .cloned()
-    }
-
     /// Whether anything is served in this group (and version, if given).
-    pub fn serves(&self, group: &str, version: Option<&str>) -> bool {
+    pub(crate) fn serves(&self, group: &str, version: Option<&str>) -> bool {
         self.read()
             .iter()
             .any(|r| r.group == group && version.is_none_or(|v| r.version == v))
     }
 
     /// Serves (or re-serves, after an update) the versions a CRD defines.
-    pub fn register(&self, group: &str, plural: &str, resources: Vec<ResourceDef>) {
+    pub(crate) fn register(&self, group: &str, plural: &str, resources: Vec<ResourceDef>) {
         let mut all = self
             .resources
             .write()
@@ -82,7 +79,7 @@ impl Registry {
     }
 
     /// Stops serving a resource in every version.
-    pub fn unregister(&self, group: &str, plural: &str) {
+    pub(crate) fn unregister(&self, group: &str, plural: &str) {
         let mut all = self
             .resources
             .write()

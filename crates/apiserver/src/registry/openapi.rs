@@ -11,7 +11,7 @@ use super::Registry;
 
 /// The `/openapi/v3` index: one entry per group version, with a content hash so clients
 /// refetch when resources change.
-pub fn v3_index(registry: &Registry) -> Value {
+pub(crate) fn v3_index(registry: &Registry) -> Value {
     let mut paths = Map::new();
     for resource in registry.all() {
         let key = if resource.group.is_empty() {
@@ -34,7 +34,7 @@ pub fn v3_index(registry: &Registry) -> Value {
 
 /// The document for one group version (`api/v1` or `apis/{g}/{v}`), or `None` if nothing
 /// is served there.
-pub fn v3_document(registry: &Registry, key: &str) -> Option<Value> {
+pub(crate) fn v3_document(registry: &Registry, key: &str) -> Option<Value> {
     let (group, version) = match key.split('/').collect::<Vec<_>>().as_slice() {
         ["api", version] => (String::new(), (*version).to_owned()),
         ["apis", group, version] => ((*group).to_owned(), (*version).to_owned()),

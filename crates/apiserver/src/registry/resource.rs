@@ -5,7 +5,7 @@ use kubeclient_machinery::{GroupResource, GroupVersion};
 
 /// Behaviour specific to a few built-in kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Special {
+pub(crate) enum Special {
     /// No special behaviour.
     None,
     /// Namespaces: `status.phase: Active` on create; deleting one deletes its contents.
@@ -16,7 +16,7 @@ pub enum Special {
 
 /// A printer column of a custom resource (`additionalPrinterColumns`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PrinterColumn {
+pub(crate) struct PrinterColumn {
     /// Column title.
     pub name: String,
     /// OpenAPI type: `string`, `integer`, `number`, `boolean` or `date`.
@@ -33,7 +33,7 @@ pub struct PrinterColumn {
 
 /// One served resource in one group version.
 #[derive(Clone, Debug)]
-pub struct ResourceDef {
+pub(crate) struct ResourceDef {
     /// The group; empty for the core group.
     pub group: String,
     /// The version.
@@ -72,7 +72,7 @@ pub struct ResourceDef {
 
 /// The fields a resource can be selected by.
 #[derive(Clone, Debug)]
-pub enum FieldSelectors {
+pub(crate) enum FieldSelectors {
     /// A built-in table from `kubeclient-machinery`.
     Builtin(&'static [FieldSpec]),
     /// `metadata.name`, `metadata.namespace` and a CRD's `selectableFields` (JSON paths
@@ -82,7 +82,7 @@ pub enum FieldSelectors {
 
 /// Where a `/scale` subresource reads and writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScaleSpec {
+pub(crate) struct ScaleSpec {
     /// Path of the desired replicas, e.g. `.spec.replicas`.
     pub spec_replicas_path: String,
     /// Path of the observed replicas, e.g. `.status.replicas`.
@@ -93,22 +93,17 @@ pub struct ScaleSpec {
 
 impl ResourceDef {
     /// The group and resource: the storage identity shared by all versions.
-    pub fn group_resource(&self) -> GroupResource {
+    pub(crate) fn group_resource(&self) -> GroupResource {
         GroupResource::new(&self.group, &self.plural)
     }
 
     /// The group version it is served in.
-    pub fn group_version(&self) -> GroupVersion {
+    pub(crate) fn group_version(&self) -> GroupVersion {
         GroupVersion::new(&self.group, &self.version)
     }
 
     /// `apiVersion` of its objects.
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         self.group_version().to_string()
-    }
-
-    /// Whether the verb is served.
-    pub fn supports(&self, verb: &str) -> bool {
-        self.verbs.iter().any(|v| v == verb)
     }
 }

@@ -1,6 +1,6 @@
 //! Integration tests of the embedded API server over real HTTP.
 //!
-//! - `fuzz`: property-based fuzzing of paths, query parameters, bodies and patches.
+//! - (the fuzzing of paths, queries, bodies and patches is in `src/fuzz_tests.rs`)
 //! - `hardening`: regression tests of bad input, limits and misuse (issue 12).
 //! - `http`: the API semantics clients depend on, checked request by request.
 //! - `watch`: watch streams: resume, 410, bookmarks, watch-list, selectors.
@@ -9,7 +9,6 @@
 //! - `streams`: raw WebSocket checks of exec, attach and port-forward.
 //! - `python`: the official Python client drives the server.
 
-mod fuzz;
 mod hardening;
 mod http;
 mod kubectl;

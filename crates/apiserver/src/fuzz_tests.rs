@@ -4,18 +4,19 @@
 //! asserts: no panic, an error is a proper `Status`, and every stored ConfigMap still
 //! decodes into its type (one bad object would poison every informer).
 //!
-//! `PROPTEST_CASES=20000 cargo test -p kubeclient-apiserver --test it fuzz` runs longer.
+//! `PROPTEST_CASES=20000 cargo test -p kubeclient-apiserver --lib fuzz` runs longer;
+//! `scripts/fuzz-long` runs each property for a fixed time.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::faults::Faults;
+use crate::registry::Registry;
+use crate::state::{Config, State};
+use crate::storage::Store;
+use crate::{Limits, handlers};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use kubeclient_apiserver::faults::Faults;
-use kubeclient_apiserver::registry::Registry;
-use kubeclient_apiserver::state::{Config, State};
-use kubeclient_apiserver::storage::Store;
-use kubeclient_apiserver::{Limits, handlers};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
