@@ -3,7 +3,7 @@
 
 use kubeclient_machinery::selector::builtin_field_selectors;
 
-use super::resource::{FieldSelectors, ResourceDef, ScaleSpec, Special};
+use super::resource::{FieldSelectors, ResourceDef, ScaleSpec, Special, api_resource};
 
 const ALL_VERBS: &[&str] = &[
     "create",
@@ -440,20 +440,22 @@ pub(crate) fn builtin_resources() -> Vec<ResourceDef> {
         .iter()
         .map(
             |&(group, version, plural, kind, short_names, flags, special)| ResourceDef {
-                group: group.to_owned(),
-                version: version.to_owned(),
-                plural: plural.to_owned(),
-                singular: kind.to_ascii_lowercase(),
-                kind: kind.to_owned(),
+                api: api_resource(
+                    group,
+                    version,
+                    kind,
+                    plural,
+                    kind.to_ascii_lowercase(),
+                    flags.namespaced,
+                    strings(ALL_VERBS),
+                    strings(short_names),
+                    if flags.all {
+                        vec!["all".to_owned()]
+                    } else {
+                        Vec::new()
+                    },
+                ),
                 list_kind: format!("{kind}List"),
-                namespaced: flags.namespaced,
-                verbs: strings(ALL_VERBS),
-                short_names: strings(short_names),
-                categories: if flags.all {
-                    vec!["all".to_owned()]
-                } else {
-                    Vec::new()
-                },
                 status_subresource: flags.status,
                 scale: flags.scale.then(|| ScaleSpec {
                     spec_replicas_path: ".spec.replicas".to_owned(),

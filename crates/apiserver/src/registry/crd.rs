@@ -3,7 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::resource::{FieldSelectors, PrinterColumn, ResourceDef, ScaleSpec, Special};
+use super::resource::{
+    FieldSelectors, PrinterColumn, ResourceDef, ScaleSpec, Special, api_resource,
+};
 
 fn str_field<'a>(value: &'a Value, path: &[&str]) -> &'a str {
     path.iter()
@@ -117,29 +119,29 @@ pub(crate) fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, String> {
                     .collect()
             })
             .unwrap_or_default();
+        let verbs = [
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "create",
+            "update",
+            "watch",
+        ];
         resources.push(ResourceDef {
-            group: group.to_owned(),
-            version: version_name.to_owned(),
-            plural: plural.to_owned(),
-            singular: singular.clone(),
-            kind: kind.to_owned(),
+            api: api_resource(
+                group,
+                version_name,
+                kind,
+                plural,
+                singular.clone(),
+                namespaced,
+                verbs.iter().map(|v| (*v).to_owned()).collect(),
+                string_list(names.get("shortNames")),
+                string_list(names.get("categories")),
+            ),
             list_kind: list_kind.clone(),
-            namespaced,
-            verbs: [
-                "delete",
-                "deletecollection",
-                "get",
-                "list",
-                "patch",
-                "create",
-                "update",
-                "watch",
-            ]
-            .iter()
-            .map(|v| (*v).to_owned())
-            .collect(),
-            short_names: string_list(names.get("shortNames")),
-            categories: string_list(names.get("categories")),
             status_subresource: subresources.and_then(|s| s.get("status")).is_some(),
             scale,
             tracks_generation: true,

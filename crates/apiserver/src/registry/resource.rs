@@ -1,7 +1,7 @@
 //! [`ResourceDef`]: everything the server knows about one served resource.
 
 use kubeclient_machinery::selector::FieldSpec;
-use kubeclient_machinery::{GroupResource, GroupVersion};
+use kubeclient_machinery::{ApiResource, GroupResource, GroupVersion};
 
 /// Behaviour specific to a few built-in kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,29 +31,14 @@ pub(crate) struct PrinterColumn {
     pub json_path: String,
 }
 
-/// One served resource in one group version.
+/// One served resource in one group version: what discovery says of it (its
+/// [`ApiResource`], whose fields it dereferences to) and how the server serves it.
 #[derive(Clone, Debug)]
 pub(crate) struct ResourceDef {
-    /// The group; empty for the core group.
-    pub group: String,
-    /// The version.
-    pub version: String,
-    /// The plural resource name used in URLs.
-    pub plural: String,
-    /// The singular name.
-    pub singular: String,
-    /// The kind of its objects.
-    pub kind: String,
+    /// Group, version, kind, plural, singular, scope, verbs, short names, categories.
+    pub api: ApiResource,
     /// The kind of its lists.
     pub list_kind: String,
-    /// Whether objects live in namespaces.
-    pub namespaced: bool,
-    /// Verbs served, as discovery lists them.
-    pub verbs: Vec<String>,
-    /// Short names (`kubectl get deploy`).
-    pub short_names: Vec<String>,
-    /// Categories (`all`).
-    pub categories: Vec<String>,
     /// Whether `/status` is a separate subresource (the main resource ignores status).
     pub status_subresource: bool,
     /// Whether `/scale` is served, with the JSON paths of replicas and selector.
@@ -91,19 +76,50 @@ pub(crate) struct ScaleSpec {
     pub label_selector_path: Option<String>,
 }
 
+impl std::ops::Deref for ResourceDef {
+    type Target = ApiResource;
+
+    fn deref(&self) -> &ApiResource {
+        &self.api
+    }
+}
+
+/// The [`ApiResource`] of a served resource (its `apiVersion` derived from group and
+/// version).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn api_resource(
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    singular: String,
+    namespaced: bool,
+    verbs: Vec<String>,
+    short_names: Vec<String>,
+    categories: Vec<String>,
+) -> ApiResource {
+    ApiResource {
+        group: group.to_owned(),
+        version: version.to_owned(),
+        api_version: GroupVersion::new(group, version).to_string(),
+        kind: kind.to_owned(),
+        plural: plural.to_owned(),
+        singular,
+        namespaced,
+        verbs,
+        short_names,
+        categories,
+    }
+}
+
 impl ResourceDef {
     /// The group and resource: the storage identity shared by all versions.
     pub(crate) fn group_resource(&self) -> GroupResource {
         GroupResource::new(&self.group, &self.plural)
     }
 
-    /// The group version it is served in.
-    pub(crate) fn group_version(&self) -> GroupVersion {
-        GroupVersion::new(&self.group, &self.version)
-    }
-
     /// `apiVersion` of its objects.
     pub(crate) fn api_version(&self) -> String {
-        self.group_version().to_string()
+        self.api.api_version.clone()
     }
 }
