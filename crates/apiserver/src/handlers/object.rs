@@ -61,6 +61,16 @@ impl Call {
         self.resource.group_resource()
     }
 
+    /// The storage key prefix of the request's namespace (`ns/`), or `""` for every
+    /// namespace and for cluster-scoped resources.
+    pub(crate) fn namespace_prefix(&self) -> String {
+        self.path
+            .namespace
+            .as_ref()
+            .map(|ns| format!("{ns}/"))
+            .unwrap_or_default()
+    }
+
     /// 404 for the named object.
     pub(crate) fn not_found(&self, name: &str) -> Box<Status> {
         fail(Status::not_found(&self.group_resource(), name))

@@ -213,12 +213,7 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
     if at == Some(store.revision()) {
         at = None;
     }
-    let namespace_prefix = call
-        .path
-        .namespace
-        .as_ref()
-        .map(|ns| format!("{ns}/"))
-        .unwrap_or_default();
+    let namespace_prefix = call.namespace_prefix();
     let prefix = match (call.path.namespace.as_deref(), filter.exact_name()) {
         (Some(ns), Some(name)) => format!("{ns}/{name}"),
         _ => namespace_prefix.clone(),

@@ -116,12 +116,7 @@ pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
             (WatchFrom::After(rv), false)
         }
     };
-    let prefix = call
-        .path
-        .namespace
-        .as_ref()
-        .map(|ns| format!("{ns}/"))
-        .unwrap_or_default();
+    let prefix = call.namespace_prefix();
     let subscription = match store.watch(&call.group_resource(), &prefix, from) {
         Ok(subscription) => subscription,
         Err(StorageError::Expired { requested, oldest }) => {

@@ -962,12 +962,7 @@ pub(crate) fn delete(call: &Call) -> HandlerResult<Response<Body>> {
 pub(crate) fn delete_collection(call: &Call) -> HandlerResult<Response<Body>> {
     let options = delete_options(call)?;
     let filter = call.selector_filter()?;
-    let prefix = call
-        .path
-        .namespace
-        .as_ref()
-        .map(|ns| format!("{ns}/"))
-        .unwrap_or_default();
+    let prefix = call.namespace_prefix();
     let snapshot = call.state.store.snapshot(&call.group_resource(), &prefix);
     let mut items = Vec::new();
     for object in snapshot.objects.iter().filter(|o| filter.matches(o)) {
