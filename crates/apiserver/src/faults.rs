@@ -70,10 +70,7 @@ impl Faults {
         if count == 0 {
             return;
         }
-        let mut queued = self
-            .queued
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut queued = crate::sync::lock(&self.queued);
         match queued.back_mut() {
             Some((last, run)) if *last == fault => *run = run.saturating_add(count),
             _ => queued.push_back((fault, count)),
@@ -103,19 +100,13 @@ impl Faults {
 
     /// Removes queued faults and the delay.
     pub fn clear(&self) {
-        self.queued
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
+        crate::sync::lock(&self.queued).clear();
         self.set_delay(Duration::ZERO);
     }
 
     /// The number of queued faults.
     pub fn pending(&self) -> usize {
-        let total: u64 = self
-            .queued
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        let total: u64 = crate::sync::lock(&self.queued)
             .iter()
             .map(|(_, run)| *run)
             .fold(0, u64::saturating_add);
@@ -123,10 +114,7 @@ impl Faults {
     }
 
     pub(crate) fn take(&self) -> Option<Fault> {
-        let mut queued = self
-            .queued
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut queued = crate::sync::lock(&self.queued);
         let (fault, run) = queued.front_mut()?;
         let fault = fault.clone();
         *run -= 1;

@@ -32,6 +32,7 @@ mod server;
 pub mod sessions;
 mod state;
 pub mod storage;
+mod sync;
 pub mod testing;
 mod tls;
 

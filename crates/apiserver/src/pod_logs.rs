@@ -193,9 +193,7 @@ impl PodLogs {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<LogKey, ContainerLog>> {
         // A panic while holding the lock cannot leave a log half-updated in a way that
         // matters to readers (the invariants hold between statements), so recover.
-        self.logs
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.logs)
     }
 }
 

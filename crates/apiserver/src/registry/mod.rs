@@ -38,9 +38,7 @@ impl Registry {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<ResourceDef>>> {
-        self.resources
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::read(&self.resources)
     }
 
     /// Every served resource, in registration order.
@@ -70,20 +68,14 @@ impl Registry {
 
     /// Serves (or re-serves, after an update) the versions a CRD defines.
     pub(crate) fn register(&self, group: &str, plural: &str, resources: Vec<ResourceDef>) {
-        let mut all = self
-            .resources
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut all = crate::sync::write(&self.resources);
         all.retain(|r| !(r.group == group && r.plural == plural));
         all.extend(resources.into_iter().map(Arc::new));
     }
 
     /// Stops serving a resource in every version.
     pub(crate) fn unregister(&self, group: &str, plural: &str) {
-        let mut all = self
-            .resources
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut all = crate::sync::write(&self.resources);
         all.retain(|r| !(r.group == group && r.plural == plural));
     }
 }

@@ -351,9 +351,7 @@ impl Store {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock cannot leave a half-applied write: writes mutate
         // only after every fallible step. So a poisoned lock is still consistent.
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.inner)
     }
 
     /// The current revision.
@@ -466,9 +464,7 @@ impl Store {
         resource.hash(&mut hasher);
         key.hash(&mut hasher);
         let index = (hasher.finish() % UPDATE_STRIPES as u64) as usize;
-        self.stripes[index]
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.stripes[index])
     }
 
     /// Stores a decided write: the next revision, the history (bounded by count and
