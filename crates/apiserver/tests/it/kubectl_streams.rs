@@ -194,24 +194,7 @@ async fn kubectl_port_forward_carries_bytes_both_ways_on_concurrent_connections(
             r#"{"status":{"phase":"Running"}}"#,
         ])
         .await;
-    let mut child = kubectl
-        .command(&["port-forward", "pod/web", ":8080"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl port-forward starts");
-    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
-    // "Forwarding from 127.0.0.1:41234 -> 8080"
-    let line = tokio::time::timeout(LIMIT, lines.next_line())
-        .await
-        .expect("kubectl says where it listens")
-        .expect("readable")
-        .unwrap_or_default();
-    let local: std::net::SocketAddr = line
-        .strip_prefix("Forwarding from ")
-        .and_then(|rest| rest.split(" -> ").next())
-        .and_then(|address| address.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected kubectl output: {line:?}"));
+    let (mut child, local) = port_forward(&kubectl, ":8080").await;
     let mut clients = Vec::new();
     for i in 0..4u8 {
         clients.push(tokio::spawn(async move {
@@ -241,23 +224,7 @@ async fn kubectl_port_forward_carries_bytes_both_ways_on_concurrent_connections(
     let _ = child.kill().await;
 
     // A port without a target: kubectl reports the server's message from the error stream.
-    let mut child = kubectl
-        .command(&["port-forward", "pod/web", ":9999"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl port-forward starts");
-    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
-    let line = tokio::time::timeout(LIMIT, lines.next_line())
-        .await
-        .expect("kubectl says where it listens")
-        .expect("readable")
-        .unwrap_or_default();
-    let local: std::net::SocketAddr = line
-        .strip_prefix("Forwarding from ")
-        .and_then(|rest| rest.split(" -> ").next())
-        .and_then(|address| address.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected kubectl output: {line:?}"));
+    let (mut child, local) = port_forward(&kubectl, ":9999").await;
     let mut connection = tokio::net::TcpStream::connect(local)
         .await
         .expect("connect");
@@ -337,4 +304,30 @@ async fn kubectl_exec_with_a_tty_sends_the_terminal_size() {
         .expect("kubectl exits")
         .expect("waited");
     assert!(status.success(), "output: {}", text(&seen));
+}
+
+/// Starts `kubectl port-forward pod/web PORTS` and returns it with the local address it
+/// listens on (read from its "Forwarding from 127.0.0.1:41234 -> 8080" line).
+async fn port_forward(
+    kubectl: &Kubectl,
+    ports: &str,
+) -> (tokio::process::Child, std::net::SocketAddr) {
+    let mut child = kubectl
+        .command(&["port-forward", "pod/web", ports])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl port-forward starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    let line = tokio::time::timeout(LIMIT, lines.next_line())
+        .await
+        .expect("kubectl says where it listens")
+        .expect("readable")
+        .unwrap_or_default();
+    let local = line
+        .strip_prefix("Forwarding from ")
+        .and_then(|rest| rest.split(" -> ").next())
+        .and_then(|address| address.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected kubectl output: {line:?}"));
+    (child, local)
 }
