@@ -329,5 +329,6 @@ async fn port_forward(
         .and_then(|rest| rest.split(" -> ").next())
         .and_then(|address| address.parse().ok())
         .unwrap_or_else(|| panic!("unexpected kubectl output: {line:?}"));
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, local)
 }
