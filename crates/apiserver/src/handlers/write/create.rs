@@ -1,0 +1,168 @@
+//! POST: creating an object (and serving a new CustomResourceDefinition).
+
+use super::*;
+
+/// POST: creates an object (201).
+pub(crate) fn create(call: &Call) -> HandlerResult<Response<Body>> {
+    if call.subresource().is_some() {
+        return Err(fail(Status::failure(
+            StatusReason::MethodNotAllowed,
+            "the server does not allow this method on the requested resource",
+        )));
+    }
+    let dry_run = call.dry_run()?;
+    let object = as_object(call.decode_body()?)?;
+    create_object(call, object, dry_run, false)
+}
+
+/// Creates `object`. `ownership_recorded` is set for server-side apply creates, whose
+/// object already carries its managedFields.
+pub(super) fn create_object(
+    call: &Call,
+    mut object: Map<String, Value>,
+    dry_run: bool,
+    ownership_recorded: bool,
+) -> HandlerResult<Response<Body>> {
+    let resource = call.resource.clone();
+    call.check_type_meta(&mut object)?;
+    call.check_namespace(&mut object)?;
+    let metadata = metadata_mut(&mut object);
+    if metadata
+        .get("resourceVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|rv| !rv.is_empty())
+    {
+        return Err(fail(Status::internal_error(
+            "resourceVersion should not be set on objects to be created",
+        )));
+    }
+    for field in SYSTEM_FIELDS {
+        metadata.remove(field);
+    }
+    metadata.remove("generation");
+    let explicit_name = metadata
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let generate_prefix = metadata
+        .get("generateName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    if explicit_name.is_empty() && generate_prefix.is_empty() {
+        return Err(invalid(
+            &resource,
+            "",
+            "metadata.name",
+            "FieldValueRequired",
+            "Required value: name or generateName is required",
+        ));
+    }
+    if !explicit_name.is_empty() {
+        validate_name(&resource, &explicit_name)?;
+    }
+    let time = now();
+    metadata.insert("uid".to_owned(), json!(uuid::Uuid::new_v4().to_string()));
+    metadata.insert("creationTimestamp".to_owned(), json!(time));
+    if resource.tracks_generation {
+        metadata.insert("generation".to_owned(), json!(1));
+    }
+    if resource.status_subresource && !resource.builtin {
+        object.remove("status");
+    }
+    match resource.special {
+        Special::Namespace => {
+            object.insert("status".to_owned(), json!({"phase": "Active"}));
+            object
+                .entry("spec")
+                .or_insert_with(|| json!({"finalizers": ["kubernetes"]}));
+        }
+        Special::CustomResourceDefinition => {
+            let crd = Value::Object(object.clone());
+            crd_resources(&crd).map_err(|message| {
+                invalid(
+                    &resource,
+                    &explicit_name,
+                    message.split(':').next().unwrap_or(""),
+                    "FieldValueInvalid",
+                    &message,
+                )
+            })?;
+            object.insert("status".to_owned(), crd_status(&crd, &time));
+        }
+        Special::None => {}
+    }
+    let mut value = Value::Object(object);
+    validate::check_object(&resource, &value)?;
+    call.check_namespace_exists()?;
+    if !ownership_recorded {
+        let (manager, api_version) = (call.field_manager(), resource.api_version());
+        let keys = list_key(&resource.kind);
+        managed_fields::record_update(
+            None,
+            &mut value,
+            &write_context(call, &manager, &api_version, &time, &keys),
+        );
+    }
+    validate::check_size(&resource, &value, call.state.config.limits.max_object_bytes)?;
+    for attempt in 0..8 {
+        let name = if explicit_name.is_empty() {
+            generate_name(&generate_prefix)
+        } else {
+            explicit_name.clone()
+        };
+        if explicit_name.is_empty()
+            && let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            metadata.insert("name".to_owned(), json!(name));
+        }
+        let key = call.key_for(&name);
+        let outcome = call
+            .state
+            .store
+            .update(&call.group_resource(), &key, |current| {
+                if current.is_some() {
+                    return Err(fail(Status::already_exists(&call.group_resource(), &name)));
+                }
+                Ok(if dry_run {
+                    Write::Unchanged
+                } else {
+                    Write::Create(value.clone())
+                })
+            });
+        match outcome {
+            Ok(outcome) => {
+                if dry_run {
+                    return Ok(json(StatusCode::CREATED, &value));
+                }
+                let Some(created) = outcome.object else {
+                    return Err(fail(Status::internal_error("create stored nothing")));
+                };
+                if resource.special == Special::CustomResourceDefinition {
+                    register_crd(call, &created.value);
+                }
+                return Ok(json_bytes(StatusCode::CREATED, created.bytes.clone()));
+            }
+            Err(status)
+                if status.reason == "AlreadyExists" && explicit_name.is_empty() && attempt < 7 =>
+            {
+                continue;
+            }
+            Err(status) => return Err(status),
+        }
+    }
+    Err(fail(Status::already_exists(
+        &call.group_resource(),
+        &generate_prefix,
+    )))
+}
+
+fn register_crd(call: &Call, crd: &Value) {
+    if let Ok(resources) = crd_resources(crd)
+        && let Some(first) = resources.first()
+    {
+        let (group, plural) = (first.group.clone(), first.plural.clone());
+        call.state.registry.register(&group, &plural, resources);
+    }
+}

@@ -1,0 +1,65 @@
+//! The scale subresource: reading and writing replicas at the resource's paths.
+
+use super::*;
+
+fn value_at<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
+    path.trim_start_matches('.')
+        .split('.')
+        .try_fold(object, |value, segment| value.get(segment))
+}
+
+/// The object with `replicas` written at the resource's spec replicas path.
+pub(super) fn with_replicas(call: &Call, object: &Value, replicas: Value) -> Map<String, Value> {
+    let mut result = object.clone();
+    let path = call
+        .resource
+        .scale
+        .as_ref()
+        .map_or(".spec.replicas", |s| s.spec_replicas_path.as_str())
+        .trim_start_matches('.')
+        .to_owned();
+    let mut target = &mut result;
+    let segments: Vec<&str> = path.split('.').collect();
+    if let Some((last, parents)) = segments.split_last() {
+        for segment in parents {
+            if !target.get(*segment).is_some_and(Value::is_object) {
+                target[*segment] = json!({});
+            }
+            target = &mut target[*segment];
+        }
+        target[*last] = replicas;
+    }
+    result.as_object().cloned().unwrap_or_default()
+}
+
+/// The `autoscaling/v1` Scale of an object.
+pub(crate) fn scale_of(call: &Call, object: &Value) -> Value {
+    let Some(scale) = &call.resource.scale else {
+        return Value::Null;
+    };
+    let metadata = object.get("metadata");
+    let pick = |field: &str| {
+        metadata
+            .and_then(|m| m.get(field))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let mut status = json!({"replicas": value_at(object, &scale.status_replicas_path).cloned().unwrap_or(json!(0))});
+    if let Some(selector) = scale
+        .label_selector_path
+        .as_deref()
+        .and_then(|p| value_at(object, p))
+    {
+        status["selector"] = selector.clone();
+    }
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": pick("name"), "namespace": pick("namespace"), "uid": pick("uid"),
+            "resourceVersion": pick("resourceVersion"), "creationTimestamp": pick("creationTimestamp"),
+        },
+        "spec": {"replicas": value_at(object, &scale.spec_replicas_path).cloned().unwrap_or(json!(0))},
+        "status": status,
+    })
+}
