@@ -131,92 +131,12 @@ fn decode_continue(token: &str) -> HandlerResult<ContinueToken> {
 /// LIST, with every resourceVersion/resourceVersionMatch rule of §4.1 and §4.2.
 pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
     let output = negotiate(call.accept.as_deref(), Target::List)?;
-    if call.query.flag("sendInitialEvents") {
-        return Err(list_options_invalid(
-            "sendInitialEvents",
-            "FieldValueForbidden",
-            "Forbidden: sendInitialEvents is forbidden for list",
-        ));
-    }
-    let rv_text = call.query.get("resourceVersion").unwrap_or("");
-    let rv_match = call.query.get("resourceVersionMatch").unwrap_or("");
-    let continue_token = call.query.non_empty("continue");
-    // A negative limit means no limit, as upstream; `timeoutSeconds` only has to parse.
-    let limit: usize = call.query.int64("limit")?.map_or(0, |limit| {
-        usize::try_from(limit.max(0)).unwrap_or(usize::MAX)
-    });
-    call.query.int64("timeoutSeconds")?;
-    if !matches!(rv_match, "" | "Exact" | "NotOlderThan") {
-        return Err(list_options_invalid(
-            "resourceVersionMatch",
-            "FieldValueNotSupported",
-            &format!(
-                "Unsupported value: {rv_match:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""
-            ),
-        ));
-    }
-    if !rv_match.is_empty() && continue_token.is_some() {
-        return Err(list_options_invalid(
-            "resourceVersionMatch",
-            "FieldValueForbidden",
-            "Forbidden: resourceVersionMatch is forbidden when continue is provided",
-        ));
-    }
-    if !rv_match.is_empty() && rv_text.is_empty() {
-        return Err(list_options_invalid(
-            "resourceVersionMatch",
-            "FieldValueForbidden",
-            "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
-        ));
-    }
-    if rv_match == "Exact" && rv_text == "0" {
-        return Err(list_options_invalid(
-            "resourceVersionMatch",
-            "FieldValueForbidden",
-            "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
-        ));
-    }
-    if continue_token.is_some() && !matches!(rv_text, "" | "0") {
-        return Err(fail(Status::bad_request(
-            "specifying resource version is not allowed when using continue",
-        )));
-    }
-    let requested_rv = parse_rv(Some(rv_text))?;
+    let query = ListQuery::parse(call)?;
     let filter = call.selector_filter()?;
-    let store = &call.state.store;
-
-    // Decide the revision to read at and where to start.
-    let (mut at, start_after, limit) = match continue_token {
-        Some(token) => {
-            let token = decode_continue(token)?;
-            (token.revision, Some(token.after_key), limit)
-        }
-        None => match (requested_rv, rv_match) {
-            (None | Some(0), _) if requested_rv.is_none() || rv_match != "Exact" => {
-                // Unset: most recent. "0": any (the latest here), and the limit is ignored.
-                (None, None, if requested_rv == Some(0) { 0 } else { limit })
-            }
-            (Some(rv), "Exact") => (Some(rv), None, limit),
-            (Some(rv), "") if limit > 0 => (Some(rv), None, limit),
-            (Some(rv), _) => {
-                if store.revision() < rv && !store.wait_for_revision(rv, TOO_LARGE_RV_WAIT).await {
-                    return Err(fail(Status::resource_version_too_large(
-                        &rv.to_string(),
-                        &store.revision().to_string(),
-                    )));
-                }
-                (None, None, limit)
-            }
-            (None, _) => (None, None, limit),
-        },
-    };
-    if at == Some(store.revision()) {
-        at = None;
-    }
-    let namespace_prefix = call.namespace_prefix();
+    let (at, start_after, limit) = query.read_point(call).await?;
     let prefix = match (call.path.namespace.as_deref(), filter.exact_name()) {
         (Some(ns), Some(name)) => format!("{ns}/{name}"),
-        _ => namespace_prefix.clone(),
+        _ => call.namespace_prefix(),
     };
     // With a namespace and a pinned name the prefix is the exact key, but a longer key
     // sharing it (`ns/a` and `ns/ab`) must not slip through: the filter checks the name.
@@ -228,19 +148,9 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
         limit,
         filter: &matches,
     };
-    let page = match store.list(&call.group_resource(), &request) {
+    let page = match call.state.store.list(&call.group_resource(), &request) {
         Ok(page) => page,
-        Err(StorageError::Expired { .. }) => {
-            return Err(fail(if let Some(after) = start_after {
-                let mut status = Status::expired(
-                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
-                );
-                status.metadata.continue_ = Some(encode_continue(None, &after));
-                status
-            } else {
-                Status::expired("The resourceVersion for the provided list is too old.")
-            }));
-        }
+        Err(StorageError::Expired { .. }) => return Err(fail(expired(start_after))),
         Err(StorageError::TooLarge { requested, current }) => {
             return Err(fail(Status::resource_version_too_large(
                 &requested.to_string(),
@@ -255,11 +165,144 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
             metadata["remainingItemCount"] = json!(page.remaining);
         }
     }
+    list_response(call, output, &page.items, metadata)
+}
+
+/// The resourceVersion, match rule, continue token and limit of a list, validated as
+/// the API server validates `ListOptions`.
+struct ListQuery<'a> {
+    rv_match: &'a str,
+    continue_token: Option<&'a str>,
+    limit: usize,
+    requested_rv: Option<u64>,
+}
+
+impl<'a> ListQuery<'a> {
+    fn parse(call: &'a Call) -> HandlerResult<Self> {
+        if call.query.flag("sendInitialEvents") {
+            return Err(list_options_invalid(
+                "sendInitialEvents",
+                "FieldValueForbidden",
+                "Forbidden: sendInitialEvents is forbidden for list",
+            ));
+        }
+        let rv_text = call.query.get("resourceVersion").unwrap_or("");
+        let rv_match = call.query.get("resourceVersionMatch").unwrap_or("");
+        let continue_token = call.query.non_empty("continue");
+        // A negative limit means no limit, as upstream; `timeoutSeconds` only has to parse.
+        let limit: usize = call.query.int64("limit")?.map_or(0, |limit| {
+            usize::try_from(limit.max(0)).unwrap_or(usize::MAX)
+        });
+        call.query.int64("timeoutSeconds")?;
+        if !matches!(rv_match, "" | "Exact" | "NotOlderThan") {
+            return Err(list_options_invalid(
+                "resourceVersionMatch",
+                "FieldValueNotSupported",
+                &format!(
+                    "Unsupported value: {rv_match:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""
+                ),
+            ));
+        }
+        if !rv_match.is_empty() && continue_token.is_some() {
+            return Err(list_options_invalid(
+                "resourceVersionMatch",
+                "FieldValueForbidden",
+                "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+        if !rv_match.is_empty() && rv_text.is_empty() {
+            return Err(list_options_invalid(
+                "resourceVersionMatch",
+                "FieldValueForbidden",
+                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        if rv_match == "Exact" && rv_text == "0" {
+            return Err(list_options_invalid(
+                "resourceVersionMatch",
+                "FieldValueForbidden",
+                "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+        if continue_token.is_some() && !matches!(rv_text, "" | "0") {
+            return Err(fail(Status::bad_request(
+                "specifying resource version is not allowed when using continue",
+            )));
+        }
+        Ok(ListQuery {
+            rv_match,
+            continue_token,
+            limit,
+            requested_rv: parse_rv(Some(rv_text))?,
+        })
+    }
+
+    /// The revision to read at (`None`: the latest), the key to start after and the
+    /// limit. A resourceVersion not reached yet is waited for briefly, then refused.
+    async fn read_point(&self, call: &Call) -> HandlerResult<(Option<u64>, Option<String>, usize)> {
+        let store = &call.state.store;
+        let (requested_rv, rv_match, limit) = (self.requested_rv, self.rv_match, self.limit);
+        let (mut at, start_after, limit) = match self.continue_token {
+            Some(token) => {
+                let token = decode_continue(token)?;
+                (token.revision, Some(token.after_key), limit)
+            }
+            None => match (requested_rv, rv_match) {
+                (None | Some(0), _) if requested_rv.is_none() || rv_match != "Exact" => {
+                    // Unset: most recent. "0": any (the latest here), and the limit is ignored.
+                    (None, None, if requested_rv == Some(0) { 0 } else { limit })
+                }
+                (Some(rv), "Exact") => (Some(rv), None, limit),
+                (Some(rv), "") if limit > 0 => (Some(rv), None, limit),
+                (Some(rv), _) => {
+                    if store.revision() < rv
+                        && !store.wait_for_revision(rv, TOO_LARGE_RV_WAIT).await
+                    {
+                        return Err(fail(Status::resource_version_too_large(
+                            &rv.to_string(),
+                            &store.revision().to_string(),
+                        )));
+                    }
+                    (None, None, limit)
+                }
+                (None, _) => (None, None, limit),
+            },
+        };
+        if at == Some(store.revision()) {
+            at = None;
+        }
+        Ok((at, start_after, limit))
+    }
+}
+
+/// The 410 of a list whose revision (or continue token, when `start_after` is set) is
+/// older than the history.
+fn expired(start_after: Option<String>) -> Status {
+    match start_after {
+        Some(after) => {
+            let mut status = Status::expired(
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+            );
+            status.metadata.continue_ = Some(encode_continue(None, &after));
+            status
+        }
+        None => Status::expired("The resourceVersion for the provided list is too old."),
+    }
+}
+
+/// A list page in the negotiated form: the stored bytes spliced into a JSON list,
+/// PartialObjectMetadata, or a Table.
+fn list_response(
+    call: &Call,
+    output: Output,
+    items: &[std::sync::Arc<StoredObject>],
+    metadata: Value,
+) -> HandlerResult<Response<Body>> {
     Ok(match output {
         Output::Json => {
             let resource = &call.resource;
             let mut body = BytesMut::with_capacity(
-                128 + page.items.iter().map(|o| o.bytes.len() + 1).sum::<usize>(),
+                128 + items.iter().map(|o| o.bytes.len() + 1).sum::<usize>(),
             );
             body.put_slice(
                 format!(
@@ -270,7 +313,7 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
                 )
                 .as_bytes(),
             );
-            for (i, object) in page.items.iter().enumerate() {
+            for (i, object) in items.iter().enumerate() {
                 if i > 0 {
                     body.put_u8(b',');
                 }
@@ -280,8 +323,7 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
             json_bytes(StatusCode::OK, body.freeze())
         }
         Output::PartialObjectMetadataList | Output::PartialObjectMetadata => {
-            let items: Vec<Value> = page
-                .items
+            let items: Vec<Value> = items
                 .iter()
                 .map(|o| table::partial_object_metadata(&o.value))
                 .collect();
@@ -296,7 +338,7 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
                 StatusCode::OK,
                 &table::table(
                     &call.resource,
-                    page.items.iter().map(|o| &o.value),
+                    items.iter().map(|o| &o.value),
                     include,
                     metadata,
                     true,
