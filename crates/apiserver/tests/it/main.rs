@@ -2,7 +2,8 @@
 //!
 //! - (the fuzzing of paths, queries, bodies and patches is in `src/fuzz_tests.rs`)
 //! - `hardening`: regression tests of bad input, limits and misuse (issue 12).
-//! - `http`: the API semantics clients depend on, checked request by request.
+//! - `http_discovery`, `http_reads`, `http_writes`: the API semantics clients depend on,
+//!   checked request by request.
 //! - `watch`: watch streams: resume, 410, bookmarks, watch-list, selectors.
 //! - `kubectl`: the real kubectl 1.33 drives the server.
 //! - `kubectl_streams`: kubectl logs -f, exec, attach against the server's streams.
@@ -10,7 +11,9 @@
 //! - `python`: the official Python client drives the server.
 
 mod hardening;
-mod http;
+mod http_discovery;
+mod http_reads;
+mod http_writes;
 mod kubectl;
 mod kubectl_streams;
 mod python;
