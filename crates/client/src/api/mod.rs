@@ -1,8 +1,10 @@
 //! [`Api`]: the typed client (client-go's clientset) for every `k8s-openapi` type, and the
-//! dynamic client for [`DynamicObject`]s described by an [`ApiResource`]. `Api<Pod>` also
+//! dynamic client for [`DynamicObject`](kubeclient_machinery::DynamicObject)s described by an
+//! [`ApiResource`] (in `dynamic.rs`). `Api<Pod>` also
 //! streams: [`logs`](Api::logs), [`exec`](Api::exec), [`attach`](Api::attach) and
 //! [`port_forward`](Api::port_forward).
 
+mod dynamic;
 mod logs;
 mod object_list;
 mod params;
@@ -16,7 +18,7 @@ use std::sync::Arc;
 use http::Method;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use kubeclient_machinery::gvk::ScopeNamespaced;
-use kubeclient_machinery::{ApiResource, DynamicObject, Status};
+use kubeclient_machinery::{ApiResource, Status};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -57,7 +59,11 @@ pub const DEFAULT_PAGE_SIZE: u32 = 500;
 /// }
 /// # Ok(()) }
 /// ```
-#[doc(alias = "Clientset", alias = "typed client")]
+#[doc(
+    alias = "Clientset",
+    alias = "typed client",
+    alias = "dynamic.Interface"
+)]
 pub struct Api<K> {
     client: Client,
     resource: Arc<ApiResource>,
@@ -110,22 +116,12 @@ where
     }
 }
 
-impl Api<DynamicObject> {
-    /// The dynamic client across all namespaces (or a cluster-scoped resource).
-    #[must_use]
-    pub fn all_with(client: Client, resource: &ApiResource) -> Self {
-        Api::with_resource(client, None, resource.clone())
-    }
-
-    /// The dynamic client in one namespace.
-    #[must_use]
-    pub fn namespaced_with(client: Client, namespace: &str, resource: &ApiResource) -> Self {
-        Api::with_resource(client, Some(namespace.to_owned()), resource.clone())
-    }
-}
-
 impl<K> Api<K> {
-    fn with_resource(client: Client, namespace: Option<String>, resource: ApiResource) -> Self {
+    pub(super) fn with_resource(
+        client: Client,
+        namespace: Option<String>,
+        resource: ApiResource,
+    ) -> Self {
         let namespace = namespace.filter(|_| resource.namespaced);
         Api {
             client,
