@@ -311,7 +311,7 @@ async fn get_watch_sees_a_later_change() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("kubectl get -w starts");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    configmap_watch_opened(&t).await;
     kubectl
         .ok(&[
             "apply",
@@ -361,7 +361,7 @@ async fn delete_waits_for_a_finalizer_and_wait_for_delete_returns() {
         .command(&["wait", "--for=delete", "configmap/held", "--timeout=30s"])
         .output();
     let releaser = async {
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        configmap_watch_opened(&t).await;
         kubectl
             .ok(&[
                 "patch",
@@ -450,4 +450,17 @@ async fn tls_with_the_generated_ca_and_a_token_or_a_client_certificate() {
         said.contains("Unauthorized") || said.contains("Username"),
         "{said}"
     );
+}
+
+/// Waits until some client (kubectl) has a ConfigMap watch open on the server.
+async fn configmap_watch_opened(t: &TestServer) {
+    let configmaps = kubeclient_machinery::GroupResource::new("", "configmaps");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while t.server.store().watcher_count(&configmaps) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "kubectl never opened its watch"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

@@ -274,7 +274,10 @@ async fn events_after_sync_reach_the_cache_and_handlers_in_order() {
     touch(&f.client, "after", "2").await;
     remove(&f.client, "before").await;
     converge(&f.client, &running.informer).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    crate::support::until("the handler saw all four changes", || {
+        recorder.log.lock().unwrap().len() >= 4
+    })
+    .await;
     let log = recorder.log.lock().unwrap().clone();
     assert_eq!(
         log,
@@ -338,7 +341,10 @@ async fn a_410_forces_a_paged_relist_that_reports_missed_deletions_as_tombstones
     f.server.compact();
     f.server.faults().set_delay(Duration::ZERO);
     converge(&f.client, &running.informer).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    crate::support::until("the handler saw the five inferred deletions", || {
+        recorder.tombstones.load(Ordering::SeqCst) >= 5
+    })
+    .await;
     assert_eq!(running.informer.indexer().len(), 1195);
     assert_eq!(
         recorder.tombstones.load(Ordering::SeqCst),
