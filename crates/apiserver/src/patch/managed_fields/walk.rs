@@ -1,0 +1,198 @@
+//! Walking objects into owned field paths, and judging which of them an apply changes.
+
+use super::*;
+
+/// What a recorded path points at; decides how "changed" is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum NodeKind {
+    /// A scalar, `null` or atomic list: changed when its value changes.
+    Leaf,
+    /// An item of a keyed list: changed only when it appears.
+    Item,
+    /// An object: owned as a node only by the non-apply write that creates it.
+    Object,
+}
+
+type NodeMap<'v> = BTreeMap<Vec<PathElement>, (NodeKind, &'v Value)>;
+
+/// One item of a keyed list: its path element, the item, and the item's fields.
+type KeyedItem<'v> = (PathElement, &'v Value, &'v Map<String, Value>);
+
+/// Every ownable node of an object, with its kind and value.
+pub(super) fn walk_object<'v>(
+    obj: &'v Value,
+    list_key: &dyn Fn(&[&str]) -> Option<&'static str>,
+) -> NodeMap<'v> {
+    let mut out = NodeMap::new();
+    let Some(root) = obj.as_object() else {
+        return out;
+    };
+    let mut path = Vec::new();
+    let mut names: Vec<&'v str> = Vec::new();
+    for (field, value) in root {
+        match field.as_str() {
+            "apiVersion" | "kind" => {}
+            "metadata" => {
+                // The metadata struct itself is in upstream's strip set; only some of its
+                // children can be owned.
+                let Some(meta) = value.as_object() else {
+                    continue;
+                };
+                path.push(PathElement::Field(field.clone()));
+                names.push(field.as_str());
+                for (meta_field, meta_value) in meta {
+                    if STRIPPED_METADATA.contains(&meta_field.as_str()) {
+                        continue;
+                    }
+                    path.push(PathElement::Field(meta_field.clone()));
+                    names.push(meta_field.as_str());
+                    walk_value(meta_value, &mut path, &mut names, list_key, &mut out);
+                    names.pop();
+                    path.pop();
+                }
+                names.pop();
+                path.pop();
+            }
+            _ => {
+                path.push(PathElement::Field(field.clone()));
+                names.push(field.as_str());
+                walk_value(value, &mut path, &mut names, list_key, &mut out);
+                names.pop();
+                path.pop();
+            }
+        }
+    }
+    out
+}
+
+pub(super) fn walk_value<'v>(
+    value: &'v Value,
+    path: &mut Vec<PathElement>,
+    names: &mut Vec<&'v str>,
+    list_key: &dyn Fn(&[&str]) -> Option<&'static str>,
+    out: &mut NodeMap<'v>,
+) {
+    match value {
+        // Objects, even empty ones, are never leaves: upstream's apply owns only what is
+        // inside a map or struct, so `labels: {}` in a config claims nothing.
+        Value::Object(fields) => {
+            if !is_struct_root(path) {
+                out.insert(path.clone(), (NodeKind::Object, value));
+            }
+            walk_fields(fields, path, names, list_key, out);
+        }
+        Value::Array(items) => match keyed_items(items, names, list_key) {
+            Some(keyed) => {
+                for (element, item, fields) in keyed {
+                    path.push(element);
+                    out.insert(path.clone(), (NodeKind::Item, item));
+                    // Item fields continue the field-name path directly: list_key paths
+                    // leave list positions and keys out.
+                    walk_fields(fields, path, names, list_key, out);
+                    path.pop();
+                }
+            }
+            None => {
+                out.insert(path.clone(), (NodeKind::Leaf, value));
+            }
+        },
+        _ => {
+            out.insert(path.clone(), (NodeKind::Leaf, value));
+        }
+    }
+}
+
+pub(super) fn walk_fields<'v>(
+    fields: &'v Map<String, Value>,
+    path: &mut Vec<PathElement>,
+    names: &mut Vec<&'v str>,
+    list_key: &dyn Fn(&[&str]) -> Option<&'static str>,
+    out: &mut NodeMap<'v>,
+) {
+    for (field, child) in fields {
+        path.push(PathElement::Field(field.clone()));
+        names.push(field.as_str());
+        walk_value(child, path, names, list_key, out);
+        names.pop();
+        path.pop();
+    }
+}
+
+/// Splits a list into keyed items, or returns `None` to treat it as one atomic leaf:
+/// when it has no key, is empty, or any item lacks a scalar key or repeats one (upstream
+/// rejects duplicates; falling back to atomic keeps ownership well-defined instead).
+pub(super) fn keyed_items<'v>(
+    items: &'v [Value],
+    names: &[&str],
+    list_key: &dyn Fn(&[&str]) -> Option<&'static str>,
+) -> Option<Vec<KeyedItem<'v>>> {
+    let key = list_key(names)?;
+    if items.is_empty() {
+        return None;
+    }
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let fields = item.as_object()?;
+        let key_value = fields.get(key)?;
+        if !matches!(
+            key_value,
+            Value::String(_) | Value::Number(_) | Value::Bool(_)
+        ) {
+            return None;
+        }
+        let element = PathElement::key(key, key_value);
+        if !seen.insert(element.clone()) {
+            return None;
+        }
+        out.push((element, item, fields));
+    }
+    Some(out)
+}
+
+/// True for the top-level struct fields that are never owned as nodes.
+pub(super) fn is_struct_root(path: &[PathElement]) -> bool {
+    matches!(path, [PathElement::Field(f)] if STRUCT_ROOTS.contains(&f.as_str()))
+}
+
+/// For an Update: the in-scope paths the write changed (to be owned by the writer) and
+/// the paths that disappeared (to be released by everybody).
+pub(super) fn diff_nodes(
+    old_obj: &Value,
+    old_nodes: &NodeMap<'_>,
+    new_nodes: &NodeMap<'_>,
+    scope: FieldScope,
+) -> (FieldSet, FieldSet) {
+    let changed = new_nodes
+        .iter()
+        .filter(|(path, _)| scope.contains(path))
+        .filter(|(path, (kind, value))| match kind {
+            NodeKind::Leaf => {
+                !matches!(old_nodes.get(*path), Some((NodeKind::Leaf, old)) if *old == *value)
+            }
+            NodeKind::Item => !old_nodes.contains_key(*path),
+            // An object is owned as a node only by the write that brings it into being.
+            NodeKind::Object => !resolve(old_obj, path).is_some_and(Value::is_object),
+        })
+        .map(|(path, _)| path.clone())
+        .collect();
+    let removed = old_nodes
+        .keys()
+        .filter(|path| scope.contains(path) && !new_nodes.contains_key(*path))
+        .cloned()
+        .collect();
+    (changed, removed)
+}
+
+/// Whether applying `applied` at a path would change the live value there.
+pub(super) fn changes_live(kind: NodeKind, applied: &Value, live: Option<&Value>) -> bool {
+    match (kind, applied, live) {
+        // A list item or object node changes only by appearing; its fields are judged
+        // on their own.
+        (NodeKind::Item | NodeKind::Object, _, live) => live.is_none(),
+        // Setting an absent field to null leaves it absent.
+        (NodeKind::Leaf, Value::Null, None) => false,
+        (NodeKind::Leaf, applied, Some(live)) => applied != live,
+        (NodeKind::Leaf, _, None) => true,
+    }
+}
