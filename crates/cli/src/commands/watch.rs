@@ -65,6 +65,17 @@ pub(crate) async fn run(args: WatchArgs) -> Result<(), Box<dyn std::error::Error
     let (_registration, mut notifications) = informer.notifications()?;
     factory.start();
     eprintln!("watching {} (Ctrl-C to stop)", resource.gvr());
+    // Say when the initial list is in (the EXISTS lines), so a person or a script knows
+    // that what follows are changes. The stream is read meanwhile, so this never blocks it.
+    let sync_watcher = informer.clone();
+    tokio::spawn(async move {
+        if sync_watcher
+            .wait_for_cache_sync(&kubeclient::CancellationToken::new())
+            .await
+        {
+            eprintln!("synced: the lines after the EXISTS ones are changes");
+        }
+    });
     loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,

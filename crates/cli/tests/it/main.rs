@@ -119,12 +119,25 @@ fn watch_prints_changes_of_a_resource() {
                 "default",
             ])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("kubeclient watch starts"),
     );
     let stdout = watcher.0.stdout.take().expect("stdout");
-    std::thread::sleep(Duration::from_millis(1500));
+    let stderr = watcher.0.stderr.take().expect("stderr");
+    // Read stderr to its end (a closed pipe would fail the watcher's later logging) and
+    // say when the watcher reports its cache synced.
+    let (synced_tx, synced) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.starts_with("synced") {
+                let _ = synced_tx.send(());
+            }
+        }
+    });
+    synced
+        .recv_timeout(Duration::from_secs(30))
+        .expect("kubeclient watch says when its cache synced");
     let manifest = dir.join("cm.yaml");
     std::fs::write(
         &manifest,
