@@ -479,6 +479,41 @@ async fn dry_run_writes_nothing() {
 }
 
 #[tokio::test]
+async fn a_dry_run_update_or_patch_answers_with_the_live_resource_version() {
+    // As kube-apiserver v1.20 answers (checked against ../shared/realapi): `kubectl diff`
+    // compares with this answer, so a missing resourceVersion shows as a change.
+    let t = TestServer::start().await;
+    let created = t
+        .post(
+            "/api/v1/namespaces/default/configmaps",
+            &json!({"metadata": {"name": "dr"}, "data": {"a": "1"}}),
+        )
+        .await
+        .json();
+    let live = created["metadata"]["resourceVersion"].clone();
+    let before = t.server.store().revision();
+    let put = t
+        .put(
+            "/api/v1/namespaces/default/configmaps/dr?dryRun=All",
+            &json!({"metadata": {"name": "dr"}, "data": {"a": "2"}}),
+        )
+        .await;
+    assert_eq!(put.status, 200);
+    assert_eq!(put.json()["metadata"]["resourceVersion"], live);
+    assert_eq!(put.json()["data"]["a"], "2");
+    let patched = t
+        .patch(
+            "/api/v1/namespaces/default/configmaps/dr?dryRun=All",
+            "application/merge-patch+json",
+            r#"{"data":{"a":"3"}}"#,
+        )
+        .await;
+    assert_eq!(patched.status, 200);
+    assert_eq!(patched.json()["metadata"]["resourceVersion"], live);
+    assert_eq!(t.server.store().revision(), before, "nothing was written");
+}
+
+#[tokio::test]
 async fn deleting_a_namespace_deletes_its_contents() {
     let t = TestServer::start().await;
     t.post("/api/v1/namespaces", &json!({"metadata": {"name": "team"}}))

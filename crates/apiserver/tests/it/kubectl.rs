@@ -464,3 +464,34 @@ async fn configmap_watch_opened(t: &TestServer) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_diff_of_an_applied_manifest_shows_no_change_and_a_real_change_shows() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let manifest = kubectl.write(
+        "diff.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: diffed, namespace: default}\ndata: {a: \"1\"}\n",
+    );
+    kubectl.ok(&["apply", "-f", &manifest]).await;
+    // Exit 0: no differences (a dry-run answer without the live resourceVersion used to
+    // show a spurious `- resourceVersion` line and exit 1).
+    let same = kubectl.run(&["diff", "-f", &manifest]).await;
+    assert!(
+        same.status.success(),
+        "no diff expected:\n{}",
+        String::from_utf8_lossy(&same.stdout)
+    );
+    let changed = kubectl.write(
+        "diff2.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: diffed, namespace: default}\ndata: {a: \"2\"}\n",
+    );
+    let different = kubectl.run(&["diff", "-f", &changed]).await;
+    assert_eq!(different.status.code(), Some(1), "a real change is a diff");
+    let text = String::from_utf8_lossy(&different.stdout);
+    assert!(
+        text.contains("-  a: \"1\"") && text.contains("+  a: \"2\""),
+        "{text}"
+    );
+    assert!(!text.contains("resourceVersion"), "{text}");
+}

@@ -365,6 +365,13 @@ fn write_existing(
         validate::check_object(&call.resource, &result)?;
         validate::check_size(&call.resource, &result, call.state.config.limits.max_object_bytes)?;
         let write = if finalized(&result) { Write::Delete } else { Write::Update(result.clone()) };
+        if dry_run {
+            // Nothing is written, so the answer keeps the live resourceVersion, as the
+            // real server's does (`kubectl diff` compares against it).
+            if let Some(metadata) = result.get_mut("metadata").and_then(Value::as_object_mut) {
+                metadata.insert("resourceVersion".to_owned(), json!(current.rv.to_string()));
+            }
+        }
         response_object = Some(result);
         Ok(if dry_run { Write::Unchanged } else { write })
     })?;
