@@ -33,6 +33,8 @@ fn state() -> Arc<State> {
             limits: Limits::default(),
         },
         sessions: Default::default(),
+        // No controller task runs here: wake-ups are only recorded.
+        controllers: crate::controllers::Controllers::new(true),
     })
 }
 

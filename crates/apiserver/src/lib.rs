@@ -23,6 +23,7 @@
 //! # Ok(()) }
 //! ```
 
+mod controllers;
 pub mod faults;
 mod handlers;
 mod patch;

@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::controllers::Controllers;
 use crate::faults::Faults;
 use crate::handlers;
 use crate::pod_logs::PodLogs;
@@ -54,6 +55,7 @@ pub struct ApiServerBuilder {
     limits: Limits,
     legacy_remote_command: bool,
     initial_revision: u64,
+    garbage_collector: bool,
 }
 
 impl Default for ApiServerBuilder {
@@ -68,6 +70,7 @@ impl Default for ApiServerBuilder {
             limits: Limits::default(),
             legacy_remote_command: false,
             initial_revision: 0,
+            garbage_collector: true,
         }
     }
 }
@@ -166,6 +169,27 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Run the garbage collector (default on), as kube-controller-manager does: objects
+    /// whose owners (`metadata.ownerReferences`, by uid) are all gone are deleted, and
+    /// `propagationPolicy` `Foreground` and `Orphan` deletes are finished. Turn it off to
+    /// store objects whose owners the server never holds (a benchmark's Pods owned by
+    /// ReplicaSets it does not create) without having them collected.
+    ///
+    /// ```
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kubeclient_apiserver::ApiServer::builder()
+    ///     .garbage_collector(false)
+    ///     .start()
+    ///     .await?;
+    /// # server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn garbage_collector(mut self, enabled: bool) -> Self {
+        self.garbage_collector = enabled;
+        self
+    }
+
     /// Binds the port and starts serving.
     ///
     /// # Errors
@@ -216,12 +240,14 @@ impl ApiServerBuilder {
             } else {
                 Sessions::default()
             },
+            controllers: Controllers::new(self.garbage_collector),
         });
         create_initial_namespaces(&state.store);
         let (stop, stopped) = watch::channel(false);
         let acceptor = tls
             .as_ref()
             .map(|t| tokio_rustls::TlsAcceptor::from(t.server_config.clone()));
+        tokio::spawn(crate::controllers::run(state.clone(), stopped.clone()));
         let task = tokio::spawn(accept_loop(listener, state.clone(), acceptor, stopped));
         tracing::info!(%url, "API server listening");
         Ok(ApiServer {

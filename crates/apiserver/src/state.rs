@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::controllers::Controllers;
 use crate::faults::Faults;
 use crate::registry::Registry;
 use crate::sessions::Sessions;
@@ -72,4 +73,6 @@ pub(crate) struct State {
     pub config: Config,
     /// Pod logs and the streaming sessions' shutdown signal.
     pub sessions: Sessions,
+    /// The garbage collector and namespace controller's switch and wake-up signal.
+    pub controllers: Controllers,
 }

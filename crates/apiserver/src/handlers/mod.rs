@@ -20,6 +20,11 @@ mod watch;
 mod websocket;
 mod write;
 
+pub(crate) use object::{metadata_mut, store_key};
+pub(crate) use write::{
+    DeleteOptions, Deleted, after_removal, delete_object, finalized, finalizers,
+};
+
 use std::sync::Arc;
 
 use bytes::Bytes;

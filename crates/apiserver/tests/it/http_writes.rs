@@ -514,24 +514,6 @@ async fn a_dry_run_update_or_patch_answers_with_the_live_resource_version() {
 }
 
 #[tokio::test]
-async fn deleting_a_namespace_deletes_its_contents() {
-    let t = TestServer::start().await;
-    t.post("/api/v1/namespaces", &json!({"metadata": {"name": "team"}}))
-        .await;
-    t.post(
-        "/api/v1/namespaces/team/configmaps",
-        &json!({"metadata": {"name": "a"}}),
-    )
-    .await;
-    assert_eq!(t.delete("/api/v1/namespaces/team").await.status, 200);
-    assert_eq!(
-        t.get("/api/v1/namespaces/team/configmaps/a").await.status,
-        404
-    );
-    assert_eq!(t.get("/api/v1/namespaces/team").await.status, 404);
-}
-
-#[tokio::test]
 async fn delete_collection_removes_the_selected_objects() {
     let t = TestServer::start().await;
     t.create_configmap("keep", json!({"x": "keep"})).await;

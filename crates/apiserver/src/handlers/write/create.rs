@@ -142,6 +142,7 @@ pub(super) fn create_object(
                 if resource.special == Special::CustomResourceDefinition {
                     register_crd(call, &created.value);
                 }
+                call.state.controllers.wake_for(&created.value);
                 return Ok(json_bytes(StatusCode::CREATED, created.bytes.clone()));
             }
             Err(status)

@@ -14,7 +14,10 @@ mod scale;
 mod update;
 
 pub(crate) use create::create;
-pub(crate) use delete::{delete, delete_collection};
+pub(crate) use delete::{
+    DeleteOptions, Deleted, after_removal, delete, delete_collection, delete_object, finalized,
+    finalizers,
+};
 pub(crate) use patch::patch;
 pub(crate) use scale::scale_of;
 pub(crate) use update::update;
@@ -279,16 +282,6 @@ fn carry_over(call: &Call, current: &Value, mut new: Map<String, Value>) -> Map<
     new
 }
 
-/// Whether an object being deleted has lost its last finalizer (and must now go).
-fn finalized(object: &Value) -> bool {
-    let metadata = object.get("metadata");
-    metadata.and_then(|m| m.get("deletionTimestamp")).is_some()
-        && metadata
-            .and_then(|m| m.get("finalizers"))
-            .and_then(Value::as_array)
-            .is_none_or(Vec::is_empty)
-}
-
 /// The API server's message for a stale resourceVersion.
 fn conflict(call: &Call, name: &str) -> Box<Status> {
     fail(Status::conflict(
@@ -375,6 +368,12 @@ fn write_existing(
         response_object = Some(result);
         Ok(if dry_run { Write::Unchanged } else { write })
     })?;
+    if !dry_run && let Some(result) = &response_object {
+        if finalized(result) {
+            after_removal(&call.state, &call.resource, result);
+        }
+        call.state.controllers.wake_for(result);
+    }
     respond_after_update(call, outcome.object.as_deref(), response_object)
 }
 
