@@ -29,6 +29,7 @@ fn state() -> Arc<State> {
             token: None,
             server_address: "127.0.0.1:1".to_owned(),
             bookmark_interval: Duration::from_secs(60),
+            kubernetes_minor_version: 37,
             admin_enabled: true,
             limits: Limits::default(),
         },

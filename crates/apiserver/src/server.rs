@@ -56,7 +56,11 @@ pub struct ApiServerBuilder {
     legacy_remote_command: bool,
     initial_revision: u64,
     garbage_collector: bool,
+    kubernetes_minor_version: u32,
 }
+
+/// The minor version `/version` reports by default (`v1.37.0`).
+pub const DEFAULT_KUBERNETES_MINOR_VERSION: u32 = 37;
 
 impl Default for ApiServerBuilder {
     fn default() -> Self {
@@ -71,6 +75,7 @@ impl Default for ApiServerBuilder {
             legacy_remote_command: false,
             initial_revision: 0,
             garbage_collector: true,
+            kubernetes_minor_version: DEFAULT_KUBERNETES_MINOR_VERSION,
         }
     }
 }
@@ -190,6 +195,26 @@ impl ApiServerBuilder {
         self
     }
 
+    /// The Kubernetes version `/version` reports, as its minor number (`1.<minor>`);
+    /// default 37, the API the server's types come from. kubectl warns (`kubectl version`)
+    /// when the server is more than one minor version away from it: match your kubectl
+    /// to silence that (`kubeclient serve --kubernetes-version 1.33`).
+    ///
+    /// ```
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kubeclient_apiserver::ApiServer::builder()
+    ///     .kubernetes_minor_version(33)
+    ///     .start()
+    ///     .await?;
+    /// # server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn kubernetes_minor_version(mut self, minor: u32) -> Self {
+        self.kubernetes_minor_version = minor;
+        self
+    }
+
     /// Binds the port and starts serving.
     ///
     /// # Errors
@@ -232,6 +257,7 @@ impl ApiServerBuilder {
                 token: self.token.clone(),
                 server_address: local.to_string(),
                 bookmark_interval: self.bookmark_interval,
+                kubernetes_minor_version: self.kubernetes_minor_version,
                 admin_enabled: self.admin,
                 limits: self.limits,
             },

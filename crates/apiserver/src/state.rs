@@ -54,6 +54,8 @@ pub(crate) struct Config {
     pub server_address: String,
     /// How often watches with `allowWatchBookmarks` get a bookmark.
     pub bookmark_interval: Duration,
+    /// The minor version `/version` reports (`1.<minor>`).
+    pub kubernetes_minor_version: u32,
     /// Whether the `/_kubeclient/` fault admin paths are served.
     pub admin_enabled: bool,
     /// Resource limits.

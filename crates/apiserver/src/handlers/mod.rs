@@ -98,7 +98,8 @@ where
         Route::Version => json(
             StatusCode::OK,
             &json!({
-                "major": "1", "minor": "37", "gitVersion": "v1.37.0-kubeclient", "gitCommit": "0000000000000000000000000000000000000000",
+                "major": "1", "minor": state.config.kubernetes_minor_version.to_string(),
+                "gitVersion": format!("v1.{}.0-kubeclient", state.config.kubernetes_minor_version), "gitCommit": "0000000000000000000000000000000000000000",
                 "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.0", "compiler": "gc",
                 "platform": format!("{}/{}", std::env::consts::OS, if cfg!(target_arch = "x86_64") { "amd64" } else { std::env::consts::ARCH }),
             }),

@@ -495,3 +495,25 @@ async fn kubectl_diff_of_an_applied_manifest_shows_no_change_and_a_real_change_s
     );
     assert!(!text.contains("resourceVersion"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reported_kubernetes_version_is_configurable_so_kubectl_sees_no_skew() {
+    let t = TestServer::start_with(
+        kubeclient_apiserver::ApiServer::builder().kubernetes_minor_version(33),
+    )
+    .await;
+    let kubectl = Kubectl::for_server(&t);
+    let output = kubectl.run(&["version"]).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("Server Version: v1.33.0"), "{stdout}");
+    let client_minor = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Client Version: v1."))
+        .and_then(|rest| rest.split('.').next())
+        .and_then(|minor| minor.parse::<i64>().ok())
+        .expect("kubectl prints its own version");
+    let skew_warning = stderr.contains("exceeds the supported minor version skew");
+    assert_eq!(skew_warning, (client_minor - 33).abs() > 1, "{stderr}");
+}
