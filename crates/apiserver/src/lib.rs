@@ -23,6 +23,7 @@
 //! # Ok(()) }
 //! ```
 
+mod bootstrap;
 mod controllers;
 pub mod faults;
 mod handlers;

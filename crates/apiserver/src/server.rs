@@ -12,7 +12,6 @@ use std::time::Duration;
 use base64::Engine as _;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -24,12 +23,10 @@ use crate::pod_logs::PodLogs;
 use crate::registry::Registry;
 use crate::sessions::Sessions;
 use crate::state::{Config, Limits, State};
-use crate::storage::{Store, WatcherLimits, Write};
+use crate::storage::{Store, WatcherLimits};
 use crate::tls::{CertificatePair, TlsError, TlsMaterial};
 
 /// The namespaces every cluster starts with.
-const INITIAL_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
-
 /// Options for [`ApiServer`]; see each setter for its default.
 ///
 /// # Examples
@@ -268,7 +265,7 @@ impl ApiServerBuilder {
             },
             controllers: Controllers::new(self.garbage_collector),
         });
-        create_initial_namespaces(&state.store);
+        crate::bootstrap::create(&state.store, local);
         let (stop, stopped) = watch::channel(false);
         let acceptor = tls
             .as_ref()
@@ -285,23 +282,6 @@ impl ApiServerBuilder {
             stop,
             task,
         })
-    }
-}
-
-fn create_initial_namespaces(store: &Store) {
-    let namespaces = kubeclient_machinery::GroupResource::new("", "namespaces");
-    let created = handlers::now_rfc3339();
-    for name in INITIAL_NAMESPACES {
-        let namespace = json!({
-            "kind": "Namespace", "apiVersion": "v1",
-            "metadata": {"name": name, "uid": uuid::Uuid::new_v4().to_string(), "creationTimestamp": created,
-                         "labels": {"kubernetes.io/metadata.name": name}},
-            "spec": {"finalizers": ["kubernetes"]},
-            "status": {"phase": "Active"},
-        });
-        let _ = store.write(&namespaces, name, |_| {
-            Ok::<_, Infallible>(Write::Create(namespace))
-        });
     }
 }
 

@@ -1,7 +1,8 @@
 //! What kube-controller-manager does that every client notices: the garbage collector
 //! (dependents of a deleted owner go, or are orphaned, by their `ownerReferences` and the
 //! owner's propagation policy) and the namespace controller (a deleted namespace is
-//! emptied, then removed). Deleting marks objects (finalizers `foregroundDeletion` and
+//! emptied, then removed), and the service-account controller (a `default` ServiceAccount
+//! in every namespace). Deleting marks objects (finalizers `foregroundDeletion` and
 //! `orphan`, a Namespace's `Terminating` phase) and answers at once; these controllers
 //! finish the work right after, in the background, as on a real cluster.
 //!
@@ -11,6 +12,7 @@
 mod garbage_collector;
 mod graph;
 mod namespace_controller;
+mod service_account_controller;
 
 use std::sync::Arc;
 
@@ -90,6 +92,7 @@ pub(crate) async fn run(state: Arc<State>, mut stopped: watch::Receiver<bool>) {
 fn sync_once(state: &State) -> bool {
     let graph = graph::Graph::load(state);
     let mut changed = namespace_controller::sync(state, &graph);
+    changed |= service_account_controller::sync(state, &graph);
     if state.controllers.garbage_collector {
         changed |= garbage_collector::sync(state, &graph);
     }

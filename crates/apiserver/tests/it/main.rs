@@ -1,6 +1,7 @@
 //! Integration tests of the embedded API server over real HTTP.
 //!
 //! - (the fuzzing of paths, queries, bodies and patches is in `src/fuzz_tests.rs`)
+//! - `bootstrap`: the objects a fresh cluster has.
 //! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
 //! - `hardening`: regression tests of bad input, limits and misuse (issue 12).
 //! - `http_discovery`, `http_reads`, `http_writes`: the API semantics clients depend on,
@@ -11,6 +12,7 @@
 //! - `streams`: raw WebSocket checks of exec, attach and port-forward.
 //! - `python`: the official Python client drives the server.
 
+mod bootstrap;
 mod garbage_collection;
 mod hardening;
 mod http_discovery;

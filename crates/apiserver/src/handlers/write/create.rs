@@ -74,6 +74,16 @@ pub(super) fn create_object(
     match resource.special {
         Special::Namespace => {
             object.insert("status".to_owned(), json!({"phase": "Active"}));
+            // Every namespace carries its name as a label (Kubernetes 1.21+).
+            let labels = metadata_mut(&mut object)
+                .entry("labels")
+                .or_insert_with(|| json!({}));
+            if let Value::Object(labels) = labels {
+                labels.insert(
+                    "kubernetes.io/metadata.name".to_owned(),
+                    json!(explicit_name),
+                );
+            }
             object
                 .entry("spec")
                 .or_insert_with(|| json!({"finalizers": ["kubernetes"]}));
@@ -116,6 +126,11 @@ pub(super) fn create_object(
             && let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut)
         {
             metadata.insert("name".to_owned(), json!(name));
+            if resource.special == Special::Namespace
+                && let Some(labels) = metadata.get_mut("labels").and_then(Value::as_object_mut)
+            {
+                labels.insert("kubernetes.io/metadata.name".to_owned(), json!(name));
+            }
         }
         let key = call.key_for(&name);
         let outcome = call
@@ -141,6 +156,9 @@ pub(super) fn create_object(
                 };
                 if resource.special == Special::CustomResourceDefinition {
                     register_crd(call, &created.value);
+                }
+                if resource.special == Special::Namespace {
+                    call.state.controllers.wake(); // its `default` ServiceAccount
                 }
                 call.state.controllers.wake_for(&created.value);
                 return Ok(json_bytes(StatusCode::CREATED, created.bytes.clone()));
