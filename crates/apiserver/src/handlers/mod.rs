@@ -3,6 +3,7 @@
 
 mod builtin_commands;
 mod exec;
+mod field_validation;
 mod logs;
 mod negotiate;
 mod object;

@@ -63,6 +63,17 @@ pub(crate) fn json_bytes(status: StatusCode, bytes: impl Into<Bytes>) -> Respons
     with_body(status, "application/json", full(body))
 }
 
+/// Adds a `Warning: 299 - "<text>"` header per warning (RFC 7234 warn-code 299, as the
+/// API server sends them; kubectl prints each as `Warning: <text>`).
+pub(crate) fn with_warnings(mut response: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for warning in warnings {
+        if let Ok(value) = HeaderValue::from_str(&format!("299 - {warning:?}")) {
+            response.headers_mut().append(http::header::WARNING, value);
+        }
+    }
+    response
+}
+
 /// A JSON response from a value, with `kind` and `apiVersion` first as kube-apiserver
 /// writes them.
 pub(crate) fn json<T: Serialize>(status: StatusCode, value: &T) -> Response<Body> {

@@ -517,3 +517,75 @@ async fn the_reported_kubernetes_version_is_configurable_so_kubectl_sees_no_skew
     let skew_warning = stderr.contains("exceeds the supported minor version skew");
     assert_eq!(skew_warning, (client_minor - 33).abs() > 1, "{stderr}");
 }
+
+const TYPO_DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: typo, namespace: default}
+spec:
+  replicsa: 2
+  selector: {matchLabels: {app: typo}}
+  template:
+    metadata: {labels: {app: typo}}
+    spec:
+      containers:
+      - {name: web, image: "nginx:1", imagee: x}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_strict_validation_rejects_unknown_fields_and_warn_drops_them() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let manifest = kubectl.write("typo.yaml", TYPO_DEPLOYMENT);
+    let refused = kubectl.run(&["apply", "-f", &manifest]).await;
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(
+            r#"Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: unknown field "spec.replicsa", unknown field "spec.template.spec.containers[0].imagee""#
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        t.get("/apis/apps/v1/namespaces/default/deployments/typo")
+            .await
+            .status,
+        404
+    );
+
+    let server_side = kubectl
+        .run(&["apply", "--server-side", "-f", &manifest])
+        .await;
+    assert!(!server_side.status.success());
+    let stderr = String::from_utf8_lossy(&server_side.stderr);
+    assert!(
+        stderr.contains(".spec.replicsa: field not declared in schema"),
+        "{stderr}"
+    );
+
+    let warned = kubectl
+        .run(&["apply", "--validate=warn", "-f", &manifest])
+        .await;
+    let stderr = String::from_utf8_lossy(&warned.stderr);
+    assert!(warned.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(r#"Warning: unknown field "spec.replicsa""#),
+        "{stderr}"
+    );
+    let stored = t
+        .get("/apis/apps/v1/namespaces/default/deployments/typo")
+        .await
+        .json();
+    assert!(
+        stored["spec"].get("replicsa").is_none(),
+        "unknown fields are dropped: {stored}"
+    );
+    assert!(
+        stored["spec"]["template"]["spec"]["containers"][0]
+            .get("imagee")
+            .is_none()
+    );
+    assert_eq!(
+        stored["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1"
+    );
+}

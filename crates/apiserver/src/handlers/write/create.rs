@@ -104,6 +104,7 @@ pub(super) fn create_object(
         Special::None => {}
     }
     let mut value = Value::Object(object);
+    let warnings = call.validate_fields(&mut value, Decoding::Body)?;
     validate::check_object(&resource, &value)?;
     call.check_namespace_exists()?;
     if !ownership_recorded {
@@ -149,7 +150,7 @@ pub(super) fn create_object(
         match outcome {
             Ok(outcome) => {
                 if dry_run {
-                    return Ok(json(StatusCode::CREATED, &value));
+                    return Ok(with_warnings(json(StatusCode::CREATED, &value), &warnings));
                 }
                 let Some(created) = outcome.object else {
                     return Err(fail(Status::internal_error("create stored nothing")));
@@ -161,7 +162,8 @@ pub(super) fn create_object(
                     call.state.controllers.wake(); // its `default` ServiceAccount
                 }
                 call.state.controllers.wake_for(&created.value);
-                return Ok(json_bytes(StatusCode::CREATED, created.bytes.clone()));
+                let response = json_bytes(StatusCode::CREATED, created.bytes.clone());
+                return Ok(with_warnings(response, &warnings));
             }
             Err(status)
                 if status.reason == "AlreadyExists" && explicit_name.is_empty() && attempt < 7 =>

@@ -30,10 +30,11 @@ use kubeclient_machinery::{GroupResource, Status, StatusCause, StatusDetails, St
 use serde_json::{Map, Value, json};
 
 use super::Call;
+use super::field_validation::Decoding;
 use super::object::{
     dry_run_value, generate_name, meta_str, metadata_mut, now, store_key, validate_name,
 };
-use super::response::{Body, HandlerResult, fail, json, json_bytes};
+use super::response::{Body, HandlerResult, fail, json, json_bytes, with_warnings};
 use super::validate;
 use crate::patch::managed_fields;
 use crate::patch::strategic_merge::{ListStrategy, builtin_list_strategy, strategic_merge};
@@ -315,6 +316,12 @@ fn write_existing(
     let api_version = call.resource.api_version();
     let kind = call.resource.kind.clone();
     let mut response_object: Option<Value> = None;
+    let mut warnings = Vec::new();
+    let decoding = if call.content_type.contains("patch") {
+        Decoding::Patch
+    } else {
+        Decoding::Body
+    };
     let outcome = call.state.store.update(&call.group_resource(), &call.key_for(&name), |current| {
         let current = current.ok_or_else(|| call.not_found(&name))?;
         let mut desired = compute(current)?;
@@ -347,6 +354,7 @@ fn write_existing(
             return Err(conflict(call, &name));
         }
         let mut result = Value::Object(carry_over(call, &current.value, desired));
+        warnings = call.validate_fields(&mut result, decoding)?;
         if ownership == Ownership::RecordUpdate {
             let (time, keys) = (now(), list_key(&kind));
             managed_fields::record_update(
@@ -375,6 +383,7 @@ fn write_existing(
         call.state.controllers.wake_for(result);
     }
     respond_after_update(call, outcome.object.as_deref(), response_object)
+        .map(|response| with_warnings(response, &warnings))
 }
 
 fn respond_after_update(
