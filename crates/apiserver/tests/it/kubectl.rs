@@ -589,3 +589,88 @@ async fn kubectl_strict_validation_rejects_unknown_fields_and_warn_drops_them() 
         "nginx:1"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_get_prints_the_real_columns_of_built_in_kinds() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let manifest = kubectl.write(
+        "web.yaml",
+        &TYPO_DEPLOYMENT
+            .replace("replicsa", "replicas")
+            .replace(", imagee: x", "")
+            .replace("typo", "web"),
+    );
+    kubectl.ok(&["apply", "-f", &manifest]).await;
+    let deployments = kubectl.ok(&["get", "deployments", "-o", "wide"]).await;
+    let header: Vec<&str> = deployments
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ]
+    );
+    let row: Vec<&str> = deployments
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        (row[0], row[1], row[5], row[6], row[7]),
+        ("web", "0/2", "web", "nginx:1", "app=web")
+    );
+
+    let services = kubectl.ok(&["get", "services"]).await;
+    let row: Vec<&str> = services
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        &row[..5],
+        ["kubernetes", "ClusterIP", "10.96.0.1", "<none>", "443/TCP"]
+    );
+
+    kubectl.ok(&["run", "p1", "--image=nginx"]).await;
+    let pods = kubectl.ok(&["get", "pods", "-o", "wide"]).await;
+    let header: Vec<&str> = pods
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        &header[..6],
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP"]
+    );
+    assert!(
+        pods.lines().nth(1).unwrap_or("").starts_with("p1 "),
+        "{pods}"
+    );
+    let config = kubectl.write(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: two}\ndata: {a: '1', b: '2'}\n",
+    );
+    kubectl.ok(&["apply", "-f", &config]).await;
+    let configmaps = kubectl.ok(&["get", "configmaps", "-A"]).await;
+    assert!(configmaps.contains(" two "), "{configmaps}");
+    assert!(configmaps.starts_with("NAMESPACE"), "{configmaps}");
+    assert!(
+        configmaps.lines().next().unwrap_or("").contains("DATA"),
+        "{configmaps}"
+    );
+}
