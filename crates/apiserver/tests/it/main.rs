@@ -2,6 +2,7 @@
 //!
 //! - (the fuzzing of paths, queries, bodies and patches is in `src/fuzz_tests.rs`)
 //! - `bootstrap`: the objects a fresh cluster has.
+//! - `defaults`: defaulting of built-in kinds.
 //! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
 //! - `hardening`: regression tests of bad input, limits and misuse (issue 12).
 //! - `http_discovery`, `http_reads`, `http_writes`: the API semantics clients depend on,
@@ -13,6 +14,7 @@
 //! - `python`: the official Python client drives the server.
 
 mod bootstrap;
+mod defaults;
 mod garbage_collection;
 mod hardening;
 mod http_discovery;

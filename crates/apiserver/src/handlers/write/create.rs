@@ -103,6 +103,7 @@ pub(super) fn create_object(
         }
         Special::None => {}
     }
+    defaults::apply(&call.state, &resource, &mut object, None);
     let mut value = Value::Object(object);
     let warnings = call.validate_fields(&mut value, Decoding::Body)?;
     validate::check_object(&resource, &value)?;

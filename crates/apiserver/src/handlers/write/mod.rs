@@ -8,6 +8,7 @@
 //! existing object) is here.
 
 mod create;
+mod defaults;
 mod delete;
 mod patch;
 mod scale;
@@ -353,6 +354,7 @@ fn write_existing(
         } else if body_rv != current.rv.to_string() {
             return Err(conflict(call, &name));
         }
+        defaults::apply(&call.state, &call.resource, &mut desired, Some(&current.value));
         let mut result = Value::Object(carry_over(call, &current.value, desired));
         warnings = call.validate_fields(&mut result, decoding)?;
         if ownership == Ownership::RecordUpdate {
