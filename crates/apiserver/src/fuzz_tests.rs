@@ -36,6 +36,7 @@ fn state() -> Arc<State> {
         sessions: Default::default(),
         // No controller task runs here: wake-ups are only recorded.
         controllers: crate::controllers::Controllers::new(true),
+        tokens: Default::default(),
     })
 }
 

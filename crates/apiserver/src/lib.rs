@@ -23,6 +23,7 @@
 //! # Ok(()) }
 //! ```
 
+mod authentication;
 mod bootstrap;
 mod controllers;
 pub mod faults;

@@ -264,6 +264,7 @@ impl ApiServerBuilder {
                 Sessions::default()
             },
             controllers: Controllers::new(self.garbage_collector),
+            tokens: Default::default(),
         });
         crate::bootstrap::create(&state.store, local);
         let (stop, stopped) = watch::channel(false);

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::authentication::TokenRegistry;
 use crate::controllers::Controllers;
 use crate::faults::Faults;
 use crate::registry::Registry;
@@ -77,4 +78,6 @@ pub(crate) struct State {
     pub sessions: Sessions,
     /// The garbage collector and namespace controller's switch and wake-up signal.
     pub controllers: Controllers,
+    /// The ServiceAccount tokens issued by `TokenRequest`.
+    pub tokens: TokenRegistry,
 }

@@ -12,6 +12,9 @@ pub(crate) enum Special {
     Namespace,
     /// CustomResourceDefinitions: creating one serves a new resource.
     CustomResourceDefinition,
+    /// Reviews (access, rules, self-subject, token): create only, answered at once and
+    /// never stored.
+    Review,
 }
 
 /// A printer column of a custom resource (`additionalPrinterColumns`).

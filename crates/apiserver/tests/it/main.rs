@@ -11,6 +11,7 @@
 //! - `kubectl`: the real kubectl 1.33 drives the server.
 //! - `kubectl_streams`: kubectl logs -f, exec, attach against the server's streams.
 //! - `streams`: raw WebSocket checks of exec, attach and port-forward.
+//! - `reviews`: access and token reviews, TokenRequest, eviction, ephemeral containers.
 //! - `python`: the official Python client drives the server.
 
 mod bootstrap;
@@ -23,6 +24,7 @@ mod http_writes;
 mod kubectl;
 mod kubectl_streams;
 mod python;
+mod reviews;
 mod streams;
 mod support;
 mod watch;

@@ -10,8 +10,11 @@
 mod create;
 mod defaults;
 mod delete;
+mod eviction;
 mod patch;
+mod reviews;
 mod scale;
+mod token_request;
 mod update;
 
 pub(crate) use create::create;
@@ -19,8 +22,11 @@ pub(crate) use delete::{
     DeleteOptions, Deleted, after_removal, delete, delete_collection, delete_object, finalized,
     finalizers,
 };
+pub(crate) use eviction::evict;
 pub(crate) use patch::patch;
+pub(crate) use reviews::review;
 pub(crate) use scale::scale_of;
+pub(crate) use token_request::token_request;
 pub(crate) use update::update;
 
 use create::create_object;
@@ -250,6 +256,21 @@ fn carry_over(call: &Call, current: &Value, mut new: Map<String, Value>) -> Map<
         };
         if let Some(managed) = new.get("metadata").and_then(|m| m.get("managedFields")) {
             metadata_mut(&mut result).insert("managedFields".to_owned(), managed.clone());
+        }
+        return result;
+    }
+    if call.subresource() == Some("ephemeralcontainers") {
+        // Only `spec.ephemeralContainers` changes through /ephemeralcontainers.
+        let mut result = current.as_object().cloned().unwrap_or_default();
+        let containers = new
+            .get("spec")
+            .and_then(|spec| spec.get("ephemeralContainers"))
+            .cloned();
+        if let Some(Value::Object(spec)) = result.get_mut("spec") {
+            match containers {
+                Some(containers) => spec.insert("ephemeralContainers".to_owned(), containers),
+                None => spec.remove("ephemeralContainers"),
+            };
         }
         return result;
     }
