@@ -134,6 +134,27 @@ impl ResourceDef {
             || (self.group.is_empty() && RETURNS_DELETED_OBJECT.contains(&self.plural.as_str()))
     }
 
+    /// Whether a PUT of a missing object creates it (the strategy's
+    /// `AllowCreateOnUpdate`): Events, Endpoints, LimitRanges, Leases and the RBAC kinds.
+    pub(crate) fn allows_create_on_update(&self) -> bool {
+        matches!(
+            (self.group.as_str(), self.plural.as_str()),
+            ("", "events" | "endpoints" | "limitranges")
+                | ("events.k8s.io", "events")
+                | ("coordination.k8s.io", "leases")
+                | (
+                    "rbac.authorization.k8s.io",
+                    "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings"
+                )
+        )
+    }
+
+    /// Whether a PUT may leave out `metadata.resourceVersion` (the strategy's
+    /// `AllowUnconditionalUpdate`): built-ins but Leases; never custom resources.
+    pub(crate) fn allows_unconditional_update(&self) -> bool {
+        self.builtin && !(self.group == "coordination.k8s.io" && self.plural == "leases")
+    }
+
     /// What happens to dependents when a DELETE names no propagation policy (the
     /// strategy's `DefaultGarbageCollectionPolicy`): `batch/v1` Jobs and core/v1
     /// ReplicationControllers orphan them, for compatibility; everything else deletes them

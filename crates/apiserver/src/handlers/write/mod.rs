@@ -11,6 +11,7 @@ mod create;
 mod defaults;
 mod delete;
 mod eviction;
+mod immutable;
 mod patch;
 mod reviews;
 mod scale;
@@ -363,7 +364,7 @@ fn write_existing(
             .unwrap_or("")
             .to_owned();
         if body_rv.is_empty() {
-            if require_rv && !call.resource.builtin {
+            if require_rv && !call.resource.allows_unconditional_update() {
                 return Err(invalid(
                     &call.resource,
                     &name,
@@ -376,6 +377,7 @@ fn write_existing(
             return Err(conflict(call, &name));
         }
         defaults::apply(&call.state, &call.resource, &mut desired, Some(&current.value));
+        immutable::check(call, &current.value, &desired, decoding)?;
         let mut result = Value::Object(carry_over(call, &current.value, desired));
         warnings = call.validate_fields(&mut result, decoding)?;
         if ownership == Ownership::RecordUpdate {
