@@ -200,6 +200,11 @@ async fn foreground_deletion_keeps_the_owner_until_its_blocking_dependents_are_g
     assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
     let owner_now = t.get(&format!("{CM}/owner")).await;
     assert_eq!(owner_now.status, 200, "a blocking dependent still exists");
+    assert_eq!(
+        owner_now.json()["metadata"]["resourceVersion"],
+        answer["metadata"]["resourceVersion"],
+        "the answer carries the resourceVersion of the marking"
+    );
 
     let release = r#"{"metadata":{"finalizers":null}}"#;
     let reply = t

@@ -155,7 +155,7 @@ pub(crate) fn delete_object(
     let propagation = options
         .propagation
         .unwrap_or_else(|| resource.default_propagation());
-    state.store.write(&group_resource, &store_key(namespace, name), |current| {
+    let outcome = state.store.write(&group_resource, &store_key(namespace, name), |current| {
         let current = current.ok_or_else(|| fail(Status::not_found(&group_resource, name)))?;
         let uid = meta_str(&current.value, "uid");
         if let Some(expected) = &options.precondition_uid
@@ -229,7 +229,14 @@ pub(crate) fn delete_object(
         result = Some(Deleted::Marked(marked.clone()));
         Ok(if options.dry_run { Write::Unchanged } else { Write::Update(marked) })
     })?;
-    let deleted = result.ok_or_else(|| fail(Status::internal_error("delete decided nothing")))?;
+    let mut deleted =
+        result.ok_or_else(|| fail(Status::internal_error("delete decided nothing")))?;
+    // A marked object is answered as stored, with the resourceVersion of the marking.
+    if let (Deleted::Marked(answer), Some(stored)) = (&mut deleted, &outcome.object)
+        && !options.dry_run
+    {
+        *answer = stored.value.clone();
+    }
     if !options.dry_run {
         if let Deleted::Removed(object) = &deleted {
             after_removal(state, resource, object);
