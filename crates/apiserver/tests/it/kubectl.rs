@@ -674,3 +674,20 @@ async fn kubectl_get_prints_the_real_columns_of_built_in_kinds() {
         "{configmaps}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_explain_prints_field_descriptions_of_built_in_kinds() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let explained = kubectl
+        .ok(&["explain", "pod.spec.containers.imagePullPolicy"])
+        .await;
+    assert!(
+        explained.contains("FIELD: imagePullPolicy <string>"),
+        "{explained}"
+    );
+    assert!(explained.contains("Image pull policy."), "{explained}");
+    let strategy = kubectl.ok(&["explain", "deployments.spec.strategy"]).await;
+    assert!(strategy.contains("GROUP:      apps"), "{strategy}");
+    assert!(strategy.contains("rollingUpdate"), "{strategy}");
+}
