@@ -115,7 +115,7 @@ fn document_paths(registry: &Registry, key: &str) -> Option<(Value, String, Stri
 /// its `x-kubernetes-group-version-kind` (what `kubectl explain` looks up), with their
 /// hash. Computed once per group version.
 fn builtin_schemas(group: &str, version: &str) -> (Value, String) {
-    static CACHE: OnceLock<Mutex<HashMap<(String, String), (Value, String)>>> = OnceLock::new();
+    static CACHE: OnceLock<Mutex<SchemaCache>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     let key = (group.to_owned(), version.to_owned());
     if let Some(schemas) = crate::sync::lock(cache).get(&key) {
@@ -145,6 +145,9 @@ fn builtin_schemas(group: &str, version: &str) -> (Value, String) {
     crate::sync::lock(cache).insert(key, (schemas.clone(), hash.clone()));
     (schemas, hash)
 }
+
+/// Component schemas and their hash, by group and version.
+type SchemaCache = HashMap<(String, String), (Value, String)>;
 
 /// Adds a type's schema to the generator's definitions; gives its name.
 struct SchemaOf<'a>(&'a mut schemars::SchemaGenerator);
