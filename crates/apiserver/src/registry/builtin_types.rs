@@ -19,8 +19,8 @@ pub(crate) trait WithType {
 /// without one here.
 pub(crate) fn builtin_type<D: WithType>(group: &str, kind: &str, decoder: D) -> Option<D::Output> {
     use k8s_openapi::api::{
-        apps, autoscaling, batch, coordination, core, discovery, networking, policy, rbac,
-        scheduling, storage,
+        apps, authentication, authorization, autoscaling, batch, certificates, coordination, core,
+        discovery, events, networking, policy, rbac, scheduling, storage,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 
@@ -63,6 +63,32 @@ pub(crate) fn builtin_type<D: WithType>(group: &str, kind: &str, decoder: D) -> 
         ("storage.k8s.io", "StorageClass") => decoder.with::<storage::v1::StorageClass>(),
         ("scheduling.k8s.io", "PriorityClass") => decoder.with::<scheduling::v1::PriorityClass>(),
         ("discovery.k8s.io", "EndpointSlice") => decoder.with::<discovery::v1::EndpointSlice>(),
+        ("events.k8s.io", "Event") => decoder.with::<events::v1::Event>(),
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            decoder.with::<certificates::v1::CertificateSigningRequest>()
+        }
+        ("apiregistration.k8s.io", "APIService") => {
+            decoder
+                .with::<k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService>()
+        }
+        ("authorization.k8s.io", "SelfSubjectAccessReview") => {
+            decoder.with::<authorization::v1::SelfSubjectAccessReview>()
+        }
+        ("authorization.k8s.io", "SelfSubjectRulesReview") => {
+            decoder.with::<authorization::v1::SelfSubjectRulesReview>()
+        }
+        ("authorization.k8s.io", "SubjectAccessReview") => {
+            decoder.with::<authorization::v1::SubjectAccessReview>()
+        }
+        ("authorization.k8s.io", "LocalSubjectAccessReview") => {
+            decoder.with::<authorization::v1::LocalSubjectAccessReview>()
+        }
+        ("authentication.k8s.io", "SelfSubjectReview") => {
+            decoder.with::<authentication::v1::SelfSubjectReview>()
+        }
+        ("authentication.k8s.io", "TokenReview") => {
+            decoder.with::<authentication::v1::TokenReview>()
+        }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             decoder.with::<apiextensions::v1::CustomResourceDefinition>()
         }
