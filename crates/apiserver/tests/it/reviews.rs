@@ -245,7 +245,7 @@ async fn the_events_certificates_and_apiregistration_groups_are_served() {
     assert_eq!(incomplete.status, 422);
     assert_eq!(
         incomplete.json()["message"],
-        r#"Event.events.k8s.io "e1" is invalid: [eventTime: Required value, type: Invalid value: "": has invalid value: ]"#
+        r#"Event "e1" is invalid: [eventTime: Required value, type: Invalid value: "": has invalid value: ]"#
     );
     let event = json!({"metadata": {"name": "e2"}, "eventTime": "2026-12-01T09:00:00.000000Z",
         "reportingController": "example.com/ctl", "reportingInstance": "ctl-1", "action": "Create",

@@ -8,6 +8,7 @@
 //! - `informer_pipeline`: undecodable objects, relists sharing unchanged objects, per-handler
 //!   sync, and a relist during a burst with a slow handler.
 //! - `realapi`: the informer against a real kube-apiserver (v1.20, etcd), when one is running.
+//! - `realapi_comparison`: the embedded server answers the same requests as the real one.
 //! - `reflector_rules`: client-go's reflector edge rules (watch-list 429, stop before run,
 //!   page sizes at concrete resourceVersions, paginated results).
 //! - `soak`: seeded random schedules of writes and faults; see the module for the full run.
@@ -22,6 +23,7 @@ mod informer_pipeline;
 mod informers;
 mod proxy;
 mod realapi;
+mod realapi_comparison;
 mod reflector_rules;
 mod soak;
 mod streams;

@@ -27,7 +27,7 @@ use kubeclient::CancellationToken;
 use kubeclient::cache::ReflectorOptions;
 
 /// A client of the real server, or `None` (with a note) when none was started.
-async fn real_server() -> Option<Client> {
+pub(crate) async fn real_server() -> Option<Client> {
     let Ok(path) = std::env::var("KUBECLIENT_REALAPI_KUBECONFIG") else {
         eprintln!(
             "skipped: KUBECLIENT_REALAPI_KUBECONFIG is not set (start ../shared/realapi/start.sh and export its kubeconfig path; .ci/run does)"
@@ -45,7 +45,7 @@ async fn real_server() -> Option<Client> {
 }
 
 /// A new namespace of its own for one test (tests share the server).
-async fn fresh_namespace(client: &Client, test: &str) -> String {
+pub(crate) async fn fresh_namespace(client: &Client, test: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());

@@ -73,6 +73,9 @@ pub(super) fn apply(
                 set(spec, "progressDeadlineSeconds", json!(600));
                 template(spec.get_mut("template"));
             }
+            if creating {
+                set(object, "status", json!({}));
+            }
         }
         ("apps", "ReplicaSet") => {
             if let Some(spec) = child(object, "spec") {
@@ -126,7 +129,12 @@ pub(super) fn apply(
                 }
             }
         }
-        ("batch", "Job") => job(object, creating),
+        ("batch", "Job") => {
+            job(object, creating);
+            if creating {
+                set(object, "status", json!({}));
+            }
+        }
         ("batch", "CronJob") => {
             if let Some(spec) = child(object, "spec") {
                 set(spec, "concurrencyPolicy", json!("Allow"));

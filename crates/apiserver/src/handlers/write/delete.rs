@@ -192,7 +192,17 @@ pub(crate) fn delete_object(
             || added_finalizer.is_some()
             || is_namespace;
         if !stays {
-            result = Some(Deleted::Removed(current.value.clone()));
+            let mut last = current.value.clone();
+            if resource.group.is_empty() && resource.plural == "pods" {
+                // Pods are deleted gracefully; with no kubelet the grace period ends at once,
+                // and the answer shows the deletion as kube-apiserver's does for a Pod no
+                // node holds.
+                if let Some(metadata) = last.get_mut("metadata").and_then(Value::as_object_mut) {
+                    metadata.insert("deletionTimestamp".to_owned(), json!(now()));
+                    metadata.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
+                }
+            }
+            result = Some(Deleted::Removed(last));
             return Ok(if options.dry_run { Write::Unchanged } else { Write::Delete });
         }
         metadata.insert("deletionTimestamp".to_owned(), json!(now()));

@@ -7,19 +7,20 @@
 use super::*;
 
 /// Checks `desired` (the object a write asks for, before server fields are carried
-/// over) against `current`.
+/// over) against `current`: the causes of a 422 for every immutable field changed (they
+/// follow the object's own validation errors in the answer, as in kube-apiserver).
 ///
 /// # Errors
 ///
-/// 409 for a PUT with another uid; 422 listing every immutable field changed.
+/// 409 for a PUT with another uid.
 pub(super) fn check(
     call: &Call,
     current: &Value,
     desired: &Map<String, Value>,
     decoding: Decoding,
-) -> HandlerResult<()> {
+) -> HandlerResult<Vec<StatusCause>> {
     if call.subresource().is_some() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let current_uid = meta_str(current, "uid");
     let desired_value = Value::Object(desired.clone());
@@ -129,15 +130,7 @@ pub(super) fn check(
         }
         _ => {}
     }
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(fail(Status::invalid(
-        &resource.group,
-        &resource.kind,
-        call.name(),
-        causes,
-    )))
+    Ok(causes)
 }
 
 /// Whether a StatefulSet update changes a spec field other than the ones that may change.

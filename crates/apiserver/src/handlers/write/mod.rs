@@ -366,19 +366,23 @@ fn write_existing(
             .to_owned();
         if body_rv.is_empty() {
             if require_rv && !call.resource.allows_unconditional_update() {
-                return Err(invalid(
-                    &call.resource,
+                // This one error names the resource, not the kind (`leases.coordination.k8s.io`).
+                return Err(fail(Status::invalid(
+                    &call.resource.group,
+                    &call.resource.plural,
                     &name,
-                    "metadata.resourceVersion",
-                    "FieldValueInvalid",
-                    "Invalid value: 0x0: must be specified for an update",
-                ));
+                    vec![StatusCause::new(
+                        "FieldValueInvalid",
+                        "Invalid value: 0x0: must be specified for an update",
+                        "metadata.resourceVersion",
+                    )],
+                )));
             }
         } else if body_rv != current.rv.to_string() {
             return Err(conflict(call, &name));
         }
         defaults::apply(&call.state, &call.resource, &mut desired, Some(&current.value));
-        immutable::check(call, &current.value, &desired, decoding)?;
+        let immutable_causes = immutable::check(call, &current.value, &desired, decoding)?;
         let mut result = Value::Object(carry_over(call, &current.value, desired));
         warnings = call.validate_fields(&mut result, decoding)?;
         if ownership == Ownership::RecordUpdate {
@@ -390,7 +394,7 @@ fn write_existing(
             );
         }
         validate::check_object(&call.resource, &result)?;
-        kind_rules::check(&call.resource, &result)?;
+        kind_rules::check(&call.resource, &result, immutable_causes)?;
         validate::check_size(&call.resource, &result, call.state.config.limits.max_object_bytes)?;
         let write = if finalized(&result) { Write::Delete } else { Write::Update(result.clone()) };
         if dry_run {

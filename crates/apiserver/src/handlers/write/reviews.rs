@@ -45,8 +45,16 @@ fn check_access_review(
 ) -> HandlerResult<()> {
     let resource = &call.resource;
     let present = |field: &str| spec.get(field).is_some_and(|v| !v.is_null());
-    let reject =
-        |field: &str, message: &str| invalid(resource, "", field, "FieldValueInvalid", message);
+    // kube-apiserver names no kind here (it validates the internal object, whose kind is
+    // empty): `.authorization.k8s.io "" is invalid: ...`.
+    let reject = |field: &str, message: &str| {
+        fail(Status::invalid(
+            &resource.group,
+            "",
+            "",
+            vec![StatusCause::new("FieldValueInvalid", message, field)],
+        ))
+    };
     if present("resourceAttributes") == present("nonResourceAttributes") {
         return Err(reject(
             "spec.resourceAttributes",
