@@ -35,6 +35,7 @@
 pub mod api;
 pub mod cache;
 pub mod config;
+pub mod controller;
 pub mod discovery;
 mod error;
 pub mod informers;

@@ -1,6 +1,7 @@
 //! Integration tests of the client against the embedded API server over real HTTP.
 //!
 //! - `typed`: every verb of the typed client, pagination, watch resume, Status errors.
+//! - `controller`: the controller builder: owned objects, finalizers, backoff, panics, drain.
 //! - `dynamic`: the dynamic client on a custom resource, and discovery.
 //! - `auth`: TLS with the server's CA plus a token, client certificates, an exec plugin.
 //! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
@@ -16,6 +17,7 @@
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
 mod auth;
+mod controller;
 mod dynamic;
 mod hangs;
 mod informer_pipeline;
