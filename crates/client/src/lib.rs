@@ -39,6 +39,7 @@ pub mod controller;
 pub mod discovery;
 mod error;
 pub mod informers;
+pub mod leaderelection;
 pub mod rest;
 mod sync;
 pub mod workqueue;

@@ -122,6 +122,10 @@ pub struct Config {
     /// then went quiet is noticed, and the watch ends with a transport error so the
     /// reflector reconnects. Default [`DEFAULT_WATCH_IDLE_MARGIN`] (30 s).
     pub watch_idle_margin: Duration,
+    /// The `User-Agent` of every request (client-go's `rest.Config.UserAgent`); `None`
+    /// sends `kubeclient/VERSION (OS/ARCH) kubernetes/unknown`. Servers use it as the
+    /// default field manager and in audit logs.
+    pub user_agent: Option<String>,
 }
 
 /// The default [`Config::watch_idle_margin`].
@@ -226,6 +230,7 @@ impl Config {
             qps: DEFAULT_QPS,
             burst: DEFAULT_BURST,
             watch_idle_margin: DEFAULT_WATCH_IDLE_MARGIN,
+            user_agent: None,
         }
     }
 

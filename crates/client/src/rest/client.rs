@@ -101,13 +101,19 @@ impl Client {
         let tls = client_config(&config, exec_identity)?;
         let http = http_client(&config, tls.clone(), true)?;
         let upgrade_http = http_client(&config, tls, false)?;
-        let user_agent = HeaderValue::from_str(&format!(
-            "kubeclient/{} ({}/{}) kubernetes/unknown",
-            env!("CARGO_PKG_VERSION"),
-            std::env::consts::OS,
-            std::env::consts::ARCH
-        ))
-        .unwrap_or_else(|_| HeaderValue::from_static("kubeclient"));
+        let user_agent = config.user_agent.clone().unwrap_or_else(|| {
+            format!(
+                "kubeclient/{} ({}/{}) kubernetes/unknown",
+                env!("CARGO_PKG_VERSION"),
+                std::env::consts::OS,
+                std::env::consts::ARCH
+            )
+        });
+        let user_agent = HeaderValue::from_str(&user_agent).map_err(|_| {
+            Error::InvalidRequest(format!(
+                "Config::user_agent {user_agent:?} is not a valid header value (use visible ASCII)"
+            ))
+        })?;
         Ok(Client {
             inner: Arc::new(Inner {
                 http,

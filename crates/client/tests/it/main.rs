@@ -5,6 +5,7 @@
 //! - `dynamic`: the dynamic client on a custom resource, and discovery.
 //! - `auth`: TLS with the server's CA plus a token, client certificates, an exec plugin.
 //! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
+//! - `leader_election`: three candidates on one Lease: cut off, stopped, released.
 //! - `hangs`: a server that never answers ends in a timeout, discovery included.
 //! - `informer_pipeline`: undecodable objects, relists sharing unchanged objects, per-handler
 //!   sync, and a relist during a burst with a slow handler.
@@ -22,6 +23,7 @@ mod dynamic;
 mod hangs;
 mod informer_pipeline;
 mod informers;
+mod leader_election;
 mod proxy;
 mod realapi;
 mod reflector_rules;
