@@ -308,7 +308,10 @@ impl Resource {
                         let parsed = parse_scale(&meta)?;
                         set_once(&mut scale, parsed, "scale", span)
                     }
-                    _ => Err(Error::new(span, format!("unknown attribute; expected one of {KEYS}"))),
+                    _ => Err(Error::new(
+                        span,
+                        format!("unknown attribute `{}`; expected one of {KEYS}", quote::ToTokens::to_token_stream(&meta.path)),
+                    )),
                 }
             })?;
         }

@@ -16,6 +16,7 @@ mod route;
 mod spdy;
 mod table;
 mod validate;
+mod validate_schema;
 mod watch;
 mod websocket;
 mod write;

@@ -2,6 +2,7 @@
 //!
 //! - `typed`: every verb of the typed client, pagination, watch resume, Status errors.
 //! - `controller`: the controller builder: owned objects, finalizers, backoff, panics, drain.
+//! - `custom_resource`: a typed custom resource from the derive: CRD, Api, informer, status, validation.
 //! - `dynamic`: the dynamic client on a custom resource, and discovery.
 //! - `auth`: TLS with the server's CA plus a token, client certificates, an exec plugin.
 //! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
@@ -19,6 +20,7 @@
 
 mod auth;
 mod controller;
+mod custom_resource;
 mod dynamic;
 mod hangs;
 mod informer_pipeline;
