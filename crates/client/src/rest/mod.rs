@@ -17,6 +17,7 @@ pub mod watch;
 pub use client::Client;
 pub(crate) use client::decode;
 pub use list_stream::{DecodeOptions, ReuseFn, SharedList};
+pub(crate) use rate_limit::MAX_RATE_LIMIT_WAIT;
 pub use rate_limit::TokenBucket;
 pub use request::{JSON, Request};
 pub use upgrade::{MAX_STREAM_MESSAGE, WebSocket};

@@ -7,6 +7,7 @@
 //! - `auth`: TLS with the server's CA plus a token, client certificates, an exec plugin.
 //! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
 //! - `leader_election`: three candidates on one Lease: cut off, stopped, released.
+//! - `events`: the event recorder: counts, aggregation, the spam filter.
 //! - `hangs`: a server that never answers ends in a timeout, discovery included.
 //! - `informer_pipeline`: undecodable objects, relists sharing unchanged objects, per-handler
 //!   sync, and a relist during a burst with a slow handler.
@@ -22,6 +23,7 @@ mod auth;
 mod controller;
 mod custom_resource;
 mod dynamic;
+mod events;
 mod hangs;
 mod informer_pipeline;
 mod informers;
