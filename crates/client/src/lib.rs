@@ -44,6 +44,7 @@ pub mod discovery;
 mod error;
 pub mod informers;
 pub mod leaderelection;
+pub mod metrics;
 pub mod record;
 pub mod rest;
 mod sync;

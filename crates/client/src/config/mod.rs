@@ -126,6 +126,9 @@ pub struct Config {
     /// sends `kubeclient/VERSION (OS/ARCH) kubernetes/unknown`. Servers use it as the
     /// default field manager and in audit logs.
     pub user_agent: Option<String>,
+    /// Where the client reports request latencies, results and rate-limiter waits
+    /// (e.g. a [`Metrics`](crate::metrics::Metrics) registry); `None` reports nothing.
+    pub metrics: Option<std::sync::Arc<dyn crate::rest::ClientMetrics>>,
 }
 
 /// The default [`Config::watch_idle_margin`].
@@ -231,6 +234,7 @@ impl Config {
             burst: DEFAULT_BURST,
             watch_idle_margin: DEFAULT_WATCH_IDLE_MARGIN,
             user_agent: None,
+            metrics: None,
         }
     }
 

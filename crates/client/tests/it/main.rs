@@ -8,6 +8,7 @@
 //! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
 //! - `leader_election`: three candidates on one Lease: cut off, stopped, released.
 //! - `events`: the event recorder: counts, aggregation, the spam filter.
+//! - `metrics`: the Prometheus registry and the /metrics, /healthz, /readyz server.
 //! - `hangs`: a server that never answers ends in a timeout, discovery included.
 //! - `informer_pipeline`: undecodable objects, relists sharing unchanged objects, per-handler
 //!   sync, and a relist during a burst with a slow handler.
@@ -28,6 +29,7 @@ mod hangs;
 mod informer_pipeline;
 mod informers;
 mod leader_election;
+mod metrics;
 mod proxy;
 mod realapi;
 mod reflector_rules;
