@@ -82,7 +82,7 @@ pub use rest::Client;
 /// | `plural = "..."`, `singular = "..."` | names (default: lowercase kind, English plural) |
 /// | `shortname = "..."`, `category = "..."` | repeatable |
 /// | `status = "StatusType"` | the status type, and the status subresource |
-/// | `printcolumn(name = "...", type = "integer", json_path = ".spec.x", description = "...", format = "...", priority = 0)` | repeatable |
+/// | `printcolumn(name = "...", type = "integer", json_path = ".spec.x", description = "...", format = "...", priority = 0)` | repeatable (clippy's `duplicated_attributes` flags two columns of the same type: allow it on the struct) |
 /// | `scale(spec_replicas_path = "...", status_replicas_path = "...", label_selector_path = "...")` | the scale subresource |
 ///
 /// # Examples

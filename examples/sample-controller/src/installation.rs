@@ -6,6 +6,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The desired state of an Installation.
+// clippy's `duplicated_attributes` reads two columns of the same `type` as a repeated
+// attribute; they are two columns.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kubeclient(
     group = "example.kubeclient.dev",
@@ -13,11 +16,11 @@ use serde::{Deserialize, Serialize};
     kind = "Installation",
     namespaced,
     status = "InstallationStatus",
-    shortname = "inst",
-    printcolumn(name = "Replicas", type = "integer", json_path = ".spec.replicas"),
-    printcolumn(name = "Image", type = "string", json_path = ".spec.image"),
-    printcolumn(name = "Port", type = "integer", json_path = ".spec.servicePort")
+    shortname = "inst"
 )]
+#[kubeclient(printcolumn(name = "Replicas", type = "integer", json_path = ".spec.replicas"))]
+#[kubeclient(printcolumn(name = "Image", type = "string", json_path = ".spec.image"))]
+#[kubeclient(printcolumn(name = "Port", type = "integer", json_path = ".spec.servicePort"))]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct InstallationSpec {
     /// How many replicas to run.

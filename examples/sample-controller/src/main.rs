@@ -372,10 +372,7 @@ async fn run(config: Config) -> Result<bool, BoxError> {
     left.extend(converge(&client, &expected, "the changes under the new leader").await?);
 
     println!("final check:");
-    println!(
-        "  {:<6} {:>6} {:>10} {:>8}  {}",
-        "NAME", "PORT", "GENERATION", "OBSERVED", "READY"
-    );
+    println!("  NAME     PORT GENERATION OBSERVED  READY");
     for installation in api.list(&ListParams::default()).await?.items {
         let status = installation.status.clone().unwrap_or_default();
         let ready = status

@@ -22,8 +22,8 @@ pub enum LeaderElectionError {
         lock: String,
         /// `get`, `create` or `update`.
         verb: &'static str,
-        /// The client error.
+        /// The client error (boxed: it is large and rare).
         #[source]
-        source: crate::Error,
+        source: Box<crate::Error>,
     },
 }

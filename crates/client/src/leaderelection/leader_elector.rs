@@ -150,6 +150,7 @@ impl std::fmt::Debug for LeaderElectionConfig {
 }
 
 type StartedFn = Arc<dyn Fn(CancellationToken) -> BoxFuture<'static, ()> + Send + Sync>;
+type NewLeaderFn = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// What to do on leadership changes (client-go's `LeaderCallbacks`). Keep
 /// `on_stopped_leading` and `on_new_leader` quick: they run on the elector's task.
@@ -157,7 +158,7 @@ type StartedFn = Arc<dyn Fn(CancellationToken) -> BoxFuture<'static, ()> + Send 
 pub struct LeaderCallbacks {
     on_started_leading: Option<StartedFn>,
     on_stopped_leading: Option<Arc<dyn Fn() + Send + Sync>>,
-    on_new_leader: Option<Arc<dyn Fn(&str) + Send + Sync>>,
+    on_new_leader: Option<NewLeaderFn>,
 }
 
 impl LeaderCallbacks {

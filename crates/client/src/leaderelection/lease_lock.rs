@@ -63,7 +63,7 @@ impl LeaseLock {
         LeaderElectionError::Lock {
             lock: self.describe(),
             verb,
-            source,
+            source: Box::new(source),
         }
     }
 

@@ -270,7 +270,7 @@ async fn a_cancelled_leader_releases_and_hands_over_before_its_lease_would_expir
         "the leading work ended before run returned and called on_stopped_leading"
     );
     let deadline = cancelled_at + Duration::from_secs(20);
-    while !log.leaders().first().is_some_and(|new| *new != leader) {
+    while log.leaders().first().is_none_or(|new| *new == leader) {
         assert!(
             Instant::now() < deadline,
             "no handover within 20 s of a 30 s lease: the lease was not released"
