@@ -96,6 +96,14 @@ fn plural_of(singular: &str) -> String {
     }
 }
 
+/// The key of a nested attribute (`""` for paths that are not one identifier).
+fn key_of(meta: &syn::meta::ParseNestedMeta<'_>) -> String {
+    meta.path
+        .get_ident()
+        .map(ToString::to_string)
+        .unwrap_or_default()
+}
+
 fn string(meta: &syn::meta::ParseNestedMeta<'_>) -> Result<LitStr> {
     meta.value()?.parse::<LitStr>()
 }
@@ -105,11 +113,7 @@ fn parse_column(meta: &syn::meta::ParseNestedMeta<'_>) -> Result<PrinterColumn> 
         (None, None, None, None, None, None);
     meta.parse_nested_meta(|inner| {
         let span = inner.path.span();
-        let key = inner
-            .path
-            .get_ident()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        let key = key_of(&inner);
         match key.as_str() {
             "name" => set_once(&mut name, string(&inner)?.value(), "name", span),
             "type" => {
@@ -160,11 +164,7 @@ fn parse_scale(meta: &syn::meta::ParseNestedMeta<'_>) -> Result<Scale> {
     let (mut spec, mut status, mut selector) = (None, None, None);
     meta.parse_nested_meta(|inner| {
         let span = inner.path.span();
-        let key = inner
-            .path
-            .get_ident()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        let key = key_of(&inner);
         match key.as_str() {
             "spec_replicas_path" => set_once(&mut spec, string(&inner)?.value(), "spec_replicas_path", span),
             "status_replicas_path" => set_once(&mut status, string(&inner)?.value(), "status_replicas_path", span),
@@ -225,11 +225,7 @@ impl Resource {
             seen_attribute = true;
             attr.parse_nested_meta(|meta| {
                 let span = meta.path.span();
-                let key = meta
-                    .path
-                    .get_ident()
-                    .map(ToString::to_string)
-                    .unwrap_or_default();
+                let key = key_of(&meta);
                 match key.as_str() {
                     "group" => {
                         let lit = string(&meta)?;

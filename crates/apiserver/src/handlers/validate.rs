@@ -271,16 +271,26 @@ pub(crate) fn check_metadata(resource: &ResourceDef, object: &Value) -> HandlerR
     if causes.is_empty() {
         return Ok(());
     }
-    let name = metadata
+    Err(invalid_object(resource, object, causes))
+}
+
+/// 422 Invalid for `object` with `causes` (kube-apiserver's message naming the object).
+pub(super) fn invalid_object(
+    resource: &ResourceDef,
+    object: &Value,
+    causes: Vec<StatusCause>,
+) -> Box<Status> {
+    let name = object
+        .get("metadata")
         .and_then(|m| m.get("name"))
         .and_then(Value::as_str)
         .unwrap_or("");
-    Err(fail(Status::invalid(
+    fail(Status::invalid(
         &resource.group,
         &resource.kind,
         name,
         causes,
-    )))
+    ))
 }
 
 /// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, the name part of a qualified name and a

@@ -12,10 +12,10 @@
 //! kept, where kube-apiserver prunes them; defaults are not applied. `metadata`,
 //! `apiVersion` and `kind` are checked elsewhere.
 
-use kubeclient_machinery::{Status, StatusCause};
+use kubeclient_machinery::StatusCause;
 use serde_json::Value;
 
-use super::response::{HandlerResult, fail};
+use super::response::HandlerResult;
 use crate::registry::ResourceDef;
 
 /// Stop collecting after this many causes (a huge invalid object must not make a huge
@@ -60,17 +60,7 @@ pub(crate) fn check_schema(resource: &ResourceDef, object: &Value) -> HandlerRes
         return Ok(());
     }
     causes.truncate(MAX_CAUSES);
-    let name = object
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    Err(fail(Status::invalid(
-        &resource.group,
-        &resource.kind,
-        name,
-        causes,
-    )))
+    Err(super::validate::invalid_object(resource, object, causes))
 }
 
 fn required_of(schema: &Value) -> impl Iterator<Item = &str> {

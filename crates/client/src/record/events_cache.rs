@@ -40,8 +40,8 @@ fn opt(value: Option<&String>) -> &str {
     value.map_or("", String::as_str)
 }
 
-/// Source, involved object, type, reason and reporter: the group of similar events.
-fn aggregate_key(event: &Event) -> String {
+/// Source, involved object and type: what the spam filter rate-limits together.
+fn spam_fields(event: &Event) -> [&str; 8] {
     let source = event.source.as_ref();
     let object = &event.involved_object;
     [
@@ -53,11 +53,22 @@ fn aggregate_key(event: &Event) -> String {
         opt(object.uid.as_ref()),
         opt(object.api_version.as_ref()),
         opt(event.type_.as_ref()),
+    ]
+}
+
+fn spam_key(event: &Event) -> String {
+    spam_fields(event).join("\u{0}")
+}
+
+/// The spam fields plus reason and reporter: the group of similar events.
+fn aggregate_key(event: &Event) -> String {
+    let mut fields = spam_fields(event).to_vec();
+    fields.extend([
         opt(event.reason.as_ref()),
         opt(event.reporting_component.as_ref()),
         opt(event.reporting_instance.as_ref()),
-    ]
-    .join("\u{0}")
+    ]);
+    fields.join("\u{0}")
 }
 
 /// The identity of one event: its group plus its message (client-go's `getEventKey`).
@@ -67,23 +78,6 @@ fn event_key(event: &Event) -> String {
         aggregate_key(event),
         opt(event.message.as_ref())
     )
-}
-
-/// Source, involved object and type: what the spam filter rate-limits together.
-fn spam_key(event: &Event) -> String {
-    let source = event.source.as_ref();
-    let object = &event.involved_object;
-    [
-        opt(source.and_then(|s| s.component.as_ref())),
-        opt(source.and_then(|s| s.host.as_ref())),
-        opt(object.kind.as_ref()),
-        opt(object.namespace.as_ref()),
-        opt(object.name.as_ref()),
-        opt(object.uid.as_ref()),
-        opt(object.api_version.as_ref()),
-        opt(event.type_.as_ref()),
-    ]
-    .join("\u{0}")
 }
 
 /// The distinct messages of one group of similar events.
