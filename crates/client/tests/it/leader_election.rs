@@ -292,3 +292,52 @@ fn timings_that_break_client_go_rules_are_refused() {
     assert!(retry_too_slow.validate().is_err());
     assert!(LeaderElectionConfig::default().validate().is_ok());
 }
+
+/// Writes a Lease held by someone else with the holder's (possibly skewed) timestamps.
+async fn foreign_lease(client: &Client, renew_time: &str) {
+    let lease: Lease = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": LEASE, "namespace": "default"},
+        "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": 1,
+                 "acquireTime": renew_time, "renewTime": renew_time, "leaseTransitions": 4}
+    }))
+    .expect("a Lease");
+    Api::<Lease>::namespaced(client.clone(), "default")
+        .create(&kubeclient::PostParams::default(), &lease)
+        .await
+        .expect("created");
+}
+
+#[tokio::test]
+async fn expiry_is_judged_by_the_candidates_clock_not_the_holders_timestamps() {
+    let fx = start().await;
+    // An ancient renewTime: a candidate trusting it would take over at once; by the
+    // observed-time rule it waits a full lease duration from when it first saw the record.
+    foreign_lease(&fx.client, "2000-01-01T00:00:00.000000Z").await;
+    let log = Log::default();
+    let started = Instant::now();
+    let candidate = candidate(&fx.server, "candidate-a", quick(), &log).await;
+    until("the candidate takes the abandoned lease", || {
+        log.leaders().len() == 1
+    })
+    .await;
+    let waited = log.started_at("candidate-a").expect("started") - started;
+    assert!(
+        waited >= Duration::from_secs(1),
+        "took over after {waited:?}, before the 1 s lease ran out by its own clock"
+    );
+    let (holder, transitions) = lease_holder(&fx.client).await;
+    assert_eq!((holder.as_str(), transitions), ("candidate-a", 5));
+    stop_all(vec![candidate]).await;
+}
+
+#[tokio::test]
+async fn a_holder_clock_far_in_the_future_does_not_block_the_others() {
+    let fx = start().await;
+    // A renewTime in 2100 (a holder with a skewed clock that then died): still expires one
+    // lease duration after the candidate saw it.
+    foreign_lease(&fx.client, "2100-01-01T00:00:00.000000Z").await;
+    let log = Log::default();
+    let candidate = candidate(&fx.server, "candidate-b", quick(), &log).await;
+    until("the candidate takes the lease", || log.leaders().len() == 1).await;
+    stop_all(vec![candidate]).await;
+}
