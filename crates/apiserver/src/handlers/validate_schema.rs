@@ -7,6 +7,9 @@
 //! - `enum`; `minimum`/`maximum` (and their `exclusive` flags); `minLength`/`maxLength`;
 //!   `minItems`/`maxItems`.
 //!
+//! With a scale subresource, the replicas at its spec and status paths must be integers
+//! from 0 to 2^31-1 when present (kube-apiserver's `accessor error` causes).
+//!
 //! Not checked: `pattern`, `format`, `multipleOf`, `uniqueItems`, `oneOf`/`anyOf`/`allOf`/
 //! `not`, CEL rules (`x-kubernetes-validations`), list and map types. Unknown fields are
 //! kept, where kube-apiserver prunes them; defaults are not applied. `metadata`,
@@ -47,6 +50,11 @@ pub(crate) fn check_schema(resource: &ResourceDef, object: &Value) -> HandlerRes
             validate(property, value, key, &mut causes);
         }
     }
+    if let Some(scale) = &resource.scale {
+        for path in [&scale.spec_replicas_path, &scale.status_replicas_path] {
+            check_replicas(object, path, &mut causes);
+        }
+    }
     for required in required_of(schema) {
         if !CHECKED_ELSEWHERE.contains(&required) && !fields.contains_key(required) {
             causes.push(StatusCause::new(
@@ -61,6 +69,45 @@ pub(crate) fn check_schema(resource: &ResourceDef, object: &Value) -> HandlerRes
     }
     causes.truncate(MAX_CAUSES);
     Err(super::validate::invalid_object(resource, object, causes))
+}
+
+/// Go's `%v` and `%T` of a decoded JSON value, for kube-apiserver's accessor errors.
+fn go_value_and_type(value: &Value) -> (String, &'static str) {
+    match value {
+        Value::Null => ("<nil>".to_owned(), "<nil>"),
+        Value::Bool(b) => (b.to_string(), "bool"),
+        Value::Number(n) if n.is_i64() || n.is_u64() => (n.to_string(), "int64"),
+        Value::Number(n) => (n.to_string(), "float64"),
+        Value::String(s) => (s.clone(), "string"),
+        Value::Array(_) => (value.to_string(), "[]interface {}"),
+        Value::Object(_) => (value.to_string(), "map[string]interface {}"),
+    }
+}
+
+/// The replicas at a scale path (`.spec.replicas`) must be an int32 when present.
+fn check_replicas(object: &Value, path: &str, causes: &mut Vec<StatusCause>) {
+    let mut value = object;
+    for field in path.trim_start_matches('.').split('.') {
+        match value.get(field) {
+            Some(next) => value = next,
+            None => return,
+        }
+    }
+    let message = match value.as_i64() {
+        Some(n) if n < 0 => format!("Invalid value: {n}: should be a non-negative integer"),
+        Some(n) if n > i64::from(i32::MAX) => format!(
+            "Invalid value: {n}: must be less than or equal to {}",
+            i32::MAX
+        ),
+        Some(_) => return,
+        None => {
+            let (shown, go_type) = go_value_and_type(value);
+            format!(
+                "Invalid value: 0: {path} accessor error: {shown} is of the type {go_type}, expected int64"
+            )
+        }
+    };
+    causes.push(StatusCause::new("FieldValueInvalid", &message, path));
 }
 
 fn required_of(schema: &Value) -> impl Iterator<Item = &str> {
