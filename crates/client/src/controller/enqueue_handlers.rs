@@ -127,3 +127,56 @@ impl<O: Object> ResourceEventHandler<O> for EnqueueMapped<O> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    use k8s_openapi::api::core::v1::Namespace;
+
+    fn owned_by(api_version: &str, kind: &str, controller: bool) -> ReplicaSet {
+        serde_json::from_value(serde_json::json!({"metadata": {
+            "name": "web-1234", "namespace": "prod",
+            "ownerReferences": [{"apiVersion": api_version, "kind": kind, "name": "web", "uid": "u", "controller": controller}]
+        }}))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_owner_key_needs_a_controller_reference_of_the_same_group_and_kind() {
+        type ToDeployment = EnqueueOwner<Deployment>;
+        assert_eq!(
+            ToDeployment::owner_key(&owned_by("apps/v1", "Deployment", true)).as_deref(),
+            Some("prod/web")
+        );
+        // Another version of the same group still names the owner.
+        assert_eq!(
+            ToDeployment::owner_key(&owned_by("apps/v1beta2", "Deployment", true)).as_deref(),
+            Some("prod/web")
+        );
+        assert_eq!(
+            ToDeployment::owner_key(&owned_by("apps/v1", "Deployment", false)),
+            None,
+            "not the controller"
+        );
+        assert_eq!(
+            ToDeployment::owner_key(&owned_by("other.io/v1", "Deployment", true)),
+            None,
+            "another group"
+        );
+        assert_eq!(
+            ToDeployment::owner_key(&owned_by("apps/v1", "StatefulSet", true)),
+            None,
+            "another kind"
+        );
+    }
+
+    #[test]
+    fn a_cluster_scoped_owner_is_keyed_by_name_alone() {
+        let child = owned_by("v1", "Namespace", true);
+        assert_eq!(
+            EnqueueOwner::<Namespace>::owner_key(&child).as_deref(),
+            Some("web")
+        );
+    }
+}

@@ -409,3 +409,53 @@ async fn shutdown_waits_for_the_reconcile_in_flight() {
     assert_eq!(finished.load(Ordering::SeqCst), 1);
     factory.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_watched_type_enqueues_the_keys_its_mapping_function_returns() {
+    use k8s_openapi::api::core::v1::Secret;
+    let fx = start().await;
+    let factory = SharedInformerFactory::new(fx.client.clone());
+    // A Secret labelled `config=<name>` reconciles the ConfigMap of that name.
+    let controller = Controller::<ConfigMap>::builder("mapped", &factory)
+        .watches::<Secret>(|secret| {
+            secret
+                .labels()
+                .get("config")
+                .map(|name| format!("{}/{name}", secret.namespace().unwrap_or_default()))
+                .into_iter()
+                .collect()
+        })
+        .build()
+        .expect("built");
+    factory.start();
+    let seen: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
+    let stop = CancellationToken::new();
+    let record = seen.clone();
+    let run = tokio::spawn(controller.run(
+        move |request: ReconcileRequest<ConfigMap>| {
+            record
+                .lock()
+                .unwrap()
+                .push((request.key, request.object.is_some()));
+            async { Ok::<_, std::io::Error>(Action::done()) }
+        },
+        stop.clone(),
+    ));
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "creds", "namespace": "default", "labels": {"config": "app-settings"}}
+    }))
+    .expect("a Secret");
+    Api::<Secret>::namespaced(fx.client.clone(), "default")
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("created");
+    until("the mapped key is reconciled", || {
+        seen.lock()
+            .unwrap()
+            .contains(&("default/app-settings".to_owned(), false))
+    })
+    .await;
+    stop.cancel();
+    run.await.expect("stopped");
+    factory.shutdown().await;
+}
