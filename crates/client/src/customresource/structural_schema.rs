@@ -82,6 +82,12 @@ pub fn structural_schema<T: JsonSchema>() -> Value {
 
 /// Rewrites a JSON schema in place into a structural one (see the module doc).
 pub fn make_structural(schema: &mut Value) {
+    rewrite(schema, false);
+}
+
+/// `in_junctor`: the node is a branch of `allOf`/`anyOf`/`oneOf`, where structural schemas
+/// allow value validations only (no type, no `x-kubernetes-preserve-unknown-fields`).
+fn rewrite(schema: &mut Value, in_junctor: bool) {
     let Value::Object(node) = schema else {
         // `true` (anything goes) and `false` both become "keep whatever is there".
         *schema = preserve_unknown();
@@ -106,7 +112,7 @@ pub fn make_structural(schema: &mut Value) {
     for key in ["allOf", "anyOf", "oneOf"] {
         if let Some(Value::Array(branches)) = node.get_mut(key) {
             for branch in branches {
-                make_structural(branch);
+                rewrite(branch, true);
             }
         }
     }
@@ -128,7 +134,8 @@ pub fn make_structural(schema: &mut Value) {
             other => make_structural(other),
         }
     }
-    let untyped = !node.contains_key("type")
+    let untyped = !in_junctor
+        && !node.contains_key("type")
         && !node.contains_key("anyOf")
         && !node.contains_key("oneOf")
         && !node.contains_key("allOf")
@@ -170,11 +177,22 @@ fn fold_type_array(node: &mut Map<String, Value>) {
     }
 }
 
+/// `{type: null}`, `{nullable: true}`, `{enum: [null]}` or `{const: null}` (with or
+/// without `nullable`): the "or null" branch of an optional value.
 fn is_null_schema(schema: &Value) -> bool {
-    schema.get("type").is_some_and(|t| t == "null")
-        || schema
-            .as_object()
-            .is_some_and(|o| o.len() == 1 && o.get("nullable") == Some(&Value::Bool(true)))
+    if schema.get("type").is_some_and(|t| t == "null") {
+        return true;
+    }
+    let Some(node) = schema.as_object() else {
+        return false;
+    };
+    let only_null = |key: &str, value: &Value| match key {
+        "nullable" => value == &Value::Bool(true),
+        "enum" => value == &Value::Array(vec![Value::Null]),
+        "const" => value.is_null(),
+        _ => false,
+    };
+    !node.is_empty() && node.iter().all(|(key, value)| only_null(key, value))
 }
 
 /// `anyOf: [S, {type: null}]` -> S merged into the node, `nullable: true`.
@@ -291,6 +309,104 @@ mod tests {
             schema["oneOf"],
             json!([{"required": ["a"]}, {"required": ["b"]}])
         );
+    }
+
+    /// Every node outside a junctor has a type (or keeps unknown fields); no `$ref`, no
+    /// `additionalProperties` beside `properties`, no type inside a junctor.
+    fn assert_structural(schema: &Value, path: &str, in_junctor: bool) {
+        let node = schema
+            .as_object()
+            .unwrap_or_else(|| panic!("{path}: not an object"));
+        assert!(!node.contains_key("$ref"), "{path}: $ref");
+        if in_junctor {
+            assert!(
+                !node.contains_key("type"),
+                "{path}: a type inside a junctor"
+            );
+        } else {
+            assert!(
+                node.contains_key("type")
+                    || node.contains_key("x-kubernetes-preserve-unknown-fields"),
+                "{path}: no type in {schema}"
+            );
+        }
+        assert!(
+            !(node.contains_key("properties") && node.contains_key("additionalProperties")),
+            "{path}: properties and additionalProperties"
+        );
+        if let Some(Value::Object(properties)) = node.get("properties") {
+            for (key, property) in properties {
+                assert_structural(property, &format!("{path}.{key}"), false);
+            }
+        }
+        for key in ["items", "additionalProperties"] {
+            if let Some(child) = node.get(key).filter(|c| c.is_object()) {
+                assert_structural(child, &format!("{path}.{key}"), false);
+            }
+        }
+        for junctor in ["allOf", "anyOf", "oneOf"] {
+            for branch in node
+                .get(junctor)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                assert_structural(branch, &format!("{path}.{junctor}"), true);
+            }
+        }
+    }
+
+    #[test]
+    fn rust_types_of_every_common_shape_become_structural_schemas() {
+        #[derive(schemars::JsonSchema)]
+        #[allow(dead_code)]
+        enum Mode {
+            Fast,
+            Safe,
+        }
+        #[derive(schemars::JsonSchema)]
+        #[allow(dead_code)]
+        enum Source {
+            Git { url: String, branch: Option<String> },
+            Image(String),
+        }
+        #[derive(schemars::JsonSchema)]
+        #[allow(dead_code)]
+        struct Port {
+            port: u16,
+            name: Option<String>,
+        }
+        #[derive(schemars::JsonSchema)]
+        #[allow(dead_code)]
+        struct Spec {
+            replicas: u32,
+            ratio: f64,
+            mode: Mode,
+            source: Option<Source>,
+            ports: Vec<Port>,
+            labels: std::collections::BTreeMap<String, String>,
+            extra: serde_json::Value,
+            nested: Option<Port>,
+        }
+        let schema = structural_schema::<Spec>();
+        assert_structural(&schema, "spec", false);
+        assert_eq!(
+            schema["properties"]["mode"]["enum"],
+            json!(["Fast", "Safe"])
+        );
+        assert_eq!(
+            schema["properties"]["ports"]["items"]["properties"]["port"]["minimum"],
+            0
+        );
+        assert_eq!(
+            schema["properties"]["labels"]["additionalProperties"]["type"],
+            "string"
+        );
+        assert_eq!(
+            schema["properties"]["extra"]["x-kubernetes-preserve-unknown-fields"],
+            true
+        );
+        assert_eq!(schema["properties"]["nested"]["nullable"], true);
     }
 
     #[test]
