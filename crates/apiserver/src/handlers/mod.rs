@@ -2,6 +2,7 @@
 //! per group of verbs.
 
 mod builtin_commands;
+mod event_table;
 mod exec;
 mod logs;
 mod negotiate;

@@ -45,6 +45,9 @@ fn column(name: &str, column_type: &str, format: &str, description: &str, priori
 /// time (`Created At` for built-ins, as upstream's default convertor; `Age` for custom
 /// resources).
 pub(crate) fn column_definitions(resource: &ResourceDef) -> Value {
+    if super::event_table::is_core_event(resource) {
+        return super::event_table::column_definitions();
+    }
     let mut columns = vec![column(
         "Name",
         "string",
@@ -120,6 +123,22 @@ fn age(created: &str) -> String {
 
 /// One row of the table.
 pub(crate) fn row(resource: &ResourceDef, object: &Value, include: IncludeObject) -> Value {
+    let cells = if super::event_table::is_core_event(resource) {
+        super::event_table::cells(object, age)
+    } else {
+        cells(resource, object)
+    };
+    let mut row = json!({"cells": cells});
+    match include {
+        IncludeObject::None => {}
+        IncludeObject::Metadata => row["object"] = partial_object_metadata(object),
+        IncludeObject::Object => row["object"] = object.clone(),
+    }
+    row
+}
+
+/// The cells of a row: the name, the printer columns, the creation time.
+fn cells(resource: &ResourceDef, object: &Value) -> Vec<Value> {
     let metadata = object.get("metadata");
     let name = metadata
         .and_then(|m| m.get("name"))
@@ -145,13 +164,7 @@ pub(crate) fn row(resource: &ResourceDef, object: &Value, include: IncludeObject
     } else {
         Value::String(age(created))
     });
-    let mut row = json!({"cells": cells});
-    match include {
-        IncludeObject::None => {}
-        IncludeObject::Metadata => row["object"] = partial_object_metadata(object),
-        IncludeObject::Object => row["object"] = object.clone(),
-    }
-    row
+    cells
 }
 
 /// A Table of objects with the given list metadata. `with_columns: false` writes
