@@ -15,6 +15,20 @@ pub enum LeaderElectionError {
         /// `namespace/name` of the Lease.
         lock: String,
     },
+    /// [`LeaderElector::check`](super::LeaderElector::check): this candidate still
+    /// believes it leads but has not renewed for longer than the lease plus the tolerance
+    /// (the process is stuck or cut off; a health check should fail so it is restarted).
+    #[error(
+        "the leader election lease {lock} was last renewed {seconds:.1} s ago (lease {lease_seconds} s)"
+    )]
+    LeaseNotRenewed {
+        /// `namespace/name` of the Lease.
+        lock: String,
+        /// Seconds since this candidate last saw its own record change.
+        seconds: f64,
+        /// The lease duration in seconds.
+        lease_seconds: u64,
+    },
     /// A request for the Lease failed (the server's answer or the transport is the cause).
     #[error("lease {lock}: {verb} failed")]
     Lock {

@@ -285,6 +285,41 @@ impl LeaderElector {
             .is_some_and(|r| r.holder_identity == identity)
     }
 
+    /// client-go's `Check` (its healthz adaptor): an error when this candidate believes it
+    /// leads but its lease has not been renewed for longer than the lease duration plus
+    /// `max_tolerable_expired_lease`. Serve it as a health check, so a leader that is stuck
+    /// is restarted.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaderElectionError::LeaseNotRenewed`].
+    pub fn check(&self, max_tolerable_expired_lease: Duration) -> Result<(), LeaderElectionError> {
+        let since = {
+            let observed = crate::sync::lock(&self.observed);
+            let leads = observed
+                .record
+                .as_ref()
+                .is_some_and(|r| r.holder_identity == self.lock.identity());
+            match observed.time {
+                Some(time) if leads => time.elapsed(),
+                _ => return Ok(()),
+            }
+        };
+        if since
+            > self
+                .config
+                .lease_duration
+                .saturating_add(max_tolerable_expired_lease)
+        {
+            return Err(LeaderElectionError::LeaseNotRenewed {
+                lock: self.lock.describe(),
+                seconds: since.as_secs_f64(),
+                lease_seconds: self.config.lease_duration.as_secs(),
+            });
+        }
+        Ok(())
+    }
+
     /// Campaigns until this candidate leads, then leads until it fails to renew within the
     /// renew deadline or `stop` is cancelled. Then it cancels the leading token, waits for
     /// the `on_started_leading` future to end, releases the lock if configured, calls

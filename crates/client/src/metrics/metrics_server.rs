@@ -18,11 +18,15 @@ const MAX_HEAD_BYTES: usize = 8 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
 type ReadyFn = Arc<dyn Fn() -> bool + Send + Sync>;
+type HealthFn = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+type HealthSlot = Arc<std::sync::Mutex<Option<HealthFn>>>;
 
 /// Serves a [`Metrics`] registry and health probes until stopped or dropped:
 ///
 /// - `GET /metrics`: the exposition text;
-/// - `GET /healthz`: `ok` while the process serves;
+/// - `GET /healthz`: `ok` while the process serves and the health check (if one is set
+///   with [`set_health_check`](Self::set_health_check)) passes, 500 with its message
+///   otherwise;
 /// - `GET /readyz`: `ok` once `ready()` says so (e.g. caches synced), 503 before.
 ///
 /// # Examples
@@ -40,6 +44,7 @@ type ReadyFn = Arc<dyn Fn() -> bool + Send + Sync>;
 #[must_use = "dropping the server stops it"]
 pub struct MetricsServer {
     address: SocketAddr,
+    health: HealthSlot,
     stop: CancellationToken,
     task: Option<JoinHandle<()>>,
 }
@@ -59,12 +64,24 @@ impl MetricsServer {
         let address = listener.local_addr()?;
         let stop = CancellationToken::new();
         let ready: ReadyFn = Arc::new(ready);
-        let task = tokio::spawn(accept_loop(listener, metrics, ready, stop.clone()));
+        let health = HealthSlot::default();
+        let probes = Probes {
+            ready,
+            health: health.clone(),
+        };
+        let task = tokio::spawn(accept_loop(listener, metrics, probes, stop.clone()));
         Ok(MetricsServer {
             address,
+            health,
             stop,
             task: Some(task),
         })
+    }
+
+    /// Makes `/healthz` answer 500 with the error while `check` fails, e.g. a leader
+    /// elector's [`check`](crate::leaderelection::LeaderElector::check).
+    pub fn set_health_check(&self, check: impl Fn() -> Result<(), String> + Send + Sync + 'static) {
+        *crate::sync::lock(&self.health) = Some(Arc::new(check));
     }
 
     /// Where it listens.
@@ -95,10 +112,24 @@ impl std::fmt::Debug for MetricsServer {
     }
 }
 
+/// What the probes ask.
+#[derive(Clone)]
+struct Probes {
+    ready: ReadyFn,
+    health: HealthSlot,
+}
+
+impl Probes {
+    fn health(&self) -> Result<(), String> {
+        let check = crate::sync::lock(&self.health).clone();
+        check.map_or(Ok(()), |check| check())
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
     metrics: Arc<Metrics>,
-    ready: ReadyFn,
+    probes: Probes,
     stop: CancellationToken,
 ) {
     loop {
@@ -108,9 +139,9 @@ async fn accept_loop(
         };
         match accepted {
             Ok((stream, _)) => {
-                let (metrics, ready) = (metrics.clone(), ready.clone());
+                let (metrics, probes) = (metrics.clone(), probes.clone());
                 tokio::spawn(async move {
-                    if let Err(err) = answer(stream, &metrics, ready.as_ref()).await {
+                    if let Err(err) = answer(stream, &metrics, &probes).await {
                         tracing::debug!(error = %err, "a metrics connection failed");
                     }
                 });
@@ -124,11 +155,7 @@ async fn accept_loop(
 }
 
 /// Reads the request head (bounded in size and time) and answers one request.
-async fn answer(
-    mut stream: TcpStream,
-    metrics: &Metrics,
-    ready: &(dyn Fn() -> bool + Send + Sync),
-) -> std::io::Result<()> {
+async fn answer(mut stream: TcpStream, metrics: &Metrics, probes: &Probes) -> std::io::Result<()> {
     let mut head = Vec::new();
     let mut buffer = [0_u8; 1024];
     let complete = tokio::time::timeout(HEAD_TIMEOUT, async {
@@ -171,8 +198,15 @@ async fn answer(
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
                 metrics.encode(),
             ),
-            "/healthz" | "/livez" => ("200 OK", "text/plain", "ok".to_owned()),
-            "/readyz" if ready() => ("200 OK", "text/plain", "ok".to_owned()),
+            "/healthz" | "/livez" => match probes.health() {
+                Ok(()) => ("200 OK", "text/plain", "ok".to_owned()),
+                Err(why) => (
+                    "500 Internal Server Error",
+                    "text/plain",
+                    format!("unhealthy: {why}\n"),
+                ),
+            },
+            "/readyz" if (probes.ready)() => ("200 OK", "text/plain", "ok".to_owned()),
             "/readyz" => (
                 "503 Service Unavailable",
                 "text/plain",

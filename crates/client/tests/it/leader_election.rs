@@ -341,3 +341,67 @@ async fn a_holder_clock_far_in_the_future_does_not_block_the_others() {
     until("the candidate takes the lease", || log.leaders().len() == 1).await;
     stop_all(vec![candidate]).await;
 }
+
+#[tokio::test]
+async fn a_leader_cut_off_from_the_server_fails_its_health_check() {
+    use kubeclient::metrics::{Metrics, MetricsServer};
+    let fx = start().await;
+    let mut client_config = config_of(&fx.server);
+    client_config.user_agent = Some("kubeclient-test/lonely".to_owned());
+    let client = Client::new(client_config).await.expect("a client");
+    let log = Log::default();
+    let started = log.clone();
+    let elector = Arc::new(
+        LeaderElector::new(
+            LeaseLock::new(client, "default", LEASE, "lonely"),
+            quick(),
+            LeaderCallbacks::new().on_started_leading(move |lost: CancellationToken| {
+                let log = started.clone();
+                async move {
+                    log.push(Seen::Started("lonely".to_owned()));
+                    lost.cancelled().await;
+                    log.push(Seen::Stopped("lonely".to_owned()));
+                }
+            }),
+        )
+        .expect("valid"),
+    );
+    let server = MetricsServer::start(
+        "127.0.0.1:0".parse().unwrap(),
+        Arc::new(Metrics::new()),
+        || true,
+    )
+    .await
+    .expect("listens");
+    let checked = elector.clone();
+    server.set_health_check(move || checked.check(Duration::ZERO).map_err(|e| e.to_string()));
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let (elector, stop) = (elector.clone(), stop.clone());
+        async move { elector.run(stop).await }
+    });
+    until("leading", || log.leaders().len() == 1).await;
+    assert_eq!(crate::metrics::get(&server, "/healthz").await.0, 200);
+    fx.server
+        .faults()
+        .fail_user_agent("kubeclient-test/lonely", Fault::InternalError);
+    // It stops leading after the renew deadline; the health check fails once the lease
+    // (1 s) has passed without a renewal.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (code, body) = crate::metrics::get(&server, "/healthz").await;
+        if code == 500 {
+            assert!(body.contains("was last renewed"), "{body}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the health check never failed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        log.leaders().is_empty(),
+        "it stopped leading before its health check failed"
+    );
+    stop.cancel();
+    run.await.expect("stopped");
+    server.shutdown().await;
+}

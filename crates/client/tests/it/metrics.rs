@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::support::{config_of, start, until};
 
 /// `GET path` on the metrics server: (status code, body).
-async fn get(server: &MetricsServer, path: &str) -> (u16, String) {
+pub(crate) async fn get(server: &MetricsServer, path: &str) -> (u16, String) {
     let mut stream = tokio::net::TcpStream::connect(server.local_addr())
         .await
         .expect("connects");
