@@ -144,11 +144,18 @@ impl Replica {
             .release_on_cancel(true)
             .name(LEASE)
             .master_status_metric(metrics.leader_election_master_status(LEASE));
-        let elector = LeaderElector::new(
+        let elector = Arc::new(LeaderElector::new(
             LeaseLock::new(client, NAMESPACE, LEASE, id),
             election_config,
             callbacks,
-        )?;
+        )?);
+        // /healthz fails when this replica believes it leads but stopped renewing.
+        let checked = elector.clone();
+        metrics_server.set_health_check(move || {
+            checked
+                .check(Duration::from_secs(2))
+                .map_err(|err| err.to_string())
+        });
         let stop = CancellationToken::new();
         let election = tokio::spawn({
             let stop = stop.clone();
