@@ -51,6 +51,22 @@ impl Action {
 ///
 /// Workers read the cache, never the server: `object` is what the informer has seen,
 /// which may be behind the server (client-go's listers have the same rule).
+///
+/// # Examples
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kubeclient::controller::{Action, ReconcileRequest};
+///
+/// async fn reconcile(request: ReconcileRequest<ConfigMap>) -> Result<Action, kubeclient::Error> {
+///     let Some(config_map) = request.object else {
+///         return Ok(Action::done()); // deleted
+///     };
+///     println!("{} has {} keys", request.key, config_map.data.as_ref().map_or(0, |d| d.len()));
+///     Ok(Action::done())
+/// }
+/// # drop(reconcile);
+/// ```
 #[derive(Debug)]
 #[doc(alias = "Request")]
 pub struct ReconcileRequest<K> {

@@ -37,6 +37,19 @@ pub enum CrdError {
 /// Creates `crd`, or replaces the spec of the one already there, then waits (up to
 /// `timeout`) until its `Established` condition is true.
 ///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use kubeclient::customresource::{CustomResourceExt, install_crd};
+/// # #[derive(kubeclient::CustomResource, Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// # #[kubeclient(group = "example.kubeclient.dev", version = "v1", kind = "Widget", namespaced)]
+/// # struct WidgetSpec { size: i32 }
+/// # async fn run(client: kubeclient::Client) -> Result<(), kubeclient::customresource::CrdError> {
+/// install_crd(&client, &Widget::crd(), Duration::from_secs(30)).await?;
+/// # Ok(()) }
+/// ```
+///
 /// # Errors
 ///
 /// [`CrdError`].

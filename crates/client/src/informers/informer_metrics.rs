@@ -12,6 +12,20 @@ use crate::rest::{DecodeOptions, SharedList};
 use crate::workqueue::CounterMetric;
 
 /// Creates the metrics of one informer, named by its resource (`apps/v1, Resource=deployments`).
+/// [`Metrics`](crate::metrics::Metrics) implements it.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use kubeclient::informers::SharedInformerFactory;
+/// use kubeclient::metrics::Metrics;
+/// # fn run(client: kubeclient::Client) {
+/// let metrics = Arc::new(Metrics::new());
+/// let factory = SharedInformerFactory::new(client).metrics_provider(metrics.clone());
+/// # drop(factory);
+/// # }
+/// ```
 pub trait InformerMetricsProvider: Send + Sync {
     /// Counts list requests (one per page).
     fn new_lists_metric(&self, name: &str) -> Arc<dyn CounterMetric>;

@@ -154,6 +154,21 @@ type NewLeaderFn = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// What to do on leadership changes (client-go's `LeaderCallbacks`). Keep
 /// `on_stopped_leading` and `on_new_leader` quick: they run on the elector's task.
+///
+/// # Examples
+///
+/// ```
+/// use kubeclient::leaderelection::LeaderCallbacks;
+///
+/// let callbacks = LeaderCallbacks::new()
+///     .on_started_leading(|lost| async move {
+///         // reconcile until leadership is lost
+///         lost.cancelled().await;
+///     })
+///     .on_stopped_leading(|| println!("no longer leading"))
+///     .on_new_leader(|identity| println!("{identity} leads"));
+/// # drop(callbacks);
+/// ```
 #[derive(Clone, Default)]
 pub struct LeaderCallbacks {
     on_started_leading: Option<StartedFn>,

@@ -13,6 +13,13 @@ use super::event_broadcaster::Shared;
 const MAX_NAME_LENGTH: usize = 253;
 
 /// The two event types Kubernetes knows.
+///
+/// # Examples
+///
+/// ```
+/// use kubeclient::record::EventType;
+/// assert_eq!(EventType::Warning.as_str(), "Warning");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventType {
     /// Something expected happened (`Normal`).
