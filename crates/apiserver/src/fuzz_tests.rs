@@ -29,10 +29,14 @@ fn state() -> Arc<State> {
             token: None,
             server_address: "127.0.0.1:1".to_owned(),
             bookmark_interval: Duration::from_secs(60),
+            kubernetes_minor_version: 37,
             admin_enabled: true,
             limits: Limits::default(),
         },
         sessions: Default::default(),
+        // No controller task runs here: wake-ups are only recorded.
+        controllers: crate::controllers::Controllers::new(true),
+        tokens: Default::default(),
     })
 }
 

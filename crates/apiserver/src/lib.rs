@@ -23,6 +23,9 @@
 //! # Ok(()) }
 //! ```
 
+mod authentication;
+mod bootstrap;
+mod controllers;
 pub mod faults;
 mod handlers;
 mod patch;
@@ -41,7 +44,7 @@ mod fuzz_tests;
 
 pub use faults::{Fault, Faults, MAX_FAULT_COUNT};
 pub use pod_logs::PodLogs;
-pub use server::{ApiServer, ApiServerBuilder, StartError};
+pub use server::{ApiServer, ApiServerBuilder, DEFAULT_KUBERNETES_MINOR_VERSION, StartError};
 pub use state::Limits;
 pub use storage::WatcherLimits;
 pub use tls::{CertificatePair, TlsError};

@@ -12,23 +12,21 @@ use std::time::Duration;
 use base64::Engine as _;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::controllers::Controllers;
 use crate::faults::Faults;
 use crate::handlers;
 use crate::pod_logs::PodLogs;
 use crate::registry::Registry;
 use crate::sessions::Sessions;
 use crate::state::{Config, Limits, State};
-use crate::storage::{Store, WatcherLimits, Write};
+use crate::storage::{Store, WatcherLimits};
 use crate::tls::{CertificatePair, TlsError, TlsMaterial};
 
 /// The namespaces every cluster starts with.
-const INITIAL_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
-
 /// Options for [`ApiServer`]; see each setter for its default.
 ///
 /// # Examples
@@ -54,7 +52,12 @@ pub struct ApiServerBuilder {
     limits: Limits,
     legacy_remote_command: bool,
     initial_revision: u64,
+    garbage_collector: bool,
+    kubernetes_minor_version: u32,
 }
+
+/// The minor version `/version` reports by default (`v1.37.0`).
+pub const DEFAULT_KUBERNETES_MINOR_VERSION: u32 = 37;
 
 impl Default for ApiServerBuilder {
     fn default() -> Self {
@@ -68,6 +71,8 @@ impl Default for ApiServerBuilder {
             limits: Limits::default(),
             legacy_remote_command: false,
             initial_revision: 0,
+            garbage_collector: true,
+            kubernetes_minor_version: DEFAULT_KUBERNETES_MINOR_VERSION,
         }
     }
 }
@@ -166,6 +171,47 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Run the garbage collector (default on), as kube-controller-manager does: objects
+    /// whose owners (`metadata.ownerReferences`, by uid) are all gone are deleted, and
+    /// `propagationPolicy` `Foreground` and `Orphan` deletes are finished. Turn it off to
+    /// store objects whose owners the server never holds (a benchmark's Pods owned by
+    /// ReplicaSets it does not create) without having them collected.
+    ///
+    /// ```
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kubeclient_apiserver::ApiServer::builder()
+    ///     .garbage_collector(false)
+    ///     .start()
+    ///     .await?;
+    /// # server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn garbage_collector(mut self, enabled: bool) -> Self {
+        self.garbage_collector = enabled;
+        self
+    }
+
+    /// The Kubernetes version `/version` reports, as its minor number (`1.<minor>`);
+    /// default 37, the API the server's types come from. kubectl warns (`kubectl version`)
+    /// when the server is more than one minor version away from it: match your kubectl
+    /// to silence that (`kubeclient serve --kubernetes-version 1.33`).
+    ///
+    /// ```
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kubeclient_apiserver::ApiServer::builder()
+    ///     .kubernetes_minor_version(33)
+    ///     .start()
+    ///     .await?;
+    /// # server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn kubernetes_minor_version(mut self, minor: u32) -> Self {
+        self.kubernetes_minor_version = minor;
+        self
+    }
+
     /// Binds the port and starts serving.
     ///
     /// # Errors
@@ -208,6 +254,7 @@ impl ApiServerBuilder {
                 token: self.token.clone(),
                 server_address: local.to_string(),
                 bookmark_interval: self.bookmark_interval,
+                kubernetes_minor_version: self.kubernetes_minor_version,
                 admin_enabled: self.admin,
                 limits: self.limits,
             },
@@ -216,12 +263,15 @@ impl ApiServerBuilder {
             } else {
                 Sessions::default()
             },
+            controllers: Controllers::new(self.garbage_collector),
+            tokens: Default::default(),
         });
-        create_initial_namespaces(&state.store);
+        crate::bootstrap::create(&state.store, local);
         let (stop, stopped) = watch::channel(false);
         let acceptor = tls
             .as_ref()
             .map(|t| tokio_rustls::TlsAcceptor::from(t.server_config.clone()));
+        tokio::spawn(crate::controllers::run(state.clone(), stopped.clone()));
         let task = tokio::spawn(accept_loop(listener, state.clone(), acceptor, stopped));
         tracing::info!(%url, "API server listening");
         Ok(ApiServer {
@@ -233,23 +283,6 @@ impl ApiServerBuilder {
             stop,
             task,
         })
-    }
-}
-
-fn create_initial_namespaces(store: &Store) {
-    let namespaces = kubeclient_machinery::GroupResource::new("", "namespaces");
-    let created = handlers::now_rfc3339();
-    for name in INITIAL_NAMESPACES {
-        let namespace = json!({
-            "kind": "Namespace", "apiVersion": "v1",
-            "metadata": {"name": name, "uid": uuid::Uuid::new_v4().to_string(), "creationTimestamp": created,
-                         "labels": {"kubernetes.io/metadata.name": name}},
-            "spec": {"finalizers": ["kubernetes"]},
-            "status": {"phase": "Active"},
-        });
-        let _ = store.write(&namespaces, name, |_| {
-            Ok::<_, Infallible>(Write::Create(namespace))
-        });
     }
 }
 

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::authentication::TokenRegistry;
+use crate::controllers::Controllers;
 use crate::faults::Faults;
 use crate::registry::Registry;
 use crate::sessions::Sessions;
@@ -53,6 +55,8 @@ pub(crate) struct Config {
     pub server_address: String,
     /// How often watches with `allowWatchBookmarks` get a bookmark.
     pub bookmark_interval: Duration,
+    /// The minor version `/version` reports (`1.<minor>`).
+    pub kubernetes_minor_version: u32,
     /// Whether the `/_kubeclient/` fault admin paths are served.
     pub admin_enabled: bool,
     /// Resource limits.
@@ -72,4 +76,8 @@ pub(crate) struct State {
     pub config: Config,
     /// Pod logs and the streaming sessions' shutdown signal.
     pub sessions: Sessions,
+    /// The garbage collector and namespace controller's switch and wake-up signal.
+    pub controllers: Controllers,
+    /// The ServiceAccount tokens issued by `TokenRequest`.
+    pub tokens: TokenRegistry,
 }

@@ -111,7 +111,12 @@ async fn api_server() {
     println!();
     println!("### Embedded API server");
     println!();
-    let Ok(server) = ApiServer::builder().history_window(200_000).start().await else {
+    let Ok(server) = ApiServer::builder()
+        .history_window(200_000)
+        .garbage_collector(false)
+        .start()
+        .await
+    else {
         println!("the embedded server did not start");
         return;
     };

@@ -135,9 +135,15 @@ async fn sync(ctx: &Context, installation: &Installation) -> Result<String, Reco
             .filter(|f| *f != FINALIZER)
             .collect();
         let patch = json!({"metadata": {"finalizers": rest, "resourceVersion": installation.resource_version()}});
-        installations
+        match installations
             .patch(name, &PatchParams::default(), &Patch::Merge(patch))
-            .await?;
+            .await
+        {
+            Ok(_) => {}
+            // A stale cache: the finalizer was removed already and the object is gone.
+            Err(err) if err.api().is_some_and(|e| e.is_not_found()) => {}
+            Err(err) => return Err(err.into()),
+        }
         return Ok(format!("Service {name} deleted with its Installation"));
     }
     if !installation.finalizers().iter().any(|f| f == FINALIZER) {

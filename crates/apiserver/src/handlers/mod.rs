@@ -2,14 +2,15 @@
 //! per group of verbs.
 
 mod builtin_commands;
-mod event_table;
 mod exec;
+mod field_validation;
 mod logs;
 mod negotiate;
 mod object;
 mod pod_target;
 mod port_forward;
 mod port_forward_spdy;
+mod printers;
 mod query;
 mod read;
 mod response;
@@ -22,6 +23,11 @@ mod watch;
 mod websocket;
 mod write;
 
+pub(crate) use object::{metadata_mut, store_key};
+pub(crate) use write::{
+    DeleteOptions, Deleted, after_removal, delete_object, finalized, finalizers,
+};
+
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -31,8 +37,9 @@ use http_body_util::{BodyExt, Limited};
 use kubeclient_machinery::{Status, StatusReason};
 use serde_json::json;
 
+use crate::authentication::{self, UserInfo};
 use crate::faults::Fault;
-use crate::registry::{ResourceDef, discovery, openapi};
+use crate::registry::{ResourceDef, Special, discovery, openapi};
 use crate::state::State;
 pub(crate) use response::Body;
 
@@ -53,13 +60,15 @@ pub(crate) struct Call {
     pub content_type: String,
     pub user_agent: String,
     pub body: Bytes,
+    /// Who sent the request.
+    pub user: UserInfo,
 }
 
 /// Serves one request. `client_certificate_verified` is true when TLS verified a client
 /// certificate against the server's CA.
 pub(crate) async fn handle<B>(
     state: Arc<State>,
-    request: Request<B>,
+    mut request: Request<B>,
     client_certificate_verified: bool,
 ) -> Response<Body>
 where
@@ -73,18 +82,25 @@ where
         tracing::debug!(method = %request.method(), uri = %redacted_uri(request.uri()), "request");
     }
     let public = matches!(route, Route::Health | Route::Version);
-    if let Some(token) = &state.config.token
-        && !public
-        && !client_certificate_verified
-    {
-        let presented = request
-            .headers()
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if presented != Some(token.as_str()) {
+    let bearer = request
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let user = authentication::authenticate(
+        state.config.token.as_deref(),
+        &state.tokens,
+        bearer,
+        client_certificate_verified,
+    );
+    match user {
+        Some(user) => {
+            request.extensions_mut().insert(user);
+        }
+        None if !public => {
             return status_response(&Status::failure(StatusReason::Unauthorized, "Unauthorized"));
         }
+        None => {}
     }
     let registry = &state.registry;
     match route {
@@ -95,7 +111,8 @@ where
         Route::Version => json(
             StatusCode::OK,
             &json!({
-                "major": "1", "minor": "37", "gitVersion": "v1.37.0-kubeclient", "gitCommit": "0000000000000000000000000000000000000000",
+                "major": "1", "minor": state.config.kubernetes_minor_version.to_string(),
+                "gitVersion": format!("v1.{}.0-kubeclient", state.config.kubernetes_minor_version), "gitCommit": "0000000000000000000000000000000000000000",
                 "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.0", "compiler": "gc",
                 "platform": format!("{}/{}", std::env::consts::OS, if cfg!(target_arch = "x86_64") { "amd64" } else { std::env::consts::ARCH }),
             }),
@@ -375,6 +392,11 @@ where
     let accept = header(http::header::ACCEPT);
     let content_type = header(CONTENT_TYPE).unwrap_or_default();
     let user_agent = header(USER_AGENT).unwrap_or_default();
+    let user = request
+        .extensions()
+        .get::<UserInfo>()
+        .cloned()
+        .unwrap_or_else(UserInfo::admin);
     let method = request.method().clone();
     let limit = state.config.limits.max_request_body_bytes;
     let too_large = || {
@@ -411,7 +433,14 @@ where
         content_type,
         user_agent,
         body,
+        user,
     };
+    if call.resource.special == Special::Review && method != Method::POST {
+        return Err(status_response(&Status::failure(
+            StatusReason::MethodNotAllowed,
+            "the server does not allow this method on the requested resource",
+        )));
+    }
     let has_name = call.path.name.is_some();
     let writer: fn(&Call) -> HandlerResult<Response<Body>> = match (method, has_name) {
         (Method::GET | Method::HEAD, _) if is_watch => {
@@ -423,7 +452,14 @@ where
         (Method::GET | Method::HEAD, false) => {
             return read::list(&call).await.map_err(|s| status_response(&s));
         }
+        (Method::POST, _) if call.resource.special == Special::Review => write::review,
         (Method::POST, false) => write::create,
+        (Method::POST, true) if call.path.subresource.as_deref() == Some("token") => {
+            write::token_request
+        }
+        (Method::POST, true) if call.path.subresource.as_deref() == Some("eviction") => {
+            write::evict
+        }
         (Method::PUT, true) => write::update,
         (Method::PATCH, true) => write::patch,
         (Method::DELETE, true) => write::delete,
@@ -452,9 +488,10 @@ fn serves_subresource(resource: &ResourceDef, subresource: &str) -> bool {
     match subresource {
         "status" => resource.status_subresource,
         "scale" => resource.scale.is_some(),
-        "log" | "exec" | "attach" | "portforward" => {
+        "log" | "exec" | "attach" | "portforward" | "eviction" | "ephemeralcontainers" => {
             resource.group.is_empty() && resource.plural == "pods"
         }
+        "token" => resource.group.is_empty() && resource.plural == "serviceaccounts",
         _ => false,
     }
 }

@@ -302,7 +302,7 @@ fn list_response(
         Output::Json => {
             let resource = &call.resource;
             let mut body = BytesMut::with_capacity(
-                128 + items.iter().map(|o| o.bytes.len() + 1).sum::<usize>(),
+                129 + items.iter().map(|o| o.bytes.len() + 1).sum::<usize>(),
             );
             body.put_slice(
                 format!(
@@ -319,7 +319,7 @@ fn list_response(
                 }
                 body.put_slice(&object.bytes);
             }
-            body.put_slice(b"]}");
+            body.put_slice(b"]}\n");
             json_bytes(StatusCode::OK, body.freeze())
         }
         Output::PartialObjectMetadataList | Output::PartialObjectMetadata => {

@@ -1,6 +1,7 @@
 //! Response building: JSON bodies, Status errors (with `Retry-After`), plain text, and
 //! streaming bodies for watches.
 
+use crate::storage::TypeMetaFirst;
 use std::convert::Infallible;
 
 use bytes::Bytes;
@@ -49,12 +50,36 @@ pub(crate) fn with_body(
 
 /// A JSON response from bytes already encoded.
 pub(crate) fn json_bytes(status: StatusCode, bytes: impl Into<Bytes>) -> Response<Body> {
-    with_body(status, "application/json", full(bytes))
+    let bytes: Bytes = bytes.into();
+    // kube-apiserver's JSON encoder ends every body with a newline.
+    let body = if bytes.ends_with(b"\n") {
+        bytes
+    } else {
+        let mut terminated = Vec::with_capacity(bytes.len() + 1);
+        terminated.extend_from_slice(&bytes);
+        terminated.push(b'\n');
+        Bytes::from(terminated)
+    };
+    with_body(status, "application/json", full(body))
 }
 
-/// A JSON response from a value.
+/// Adds a `Warning: 299 - "<text>"` header per warning (RFC 7234 warn-code 299, as the
+/// API server sends them; kubectl prints each as `Warning: <text>`).
+pub(crate) fn with_warnings(mut response: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for warning in warnings {
+        if let Ok(value) = HeaderValue::from_str(&format!("299 - {warning:?}")) {
+            response.headers_mut().append(http::header::WARNING, value);
+        }
+    }
+    response
+}
+
+/// A JSON response from a value, with `kind` and `apiVersion` first as kube-apiserver
+/// writes them.
 pub(crate) fn json<T: Serialize>(status: StatusCode, value: &T) -> Response<Body> {
-    match serde_json::to_vec(value) {
+    let encoded =
+        serde_json::to_value(value).and_then(|value| serde_json::to_vec(&TypeMetaFirst(&value)));
+    match encoded {
         Ok(bytes) => json_bytes(status, bytes),
         Err(err) => status_response(&Status::internal_error(&err.to_string())),
     }

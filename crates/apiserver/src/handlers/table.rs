@@ -1,8 +1,8 @@
 //! Table and PartialObjectMetadata representations (apiserver-semantics §8.4, §8.5).
 
-use jiff::Timestamp;
 use serde_json::{Value, json};
 
+use super::printers::{self, human_age as age};
 use crate::registry::ResourceDef;
 
 /// What a Table row carries as its `object` (`includeObject`).
@@ -45,16 +45,12 @@ fn column(name: &str, column_type: &str, format: &str, description: &str, priori
 /// time (`Created At` for built-ins, as upstream's default convertor; `Age` for custom
 /// resources).
 pub(crate) fn column_definitions(resource: &ResourceDef) -> Value {
-    if super::event_table::is_core_event(resource) {
-        return super::event_table::column_definitions();
+    if resource.builtin
+        && let Some(columns) = printers::column_definitions(&resource.group, &resource.kind)
+    {
+        return Value::Array(columns);
     }
-    let mut columns = vec![column(
-        "Name",
-        "string",
-        "name",
-        "Name must be unique within a namespace. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
-        0,
-    )];
+    let mut columns = vec![printers::name_column(0)];
     for printer in &resource.printer_columns {
         columns.push(column(
             &printer.name,
@@ -104,41 +100,8 @@ fn json_path<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
     Some(current)
 }
 
-/// How long ago an RFC 3339 time was, the way kubectl prints ages (`45s`, `5m`, `3h`, `2d`).
-fn age(created: &str) -> String {
-    let Ok(created) = created.parse::<Timestamp>() else {
-        return "<unknown>".to_owned();
-    };
-    let seconds = Timestamp::now()
-        .as_second()
-        .saturating_sub(created.as_second())
-        .max(0);
-    match seconds {
-        0..120 => format!("{seconds}s"),
-        120..7200 => format!("{}m", seconds / 60),
-        7200..172_800 => format!("{}h", seconds / 3600),
-        _ => format!("{}d", seconds / 86_400),
-    }
-}
-
 /// One row of the table.
 pub(crate) fn row(resource: &ResourceDef, object: &Value, include: IncludeObject) -> Value {
-    let cells = if super::event_table::is_core_event(resource) {
-        super::event_table::cells(object, age)
-    } else {
-        cells(resource, object)
-    };
-    let mut row = json!({"cells": cells});
-    match include {
-        IncludeObject::None => {}
-        IncludeObject::Metadata => row["object"] = partial_object_metadata(object),
-        IncludeObject::Object => row["object"] = object.clone(),
-    }
-    row
-}
-
-/// The cells of a row: the name, the printer columns, the creation time.
-fn cells(resource: &ResourceDef, object: &Value) -> Vec<Value> {
     let metadata = object.get("metadata");
     let name = metadata
         .and_then(|m| m.get("name"))
@@ -148,6 +111,21 @@ fn cells(resource: &ResourceDef, object: &Value) -> Vec<Value> {
         .and_then(|m| m.get("creationTimestamp"))
         .and_then(Value::as_str)
         .unwrap_or("");
+    let builtin_cells = resource
+        .builtin
+        .then(|| printers::cells(&resource.group, &resource.kind, object))
+        .flatten();
+    let mut row = json!({"cells": builtin_cells.unwrap_or_else(|| default_cells(resource, object, name, created))});
+    match include {
+        IncludeObject::None => {}
+        IncludeObject::Metadata => row["object"] = partial_object_metadata(object),
+        IncludeObject::Object => row["object"] = object.clone(),
+    }
+    row
+}
+
+/// The cells of the default table: name, custom printer columns, creation time.
+fn default_cells(resource: &ResourceDef, object: &Value, name: Value, created: &str) -> Vec<Value> {
     let mut cells = vec![name];
     for printer in &resource.printer_columns {
         let cell = json_path(object, &printer.json_path)
@@ -228,7 +206,7 @@ mod tests {
         let object = json!({"spec": {"items": [{"v": 3}]}});
         assert_eq!(json_path(&object, ".spec.items[0].v"), Some(&json!(3)));
         assert_eq!(json_path(&object, ".spec.missing"), None);
-        assert!(age("2000-01-01T00:00:00Z").ends_with('d'));
+        assert!(age("2000-01-01T00:00:00Z").ends_with('y'));
         assert_eq!(age("garbage"), "<unknown>");
     }
 }

@@ -92,11 +92,9 @@ pub(crate) fn check_decodes(resource: &ResourceDef, object: &Value) -> HandlerRe
     let result = if resource.builtin {
         decode_builtin(&resource.group, &resource.kind, object).or_else(|err| {
             // Quantities given as numbers are valid; retry with them as strings.
-            let mut relaxed = object.clone();
-            if stringify_quantities(&mut relaxed, false) {
-                decode_builtin(&resource.group, &resource.kind, &relaxed)
-            } else {
-                Err(err)
+            match relaxed_quantities(object) {
+                Some(relaxed) => decode_builtin(&resource.group, &resource.kind, &relaxed),
+                None => Err(err),
             }
         })
     } else {
@@ -133,64 +131,92 @@ pub(crate) fn check_decodes(resource: &ResourceDef, object: &Value) -> HandlerRe
     ))))
 }
 
-/// Decodes into the `k8s-openapi` type of a built-in kind (unknown kinds pass).
-fn decode_builtin(group: &str, kind: &str, object: &Value) -> Result<(), serde_json::Error> {
+/// Something done with the `k8s-openapi` type of a built-in kind: see [`builtin_type`].
+pub(super) trait WithType {
+    /// What it gives.
+    type Output;
+    /// Does it with type `T`.
+    fn decode<T: serde::de::DeserializeOwned>(self) -> Self::Output;
+}
+
+/// Runs `decoder` with the `k8s-openapi` type of a built-in kind; `None` for kinds
+/// without one here.
+pub(super) fn builtin_type<D: WithType>(group: &str, kind: &str, decoder: D) -> Option<D::Output> {
     use k8s_openapi::api::{
         apps, autoscaling, batch, coordination, core, discovery, networking, policy, rbac,
         scheduling, storage,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 
-    fn decode<T: for<'de> Deserialize<'de>>(object: &Value) -> Result<(), serde_json::Error> {
-        T::deserialize(object).map(drop)
-    }
-    match (group, kind) {
-        ("", "Namespace") => decode::<core::v1::Namespace>(object),
-        ("", "Pod") => decode::<core::v1::Pod>(object),
-        ("", "PodTemplate") => decode::<core::v1::PodTemplate>(object),
-        ("", "Service") => decode::<core::v1::Service>(object),
-        ("", "Endpoints") => decode::<core::v1::Endpoints>(object),
-        ("", "ConfigMap") => decode::<core::v1::ConfigMap>(object),
-        ("", "Secret") => decode::<core::v1::Secret>(object),
-        ("", "Event") => decode::<core::v1::Event>(object),
-        ("", "ServiceAccount") => decode::<core::v1::ServiceAccount>(object),
-        ("", "Node") => decode::<core::v1::Node>(object),
-        ("", "PersistentVolumeClaim") => decode::<core::v1::PersistentVolumeClaim>(object),
-        ("", "PersistentVolume") => decode::<core::v1::PersistentVolume>(object),
-        ("", "ReplicationController") => decode::<core::v1::ReplicationController>(object),
-        ("", "ResourceQuota") => decode::<core::v1::ResourceQuota>(object),
-        ("", "LimitRange") => decode::<core::v1::LimitRange>(object),
-        ("apps", "Deployment") => decode::<apps::v1::Deployment>(object),
-        ("apps", "ReplicaSet") => decode::<apps::v1::ReplicaSet>(object),
-        ("apps", "StatefulSet") => decode::<apps::v1::StatefulSet>(object),
-        ("apps", "DaemonSet") => decode::<apps::v1::DaemonSet>(object),
-        ("apps", "ControllerRevision") => decode::<apps::v1::ControllerRevision>(object),
-        ("batch", "Job") => decode::<batch::v1::Job>(object),
-        ("batch", "CronJob") => decode::<batch::v1::CronJob>(object),
-        ("coordination.k8s.io", "Lease") => decode::<coordination::v1::Lease>(object),
-        ("rbac.authorization.k8s.io", "Role") => decode::<rbac::v1::Role>(object),
-        ("rbac.authorization.k8s.io", "RoleBinding") => decode::<rbac::v1::RoleBinding>(object),
-        ("rbac.authorization.k8s.io", "ClusterRole") => decode::<rbac::v1::ClusterRole>(object),
+    Some(match (group, kind) {
+        ("", "Namespace") => decoder.decode::<core::v1::Namespace>(),
+        ("", "Pod") => decoder.decode::<core::v1::Pod>(),
+        ("", "PodTemplate") => decoder.decode::<core::v1::PodTemplate>(),
+        ("", "Service") => decoder.decode::<core::v1::Service>(),
+        ("", "Endpoints") => decoder.decode::<core::v1::Endpoints>(),
+        ("", "ConfigMap") => decoder.decode::<core::v1::ConfigMap>(),
+        ("", "Secret") => decoder.decode::<core::v1::Secret>(),
+        ("", "Event") => decoder.decode::<core::v1::Event>(),
+        ("", "ServiceAccount") => decoder.decode::<core::v1::ServiceAccount>(),
+        ("", "Node") => decoder.decode::<core::v1::Node>(),
+        ("", "PersistentVolumeClaim") => decoder.decode::<core::v1::PersistentVolumeClaim>(),
+        ("", "PersistentVolume") => decoder.decode::<core::v1::PersistentVolume>(),
+        ("", "ReplicationController") => decoder.decode::<core::v1::ReplicationController>(),
+        ("", "ResourceQuota") => decoder.decode::<core::v1::ResourceQuota>(),
+        ("", "LimitRange") => decoder.decode::<core::v1::LimitRange>(),
+        ("apps", "Deployment") => decoder.decode::<apps::v1::Deployment>(),
+        ("apps", "ReplicaSet") => decoder.decode::<apps::v1::ReplicaSet>(),
+        ("apps", "StatefulSet") => decoder.decode::<apps::v1::StatefulSet>(),
+        ("apps", "DaemonSet") => decoder.decode::<apps::v1::DaemonSet>(),
+        ("apps", "ControllerRevision") => decoder.decode::<apps::v1::ControllerRevision>(),
+        ("batch", "Job") => decoder.decode::<batch::v1::Job>(),
+        ("batch", "CronJob") => decoder.decode::<batch::v1::CronJob>(),
+        ("coordination.k8s.io", "Lease") => decoder.decode::<coordination::v1::Lease>(),
+        ("rbac.authorization.k8s.io", "Role") => decoder.decode::<rbac::v1::Role>(),
+        ("rbac.authorization.k8s.io", "RoleBinding") => decoder.decode::<rbac::v1::RoleBinding>(),
+        ("rbac.authorization.k8s.io", "ClusterRole") => decoder.decode::<rbac::v1::ClusterRole>(),
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
-            decode::<rbac::v1::ClusterRoleBinding>(object)
+            decoder.decode::<rbac::v1::ClusterRoleBinding>()
         }
-        ("networking.k8s.io", "Ingress") => decode::<networking::v1::Ingress>(object),
-        ("networking.k8s.io", "NetworkPolicy") => decode::<networking::v1::NetworkPolicy>(object),
-        ("policy", "PodDisruptionBudget") => decode::<policy::v1::PodDisruptionBudget>(object),
+        ("networking.k8s.io", "Ingress") => decoder.decode::<networking::v1::Ingress>(),
+        ("networking.k8s.io", "NetworkPolicy") => decoder.decode::<networking::v1::NetworkPolicy>(),
+        ("policy", "PodDisruptionBudget") => decoder.decode::<policy::v1::PodDisruptionBudget>(),
         ("autoscaling", "HorizontalPodAutoscaler") => {
-            decode::<autoscaling::v2::HorizontalPodAutoscaler>(object)
+            decoder.decode::<autoscaling::v2::HorizontalPodAutoscaler>()
         }
-        ("storage.k8s.io", "StorageClass") => decode::<storage::v1::StorageClass>(object),
-        ("scheduling.k8s.io", "PriorityClass") => decode::<scheduling::v1::PriorityClass>(object),
-        ("discovery.k8s.io", "EndpointSlice") => decode::<discovery::v1::EndpointSlice>(object),
+        ("storage.k8s.io", "StorageClass") => decoder.decode::<storage::v1::StorageClass>(),
+        ("scheduling.k8s.io", "PriorityClass") => decoder.decode::<scheduling::v1::PriorityClass>(),
+        ("discovery.k8s.io", "EndpointSlice") => decoder.decode::<discovery::v1::EndpointSlice>(),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            decode::<apiextensions::v1::CustomResourceDefinition>(object)
+            decoder.decode::<apiextensions::v1::CustomResourceDefinition>()
         }
-        _ => match object.get("metadata") {
-            Some(metadata) => ObjectMeta::deserialize(metadata).map(drop),
-            None => Ok(()),
-        },
+        _ => return None,
+    })
+}
+
+/// Decodes `object` into a type.
+struct Decode<'a>(&'a Value);
+
+impl WithType for Decode<'_> {
+    type Output = Result<(), serde_json::Error>;
+
+    fn decode<T: serde::de::DeserializeOwned>(self) -> Self::Output {
+        T::deserialize(self.0).map(drop)
     }
+}
+
+/// Decodes into the `k8s-openapi` type of a built-in kind (other kinds: their metadata).
+fn decode_builtin(group: &str, kind: &str, object: &Value) -> Result<(), serde_json::Error> {
+    builtin_type(group, kind, Decode(object)).unwrap_or_else(|| match object.get("metadata") {
+        Some(metadata) => ObjectMeta::deserialize(metadata).map(drop),
+        None => Ok(()),
+    })
+}
+
+/// `object` with numbers under quantity-valued fields made strings, if it has any.
+pub(super) fn relaxed_quantities(object: &Value) -> Option<Value> {
+    let mut relaxed = object.clone();
+    stringify_quantities(&mut relaxed, false).then_some(relaxed)
 }
 
 /// Turns numbers under quantity-valued fields into strings; returns whether any changed.

@@ -416,6 +416,60 @@ const BUILTINS: &[Row] = &[
         Special::None,
     ),
     (
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        &[],
+        CLUSTER,
+        Special::Review,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        &[],
+        CLUSTER,
+        Special::Review,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "subjectaccessreviews",
+        "SubjectAccessReview",
+        &[],
+        CLUSTER,
+        Special::Review,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "localsubjectaccessreviews",
+        "LocalSubjectAccessReview",
+        &[],
+        NS,
+        Special::Review,
+    ),
+    (
+        "authentication.k8s.io",
+        "v1",
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        &[],
+        CLUSTER,
+        Special::Review,
+    ),
+    (
+        "authentication.k8s.io",
+        "v1",
+        "tokenreviews",
+        "TokenReview",
+        &[],
+        CLUSTER,
+        Special::Review,
+    ),
+    (
         "apiextensions.k8s.io",
         "v1",
         "customresourcedefinitions",
@@ -447,7 +501,11 @@ pub(crate) fn builtin_resources() -> Vec<ResourceDef> {
                     plural,
                     kind.to_ascii_lowercase(),
                     flags.namespaced,
-                    strings(ALL_VERBS),
+                    if special == Special::Review {
+                        strings(&["create"])
+                    } else {
+                        strings(ALL_VERBS)
+                    },
                     strings(short_names),
                     if flags.all {
                         vec!["all".to_owned()]

@@ -89,14 +89,19 @@ pub(crate) fn api_resource_list(registry: &Registry, group: &str, version: &str)
         .filter(|r| r.group == group && r.version == version)
     {
         resources.push(resource_entry(resource));
-        for (name, kind, verbs) in stream_subresources(resource) {
-            resources.push(json!({
+        for (name, group, version, kind, verbs) in extra_subresources(resource) {
+            let mut entry = json!({
                 "name": format!("{}/{name}", resource.plural),
                 "singularName": "",
                 "namespaced": resource.namespaced,
                 "kind": kind,
                 "verbs": verbs,
-            }));
+            });
+            if !group.is_empty() {
+                entry["group"] = json!(group);
+                entry["version"] = json!(version);
+            }
+            resources.push(entry);
         }
         if resource.status_subresource {
             resources.push(json!({
@@ -165,28 +170,58 @@ pub(crate) fn aggregated(registry: &Registry, core: bool) -> Value {
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
 }
 
-/// The streaming subresources of Pods (`log`, `exec`, `attach`, `portforward`), with the
-/// kinds and verbs kube-apiserver lists for them; none for other resources.
-fn stream_subresources(
-    resource: &ResourceDef,
-) -> &'static [(&'static str, &'static str, &'static [&'static str])] {
-    if resource.group.is_empty() && resource.plural == "pods" {
-        &[
-            ("attach", "PodAttachOptions", &["create", "get"]),
-            ("exec", "PodExecOptions", &["create", "get"]),
-            ("log", "Pod", &["get"]),
-            ("portforward", "PodPortForwardOptions", &["create", "get"]),
-        ]
-    } else {
-        &[]
+/// A subresource served by a handler of its own: name, the group and version of its
+/// kind (empty: core v1), kind, verbs.
+type ExtraSubresource = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+);
+
+/// The subresources of Pods (`attach`, `ephemeralcontainers`, `eviction`, `exec`, `log`,
+/// `portforward`) and ServiceAccounts (`token`), with the kinds and verbs kube-apiserver
+/// lists for them; none for other resources.
+fn extra_subresources(resource: &ResourceDef) -> &'static [ExtraSubresource] {
+    match (resource.group.as_str(), resource.plural.as_str()) {
+        ("", "pods") => &[
+            ("attach", "", "", "PodAttachOptions", &["create", "get"]),
+            (
+                "ephemeralcontainers",
+                "",
+                "",
+                "Pod",
+                &["get", "patch", "update"],
+            ),
+            ("eviction", "policy", "v1", "Eviction", &["create"]),
+            ("exec", "", "", "PodExecOptions", &["create", "get"]),
+            ("log", "", "", "Pod", &["get"]),
+            (
+                "portforward",
+                "",
+                "",
+                "PodPortForwardOptions",
+                &["create", "get"],
+            ),
+        ],
+        ("", "serviceaccounts") => &[(
+            "token",
+            "authentication.k8s.io",
+            "v1",
+            "TokenRequest",
+            &["create"],
+        )],
+        _ => &[],
     }
 }
 
 fn aggregated_resource(resource: &ResourceDef) -> Value {
     let kind = json!({"group": resource.group, "version": resource.version, "kind": resource.kind});
     let mut subresources = Vec::new();
-    for (name, response_kind, verbs) in stream_subresources(resource) {
-        subresources.push(json!({"subresource": name, "responseKind": {"group": "", "version": "v1", "kind": response_kind}, "verbs": verbs}));
+    for (name, group, version, response_kind, verbs) in extra_subresources(resource) {
+        let version = if version.is_empty() { "v1" } else { version };
+        subresources.push(json!({"subresource": name, "responseKind": {"group": group, "version": version, "kind": response_kind}, "verbs": verbs}));
     }
     if resource.status_subresource {
         subresources.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));

@@ -10,7 +10,9 @@ mod resource;
 use std::sync::{Arc, RwLock};
 
 pub(crate) use crd::{crd_resources, crd_status};
-pub(crate) use resource::{FieldSelectors, ResourceDef, Special};
+pub(crate) use resource::{
+    FOREGROUND_DELETION, FieldSelectors, ORPHAN, Propagation, ResourceDef, Special,
+};
 
 /// The served resources. Cheap to read concurrently; CRD writes replace entries.
 #[derive(Debug)]

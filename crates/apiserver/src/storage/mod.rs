@@ -13,6 +13,7 @@ mod object;
 mod store;
 
 pub use change::{Change, ChangeKind, event_line};
+pub(crate) use object::TypeMetaFirst;
 pub use object::{Prepared, StoredObject};
 pub use store::{
     ListPage, ListRequest, Snapshot, StorageError, Store, WatchFrom, WatchQueue, WatchSubscription,

@@ -22,7 +22,7 @@ impl StoredObject {
     /// Stamps `rv` into the object's metadata and serializes it.
     pub fn new(mut value: Value, rv: u64) -> Self {
         set_resource_version(&mut value, rv);
-        let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+        let bytes = Bytes::from(encode(&value));
         StoredObject { value, bytes, rv }
     }
 
@@ -90,7 +90,7 @@ impl Prepared {
     pub fn new(mut value: Value) -> Self {
         let placeholder = format!("kubeclient-rv-{}", uuid::Uuid::new_v4().simple());
         let stamped = set_resource_version_text(&mut value, &placeholder);
-        let mut bytes = serde_json::to_vec(&value).unwrap_or_default();
+        let mut bytes = encode(&value);
         let quoted = format!("\"{placeholder}\"");
         let at = stamped
             .then(|| {
@@ -127,6 +127,37 @@ impl Prepared {
     /// The size of the encoded object.
     pub fn encoded_len(&self) -> usize {
         self.before.len() + self.after.len() + 22
+    }
+}
+
+/// An object's JSON as kube-apiserver writes it: `kind` and `apiVersion` first (Go
+/// encodes the struct's `TypeMeta` first), then the other fields.
+fn encode(value: &Value) -> Vec<u8> {
+    serde_json::to_vec(&TypeMetaFirst(value)).unwrap_or_default()
+}
+
+/// Serializes a JSON object with `kind` and `apiVersion` ahead of its other keys (which
+/// keep their order); any other value as it is.
+pub(crate) struct TypeMetaFirst<'a>(pub(crate) &'a Value);
+
+impl serde::Serialize for TypeMetaFirst<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(map) = self.0 else {
+            return self.0.serialize(serializer);
+        };
+        let mut out = serializer.serialize_map(Some(map.len()))?;
+        for key in ["kind", "apiVersion"] {
+            if let Some(value) = map.get(key) {
+                out.serialize_entry(key, value)?;
+            }
+        }
+        for (key, value) in map {
+            if key != "kind" && key != "apiVersion" {
+                out.serialize_entry(key, value)?;
+            }
+        }
+        out.end()
     }
 }
 

@@ -291,3 +291,46 @@ impl TestServer {
         serde_json::from_slice(&body).unwrap()
     }
 }
+
+#[tokio::test]
+async fn json_bodies_put_kind_first_and_end_with_a_newline_as_kube_apiserver_does() {
+    let t = TestServer::start().await;
+    let created = t
+        .post(
+            "/api/v1/namespaces/default/configmaps",
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}),
+        )
+        .await;
+    let fetched = t.get("/api/v1/namespaces/default/configmaps/a").await;
+    let listed = t.get("/api/v1/namespaces/default/configmaps").await;
+    let missing = t.get("/api/v1/namespaces/default/configmaps/nope").await;
+    let dry = t
+        .request(
+            "PUT",
+            "/api/v1/namespaces/default/configmaps/a?dryRun=All",
+            Some("application/json"),
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}"#,
+        )
+        .await;
+    for (what, reply) in [
+        ("create", &created),
+        ("get", &fetched),
+        ("list", &listed),
+        ("404", &missing),
+        ("dry-run update", &dry),
+    ] {
+        let body = String::from_utf8_lossy(&reply.body);
+        assert!(
+            body.starts_with("{\"kind\":"),
+            "{what}: kind comes first: {body}"
+        );
+        assert!(
+            body.ends_with("}\n"),
+            "{what}: one trailing newline: {body:?}"
+        );
+        assert!(
+            !body.ends_with("\n\n"),
+            "{what}: one trailing newline: {body:?}"
+        );
+    }
+}

@@ -514,24 +514,6 @@ async fn a_dry_run_update_or_patch_answers_with_the_live_resource_version() {
 }
 
 #[tokio::test]
-async fn deleting_a_namespace_deletes_its_contents() {
-    let t = TestServer::start().await;
-    t.post("/api/v1/namespaces", &json!({"metadata": {"name": "team"}}))
-        .await;
-    t.post(
-        "/api/v1/namespaces/team/configmaps",
-        &json!({"metadata": {"name": "a"}}),
-    )
-    .await;
-    assert_eq!(t.delete("/api/v1/namespaces/team").await.status, 200);
-    assert_eq!(
-        t.get("/api/v1/namespaces/team/configmaps/a").await.status,
-        404
-    );
-    assert_eq!(t.get("/api/v1/namespaces/team").await.status, 404);
-}
-
-#[tokio::test]
 async fn delete_collection_removes_the_selected_objects() {
     let t = TestServer::start().await;
     t.create_configmap("keep", json!({"x": "keep"})).await;
@@ -545,4 +527,233 @@ async fn delete_collection_removes_the_selected_objects() {
     assert_eq!(reply["items"].as_array().unwrap().len(), 2);
     let left = t.get("/api/v1/namespaces/default/configmaps").await.json();
     assert_eq!(left["items"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn field_validation_directives_drop_warn_or_refuse_unknown_and_duplicate_fields() {
+    let t = TestServer::start().await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let body = r#"{"metadata":{"name":"a","bogus":1},"data":{"k":"v"},"extra":true}"#;
+    let ignored = t
+        .request(
+            "POST",
+            &format!("{cms}?fieldValidation=Ignore"),
+            Some("application/json"),
+            body,
+        )
+        .await;
+    assert_eq!(ignored.status, 201);
+    assert!(ignored.header("warning").is_none());
+    let stored = t.get(&format!("{cms}/a")).await.json();
+    assert!(
+        stored.get("extra").is_none() && stored["metadata"].get("bogus").is_none(),
+        "{stored}"
+    );
+
+    let warned = t
+        .request("PUT", &format!("{cms}/a"), Some("application/json"), body)
+        .await;
+    assert_eq!(
+        warned.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&warned.body)
+    );
+    let warnings: Vec<&str> = warned
+        .headers
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert_eq!(
+        warnings,
+        // In field-name order (the server holds objects as sorted maps).
+        [
+            r#"299 - "unknown field \"extra\"""#,
+            r#"299 - "unknown field \"metadata.bogus\"""#,
+        ]
+    );
+
+    let duplicated = r#"{"metadata":{"name":"b"},"data":{"k":"1","k":"2"}}"#;
+    let strict = t
+        .request(
+            "POST",
+            &format!("{cms}?fieldValidation=Strict"),
+            Some("application/json"),
+            duplicated,
+        )
+        .await;
+    assert_eq!(strict.status, 400);
+    assert_eq!(
+        strict.json()["message"],
+        r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "data.k""#
+    );
+    let patch = t
+        .request(
+            "PATCH",
+            &format!("{cms}/a?fieldValidation=Strict"),
+            Some("application/merge-patch+json"),
+            r#"{"nope":1}"#,
+        )
+        .await;
+    assert_eq!(patch.status, 400);
+    assert_eq!(
+        patch.json()["message"],
+        r#"strict decoding error: unknown field "nope""#
+    );
+    let bad = t
+        .request(
+            "POST",
+            &format!("{cms}?fieldValidation=Loose"),
+            Some("application/json"),
+            body,
+        )
+        .await;
+    assert_eq!(bad.status, 422);
+}
+
+#[tokio::test]
+async fn immutable_fields_are_refused_with_the_api_servers_messages() {
+    let t = TestServer::start().await;
+    let merge = "application/merge-patch+json";
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let deployment = json!({"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+        "template": {"metadata": {"labels": {"a": "b", "c": "d"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}});
+    assert_eq!(t.post(deployments, &deployment).await.status, 201);
+    let reply = t
+        .patch(
+            &format!("{deployments}/d"),
+            merge,
+            r#"{"spec":{"selector":{"matchLabels":{"c":"d"}}}}"#,
+        )
+        .await;
+    assert_eq!(reply.status, 422);
+    assert_eq!(
+        reply.json()["message"],
+        r#"Deployment.apps "d" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"a":"b", "c":"d"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"#
+    );
+
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    let frozen = json!({"metadata": {"name": "frozen"}, "data": {"a": "b"}, "immutable": true});
+    assert_eq!(t.post(configmaps, &frozen).await.status, 201);
+    let reply = t
+        .patch(
+            &format!("{configmaps}/frozen"),
+            merge,
+            r#"{"data":{"a":"c"}}"#,
+        )
+        .await;
+    assert_eq!(
+        reply.json()["message"],
+        "ConfigMap \"frozen\" is invalid: data: Forbidden: field is immutable when `immutable` is set"
+    );
+    let reply = t
+        .patch(
+            &format!("{configmaps}/frozen"),
+            merge,
+            r#"{"immutable":false}"#,
+        )
+        .await;
+    assert_eq!(reply.status, 422, "immutable cannot be unset");
+    let labels = t
+        .patch(
+            &format!("{configmaps}/frozen"),
+            merge,
+            r#"{"metadata":{"labels":{"x":"y"}}}"#,
+        )
+        .await;
+    assert_eq!(labels.status, 200, "metadata still changes");
+    let uid = t
+        .patch(
+            &format!("{configmaps}/frozen"),
+            merge,
+            r#"{"metadata":{"uid":"abc"}}"#,
+        )
+        .await;
+    assert_eq!(uid.status, 422);
+    let put = t
+        .put(&format!("{configmaps}/frozen"), &json!({"metadata": {"name": "frozen", "uid": "abc"}, "data": {"a": "b"}, "immutable": true}))
+        .await;
+    assert_eq!(
+        put.status, 409,
+        "another uid in a PUT fails its precondition"
+    );
+
+    let services = "/api/v1/namespaces/default/services";
+    let created = t
+        .post(
+            services,
+            &json!({"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}),
+        )
+        .await
+        .json();
+    let reply = t
+        .patch(
+            &format!("{services}/s"),
+            merge,
+            r#"{"spec":{"clusterIP":"10.96.99.99","clusterIPs":["10.96.99.99"]}}"#,
+        )
+        .await;
+    assert_eq!(reply.status, 422);
+    assert_eq!(
+        reply.json()["message"],
+        r#"Service "s" is invalid: spec.clusterIPs[0]: Invalid value: []string{"10.96.99.99"}: may not change once set"#
+    );
+    assert_eq!(
+        t.get(&format!("{services}/s")).await.json()["spec"]["clusterIP"],
+        created["spec"]["clusterIP"]
+    );
+
+    let secrets = "/api/v1/namespaces/default/secrets";
+    assert_eq!(
+        t.post(secrets, &json!({"metadata": {"name": "s"}}))
+            .await
+            .status,
+        201
+    );
+    let reply = t
+        .patch(
+            &format!("{secrets}/s"),
+            merge,
+            r#"{"type":"kubernetes.io/tls"}"#,
+        )
+        .await;
+    assert_eq!(reply.status, 422);
+}
+
+#[tokio::test]
+async fn a_put_creates_missing_leases_events_and_rbac_objects_and_leases_need_a_resource_version() {
+    let t = TestServer::start().await;
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}});
+    let path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/l";
+    assert_eq!(t.put(path, &lease).await.status, 201);
+    let again = t.put(path, &lease).await;
+    assert_eq!(
+        again.status, 422,
+        "a Lease update names the resourceVersion it replaces"
+    );
+    let event = json!({"metadata": {"name": "e"}, "involvedObject": {"name": "x"}});
+    assert_eq!(
+        t.put("/api/v1/namespaces/default/events/e", &event)
+            .await
+            .status,
+        201
+    );
+    let role = json!({"metadata": {"name": "r"}, "rules": []});
+    assert_eq!(
+        t.put(
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/r",
+            &role
+        )
+        .await
+        .status,
+        201
+    );
+    let configmap = json!({"metadata": {"name": "c"}});
+    assert_eq!(
+        t.put("/api/v1/namespaces/default/configmaps/c", &configmap)
+            .await
+            .status,
+        404
+    );
 }

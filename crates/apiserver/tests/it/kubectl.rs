@@ -497,6 +497,185 @@ async fn kubectl_diff_of_an_applied_manifest_shows_no_change_and_a_real_change_s
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_reported_kubernetes_version_is_configurable_so_kubectl_sees_no_skew() {
+    let t = TestServer::start_with(
+        kubeclient_apiserver::ApiServer::builder().kubernetes_minor_version(33),
+    )
+    .await;
+    let kubectl = Kubectl::for_server(&t);
+    let output = kubectl.run(&["version"]).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("Server Version: v1.33.0"), "{stdout}");
+    let client_minor = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Client Version: v1."))
+        .and_then(|rest| rest.split('.').next())
+        .and_then(|minor| minor.parse::<i64>().ok())
+        .expect("kubectl prints its own version");
+    let skew_warning = stderr.contains("exceeds the supported minor version skew");
+    assert_eq!(skew_warning, (client_minor - 33).abs() > 1, "{stderr}");
+}
+
+const TYPO_DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: typo, namespace: default}
+spec:
+  replicsa: 2
+  selector: {matchLabels: {app: typo}}
+  template:
+    metadata: {labels: {app: typo}}
+    spec:
+      containers:
+      - {name: web, image: "nginx:1", imagee: x}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_strict_validation_rejects_unknown_fields_and_warn_drops_them() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let manifest = kubectl.write("typo.yaml", TYPO_DEPLOYMENT);
+    let refused = kubectl.run(&["apply", "-f", &manifest]).await;
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(
+            r#"Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: unknown field "spec.replicsa", unknown field "spec.template.spec.containers[0].imagee""#
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        t.get("/apis/apps/v1/namespaces/default/deployments/typo")
+            .await
+            .status,
+        404
+    );
+
+    let server_side = kubectl
+        .run(&["apply", "--server-side", "-f", &manifest])
+        .await;
+    assert!(!server_side.status.success());
+    let stderr = String::from_utf8_lossy(&server_side.stderr);
+    assert!(
+        stderr.contains(".spec.replicsa: field not declared in schema"),
+        "{stderr}"
+    );
+
+    let warned = kubectl
+        .run(&["apply", "--validate=warn", "-f", &manifest])
+        .await;
+    let stderr = String::from_utf8_lossy(&warned.stderr);
+    assert!(warned.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(r#"Warning: unknown field "spec.replicsa""#),
+        "{stderr}"
+    );
+    let stored = t
+        .get("/apis/apps/v1/namespaces/default/deployments/typo")
+        .await
+        .json();
+    assert!(
+        stored["spec"].get("replicsa").is_none(),
+        "unknown fields are dropped: {stored}"
+    );
+    assert!(
+        stored["spec"]["template"]["spec"]["containers"][0]
+            .get("imagee")
+            .is_none()
+    );
+    assert_eq!(
+        stored["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_get_prints_the_real_columns_of_built_in_kinds() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let manifest = kubectl.write(
+        "web.yaml",
+        &TYPO_DEPLOYMENT
+            .replace("replicsa", "replicas")
+            .replace(", imagee: x", "")
+            .replace("typo", "web"),
+    );
+    kubectl.ok(&["apply", "-f", &manifest]).await;
+    let deployments = kubectl.ok(&["get", "deployments", "-o", "wide"]).await;
+    let header: Vec<&str> = deployments
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ]
+    );
+    let row: Vec<&str> = deployments
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        (row[0], row[1], row[5], row[6], row[7]),
+        ("web", "0/2", "web", "nginx:1", "app=web")
+    );
+
+    let services = kubectl.ok(&["get", "services"]).await;
+    let row: Vec<&str> = services
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        &row[..5],
+        ["kubernetes", "ClusterIP", "10.96.0.1", "<none>", "443/TCP"]
+    );
+
+    kubectl.ok(&["run", "p1", "--image=nginx"]).await;
+    let pods = kubectl.ok(&["get", "pods", "-o", "wide"]).await;
+    let header: Vec<&str> = pods
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        &header[..6],
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP"]
+    );
+    assert!(
+        pods.lines().nth(1).unwrap_or("").starts_with("p1 "),
+        "{pods}"
+    );
+    let config = kubectl.write(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: two}\ndata: {a: '1', b: '2'}\n",
+    );
+    kubectl.ok(&["apply", "-f", &config]).await;
+    let configmaps = kubectl.ok(&["get", "configmaps", "-A"]).await;
+    assert!(configmaps.contains(" two "), "{configmaps}");
+    assert!(configmaps.starts_with("NAMESPACE"), "{configmaps}");
+    assert!(
+        configmaps.lines().next().unwrap_or("").contains("DATA"),
+        "{configmaps}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn get_events_prints_when_what_why_and_about_which_object() {
     let t = TestServer::start().await;
     let kubectl = Kubectl::for_server(&t);

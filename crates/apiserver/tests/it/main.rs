@@ -1,6 +1,9 @@
 //! Integration tests of the embedded API server over real HTTP.
 //!
 //! - (the fuzzing of paths, queries, bodies and patches is in `src/fuzz_tests.rs`)
+//! - `bootstrap`: the objects a fresh cluster has.
+//! - `defaults`: defaulting of built-in kinds.
+//! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
 //! - `hardening`: regression tests of bad input, limits and misuse (issue 12).
 //! - `http_discovery`, `http_reads`, `http_writes`: the API semantics clients depend on,
 //!   checked request by request.
@@ -8,8 +11,12 @@
 //! - `kubectl`: the real kubectl 1.33 drives the server.
 //! - `kubectl_streams`: kubectl logs -f, exec, attach against the server's streams.
 //! - `streams`: raw WebSocket checks of exec, attach and port-forward.
+//! - `reviews`: access and token reviews, TokenRequest, eviction, ephemeral containers.
 //! - `python`: the official Python client drives the server.
 
+mod bootstrap;
+mod defaults;
+mod garbage_collection;
 mod hardening;
 mod http_discovery;
 mod http_reads;
@@ -17,6 +24,7 @@ mod http_writes;
 mod kubectl;
 mod kubectl_streams;
 mod python;
+mod reviews;
 mod streams;
 mod support;
 mod watch;

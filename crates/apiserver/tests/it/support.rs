@@ -14,7 +14,7 @@ use serde_json::Value;
 /// A running server and a client for it.
 pub(crate) struct TestServer {
     pub(crate) server: ApiServer,
-    client: Client<HttpConnector, Full<Bytes>>,
+    pub(crate) client: Client<HttpConnector, Full<Bytes>>,
 }
 
 /// A complete response.

@@ -25,6 +25,13 @@ pub(crate) struct ServeArgs {
     /// Serve HTTPS with a generated CA (its certificate goes into the kubeconfig).
     #[arg(long)]
     tls: bool,
+    /// The Kubernetes version /version reports, as 1.MINOR (kubectl warns when it is more
+    /// than one minor version away from its own).
+    #[arg(long, value_name = "1.MINOR", default_value = "1.37", value_parser = parse_kubernetes_version)]
+    kubernetes_version: u32,
+    /// Do not run the garbage collector (dependents whose owners are gone then stay).
+    #[arg(long)]
+    no_garbage_collector: bool,
     /// Require this bearer token on every request (except health and version). It shows
     /// in `ps`: prefer --token-file or the KUBECLIENT_TOKEN environment variable.
     #[arg(long, value_name = "T", conflicts_with = "token_file")]
@@ -80,12 +87,27 @@ fn read_token_file(path: &Path) -> Result<String, String> {
     Ok(token.to_owned())
 }
 
+/// The minor number of a `1.MINOR` (or `v1.MINOR`, `1.MINOR.PATCH`) version.
+fn parse_kubernetes_version(text: &str) -> Result<u32, String> {
+    let text = text.strip_prefix('v').unwrap_or(text);
+    let mut parts = text.split('.');
+    let minor = match (parts.next(), parts.next()) {
+        (Some("1"), Some(minor)) => minor.parse::<u32>().ok(),
+        _ => None,
+    };
+    minor.filter(|m| *m <= 999).ok_or_else(|| {
+        format!("{text:?} is not a Kubernetes 1.x version: write it as 1.MINOR, e.g. 1.33")
+    })
+}
+
 /// Runs the server until Ctrl-C or SIGTERM.
 pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     let mut builder = ApiServer::builder()
         .listen(args.listen)
         .history_window(args.history_window)
         .tls(args.tls)
+        .kubernetes_minor_version(args.kubernetes_version)
+        .garbage_collector(!args.no_garbage_collector)
         .enable_admin_faults(args.enable_faults)
         .max_request_body_bytes(args.max_request_body_bytes)
         .max_object_bytes(args.max_object_bytes)

@@ -74,6 +74,16 @@ pub(super) fn create_object(
     match resource.special {
         Special::Namespace => {
             object.insert("status".to_owned(), json!({"phase": "Active"}));
+            // Every namespace carries its name as a label (Kubernetes 1.21+).
+            let labels = metadata_mut(&mut object)
+                .entry("labels")
+                .or_insert_with(|| json!({}));
+            if let Value::Object(labels) = labels {
+                labels.insert(
+                    "kubernetes.io/metadata.name".to_owned(),
+                    json!(explicit_name),
+                );
+            }
             object
                 .entry("spec")
                 .or_insert_with(|| json!({"finalizers": ["kubernetes"]}));
@@ -91,9 +101,11 @@ pub(super) fn create_object(
             })?;
             object.insert("status".to_owned(), crd_status(&crd, &time));
         }
-        Special::None => {}
+        Special::None | Special::Review => {}
     }
+    defaults::apply(&call.state, &resource, &mut object, None);
     let mut value = Value::Object(object);
+    let warnings = call.validate_fields(&mut value, Decoding::Body)?;
     validate::check_object(&resource, &value)?;
     call.check_namespace_exists()?;
     if !ownership_recorded {
@@ -116,6 +128,11 @@ pub(super) fn create_object(
             && let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut)
         {
             metadata.insert("name".to_owned(), json!(name));
+            if resource.special == Special::Namespace
+                && let Some(labels) = metadata.get_mut("labels").and_then(Value::as_object_mut)
+            {
+                labels.insert("kubernetes.io/metadata.name".to_owned(), json!(name));
+            }
         }
         let key = call.key_for(&name);
         let outcome = call
@@ -134,7 +151,7 @@ pub(super) fn create_object(
         match outcome {
             Ok(outcome) => {
                 if dry_run {
-                    return Ok(json(StatusCode::CREATED, &value));
+                    return Ok(with_warnings(json(StatusCode::CREATED, &value), &warnings));
                 }
                 let Some(created) = outcome.object else {
                     return Err(fail(Status::internal_error("create stored nothing")));
@@ -142,7 +159,12 @@ pub(super) fn create_object(
                 if resource.special == Special::CustomResourceDefinition {
                     register_crd(call, &created.value);
                 }
-                return Ok(json_bytes(StatusCode::CREATED, created.bytes.clone()));
+                if resource.special == Special::Namespace {
+                    call.state.controllers.wake(); // its `default` ServiceAccount
+                }
+                call.state.controllers.wake_for(&created.value);
+                let response = json_bytes(StatusCode::CREATED, created.bytes.clone());
+                return Ok(with_warnings(response, &warnings));
             }
             Err(status)
                 if status.reason == "AlreadyExists" && explicit_name.is_empty() && attempt < 7 =>

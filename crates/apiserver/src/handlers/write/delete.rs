@@ -1,12 +1,21 @@
 //! DELETE of one object (finalizers, preconditions, propagation) and deletecollection.
+//!
+//! [`delete_object`] is also how the server's own controllers delete (the garbage collector
+//! and the namespace controller, in [`crate::controllers`]).
 
 use super::*;
+use crate::registry::Propagation;
+use crate::state::State;
 
 /// Delete options from the body (if any) or the query.
-struct DeleteOptions {
-    dry_run: bool,
-    precondition_uid: Option<String>,
-    precondition_rv: Option<String>,
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DeleteOptions {
+    pub(crate) dry_run: bool,
+    pub(crate) precondition_uid: Option<String>,
+    pub(crate) precondition_rv: Option<String>,
+    /// `propagationPolicy` (or the deprecated `orphanDependents`); `None` uses the
+    /// resource's default.
+    pub(crate) propagation: Option<Propagation>,
 }
 
 fn delete_options(call: &Call) -> HandlerResult<DeleteOptions> {
@@ -29,25 +38,38 @@ fn delete_options(call: &Call) -> HandlerResult<DeleteOptions> {
         }
         None => call.dry_run()?,
     };
-    if let Some(policy) = body
+    let policy = body
         .get("propagationPolicy")
         .and_then(Value::as_str)
-        .or(call.query.get("propagationPolicy"))
-        && !matches!(policy, "Foreground" | "Background" | "Orphan")
-    {
-        return Err(fail(Status::invalid(
-            "meta.k8s.io",
-            "DeleteOptions",
-            "",
-            vec![StatusCause::new(
-                "FieldValueNotSupported",
+        .or(call.query.get("propagationPolicy"));
+    let orphan_dependents = match body.get("orphanDependents") {
+        Some(value) => value.as_bool(),
+        None => call.query.get("orphanDependents").map(|v| v == "true"),
+    };
+    let propagation = match (policy, orphan_dependents) {
+        (Some(policy), Some(_)) => {
+            return Err(invalid_delete_options(
+                "propagationPolicy",
+                &format!(
+                    "Invalid value: {policy:?}: orphanDependents and deletionPropagation cannot be both set"
+                ),
+            ));
+        }
+        (Some("Foreground"), None) => Some(Propagation::Foreground),
+        (Some("Background"), None) => Some(Propagation::Background),
+        (Some("Orphan"), None) => Some(Propagation::Orphan),
+        (Some(policy), None) => {
+            return Err(invalid_delete_options(
+                "propagationPolicy",
                 &format!(
                     "Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
                 ),
-                "propagationPolicy",
-            )],
-        )));
-    }
+            ));
+        }
+        (None, Some(true)) => Some(Propagation::Orphan),
+        (None, Some(false)) => Some(Propagation::Background),
+        (None, None) => None,
+    };
     let preconditions = body.get("preconditions");
     let precondition = |field: &str| {
         preconditions
@@ -59,22 +81,82 @@ fn delete_options(call: &Call) -> HandlerResult<DeleteOptions> {
         dry_run,
         precondition_uid: precondition("uid"),
         precondition_rv: precondition("resourceVersion"),
+        propagation,
     })
 }
 
+fn invalid_delete_options(field: &str, message: &str) -> Box<Status> {
+    let reason = if message.starts_with("Unsupported") {
+        "FieldValueNotSupported"
+    } else {
+        "FieldValueInvalid"
+    };
+    fail(Status::invalid(
+        "meta.k8s.io",
+        "DeleteOptions",
+        "",
+        vec![StatusCause::new(reason, message, field)],
+    ))
+}
+
 /// What a delete did.
-enum Deleted {
+pub(crate) enum Deleted {
     /// The object left storage; this was its last state.
     Removed(Value),
-    /// The object has finalizers: it stays, marked for deletion.
+    /// The object stays, marked for deletion (finalizers, a propagation policy that waits
+    /// for dependents, or a Namespace being emptied).
     Marked(Value),
 }
 
-fn delete_one(call: &Call, name: &str, options: &DeleteOptions) -> HandlerResult<Deleted> {
+/// The finalizers of an object (`metadata.finalizers`).
+pub(crate) fn finalizers(object: &Value) -> impl Iterator<Item = &str> {
+    object
+        .get("metadata")
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
+/// A Namespace's own finalizers (`spec.finalizers`, `kubernetes` until the namespace
+/// controller emptied it).
+fn namespace_finalizers(object: &Value) -> bool {
+    object.get("kind").and_then(Value::as_str) == Some("Namespace")
+        && object
+            .get("spec")
+            .and_then(|s| s.get("finalizers"))
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty())
+}
+
+/// Whether an object being deleted has lost its last finalizer (and must now go).
+pub(crate) fn finalized(object: &Value) -> bool {
+    object
+        .get("metadata")
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some()
+        && finalizers(object).next().is_none()
+        && !namespace_finalizers(object)
+}
+
+/// Deletes one object, or marks it for deletion, as a DELETE does: preconditions,
+/// finalizers, the propagation policy's finalizer and a Namespace's `Terminating` phase.
+/// Wakes the server's controllers when it changed something.
+pub(crate) fn delete_object(
+    state: &State,
+    resource: &ResourceDef,
+    namespace: Option<&str>,
+    name: &str,
+    options: &DeleteOptions,
+) -> HandlerResult<Deleted> {
     let mut result: Option<Deleted> = None;
-    let group_resource = call.group_resource();
-    call.state.store.write(&group_resource, &call.key_for(name), |current| {
-        let current = current.ok_or_else(|| call.not_found(name))?;
+    let group_resource = resource.group_resource();
+    let propagation = options
+        .propagation
+        .unwrap_or_else(|| resource.default_propagation());
+    let outcome = state.store.write(&group_resource, &store_key(namespace, name), |current| {
+        let current = current.ok_or_else(|| fail(Status::not_found(&group_resource, name)))?;
         let uid = meta_str(&current.value, "uid");
         if let Some(expected) = &options.precondition_uid
             && expected != uid
@@ -94,75 +176,93 @@ fn delete_one(call: &Call, name: &str, options: &DeleteOptions) -> HandlerResult
                 &format!("Precondition failed: ResourceVersion in precondition: {expected}, ResourceVersion in object meta: {}", current.rv),
             )));
         }
-        let has_finalizers = current
-            .value
-            .get("metadata")
-            .and_then(|m| m.get("finalizers"))
-            .and_then(Value::as_array)
-            .is_some_and(|f| !f.is_empty());
-        if !has_finalizers {
-            result = Some(Deleted::Removed(current.value.clone()));
-            return Ok(if options.dry_run { Write::Unchanged } else { Write::Delete });
-        }
+        let added_finalizer = match resource.special {
+            Special::Namespace => None,
+            _ => propagation.finalizer(),
+        };
         let mut marked = current.value.as_object().cloned().unwrap_or_default();
         let metadata = metadata_mut(&mut marked);
         if metadata.contains_key("deletionTimestamp") {
             result = Some(Deleted::Marked(current.value.clone()));
             return Ok(Write::Unchanged);
         }
+        // A Namespace always waits for the namespace controller to empty it.
+        let is_namespace = resource.special == Special::Namespace;
+        let stays = finalizers(&current.value).next().is_some()
+            || added_finalizer.is_some()
+            || is_namespace;
+        if !stays {
+            result = Some(Deleted::Removed(current.value.clone()));
+            return Ok(if options.dry_run { Write::Unchanged } else { Write::Delete });
+        }
         metadata.insert("deletionTimestamp".to_owned(), json!(now()));
         metadata.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
-        if call.resource.tracks_generation {
+        if let Some(finalizer) = added_finalizer
+            && finalizers(&current.value).all(|f| f != finalizer)
+        {
+            let list = metadata
+                .entry("finalizers")
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(list) = list {
+                list.push(json!(finalizer));
+            }
+        }
+        if resource.tracks_generation {
             let generation = metadata.get("generation").and_then(Value::as_i64).unwrap_or(1);
-            metadata.insert("generation".to_owned(), json!(generation + 1));
+            metadata.insert("generation".to_owned(), json!(generation.saturating_add(1)));
+        }
+        if is_namespace {
+            marked.insert("status".to_owned(), json!({"phase": "Terminating"}));
+            let spec = marked.entry("spec").or_insert_with(|| json!({}));
+            if let Value::Object(spec) = spec {
+                let list = spec
+                    .entry("finalizers")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(list) = list
+                    && !list.iter().any(|f| f == "kubernetes")
+                {
+                    list.push(json!("kubernetes"));
+                }
+            }
         }
         let marked = Value::Object(marked);
         result = Some(Deleted::Marked(marked.clone()));
         Ok(if options.dry_run { Write::Unchanged } else { Write::Update(marked) })
     })?;
-    let deleted = result.ok_or_else(|| fail(Status::internal_error("delete decided nothing")))?;
-    if let Deleted::Removed(object) = &deleted
+    let mut deleted =
+        result.ok_or_else(|| fail(Status::internal_error("delete decided nothing")))?;
+    // A marked object is answered as stored, with the resourceVersion of the marking.
+    if let (Deleted::Marked(answer), Some(stored)) = (&mut deleted, &outcome.object)
         && !options.dry_run
     {
-        after_removal(call, name, object);
+        *answer = stored.value.clone();
+    }
+    if !options.dry_run {
+        if let Deleted::Removed(object) = &deleted {
+            after_removal(state, resource, object);
+        }
+        state.controllers.wake();
     }
     Ok(deleted)
 }
 
-/// Side effects of removing a namespace (its contents go) or a CRD (its resource stops
-/// being served and its objects go).
-fn after_removal(call: &Call, name: &str, object: &Value) {
-    match call.resource.special {
-        Special::Namespace => {
-            let prefix = format!("{name}/");
-            for resource in call.state.registry.all().iter().filter(|r| r.namespaced) {
-                let group_resource = resource.group_resource();
-                for stored in call.state.store.snapshot(&group_resource, &prefix).objects {
-                    let key = store_key(Some(name), stored.name());
-                    let _ = call
-                        .state
-                        .store
-                        .write(&group_resource, &key, |_| Ok::<_, ()>(Write::Delete));
-                }
-            }
+/// Side effects of removing an object: a removed CRD stops being served and its objects go.
+pub(crate) fn after_removal(state: &State, resource: &ResourceDef, object: &Value) {
+    if resource.special != Special::CustomResourceDefinition {
+        return;
+    }
+    if let Ok(resources) = crd_resources(object)
+        && let Some(first) = resources.first()
+    {
+        let group_resource = first.group_resource();
+        state.registry.unregister(&first.group, &first.plural);
+        for stored in state.store.snapshot(&group_resource, "").objects {
+            let key = store_key(Some(stored.namespace()), stored.name());
+            let _ = state
+                .store
+                .write(&group_resource, &key, |_| Ok::<_, ()>(Write::Delete));
         }
-        Special::CustomResourceDefinition => {
-            if let Ok(resources) = crd_resources(object)
-                && let Some(first) = resources.first()
-            {
-                let group_resource = first.group_resource();
-                call.state.registry.unregister(&first.group, &first.plural);
-                for stored in call.state.store.snapshot(&group_resource, "").objects {
-                    let key = store_key(Some(stored.namespace()), stored.name());
-                    let _ = call
-                        .state
-                        .store
-                        .write(&group_resource, &key, |_| Ok::<_, ()>(Write::Delete));
-                }
-                call.state.store.drop_watchers_of(&group_resource);
-            }
-        }
-        Special::None => {}
+        state.store.drop_watchers_of(&group_resource);
     }
 }
 
@@ -176,9 +276,12 @@ pub(crate) fn delete(call: &Call) -> HandlerResult<Response<Body>> {
     }
     let options = delete_options(call)?;
     let name = call.name().to_owned();
-    match delete_one(call, &name, &options)? {
+    let namespace = call.path.namespace.as_deref();
+    match delete_object(&call.state, &call.resource, namespace, &name, &options)? {
         Deleted::Marked(object) => Ok(json(StatusCode::OK, &object)),
-        Deleted::Removed(object) if !call.resource.builtin => Ok(json(StatusCode::OK, &object)),
+        Deleted::Removed(object) if call.resource.returns_deleted_object() => {
+            Ok(json(StatusCode::OK, &object))
+        }
         Deleted::Removed(object) => {
             let group_resource = call.group_resource();
             Ok(json(
@@ -204,7 +307,14 @@ pub(crate) fn delete_collection(call: &Call) -> HandlerResult<Response<Body>> {
     let snapshot = call.state.store.snapshot(&call.group_resource(), &prefix);
     let mut items = Vec::new();
     for object in snapshot.objects.iter().filter(|o| filter.matches(o)) {
-        match delete_one(call, object.name(), &options) {
+        let namespace = Some(object.namespace()).filter(|ns| !ns.is_empty());
+        match delete_object(
+            &call.state,
+            &call.resource,
+            namespace,
+            object.name(),
+            &options,
+        ) {
             Ok(_) => items.push(object.value.clone()),
             Err(status) if status.code == 404 => {}
             Err(status) => return Err(status),

@@ -8,15 +8,26 @@
 //! existing object) is here.
 
 mod create;
+mod defaults;
 mod delete;
+mod eviction;
+mod immutable;
 mod patch;
+mod reviews;
 mod scale;
+mod token_request;
 mod update;
 
 pub(crate) use create::create;
-pub(crate) use delete::{delete, delete_collection};
+pub(crate) use delete::{
+    DeleteOptions, Deleted, after_removal, delete, delete_collection, delete_object, finalized,
+    finalizers,
+};
+pub(crate) use eviction::evict;
 pub(crate) use patch::patch;
+pub(crate) use reviews::review;
 pub(crate) use scale::scale_of;
+pub(crate) use token_request::token_request;
 pub(crate) use update::update;
 
 use create::create_object;
@@ -27,10 +38,11 @@ use kubeclient_machinery::{GroupResource, Status, StatusCause, StatusDetails, St
 use serde_json::{Map, Value, json};
 
 use super::Call;
+use super::field_validation::Decoding;
 use super::object::{
     dry_run_value, generate_name, meta_str, metadata_mut, now, store_key, validate_name,
 };
-use super::response::{Body, HandlerResult, fail, json, json_bytes};
+use super::response::{Body, HandlerResult, fail, json, json_bytes, with_warnings};
 use super::validate;
 use crate::patch::managed_fields;
 use crate::patch::strategic_merge::{ListStrategy, builtin_list_strategy, strategic_merge};
@@ -248,6 +260,21 @@ fn carry_over(call: &Call, current: &Value, mut new: Map<String, Value>) -> Map<
         }
         return result;
     }
+    if call.subresource() == Some("ephemeralcontainers") {
+        // Only `spec.ephemeralContainers` changes through /ephemeralcontainers.
+        let mut result = current.as_object().cloned().unwrap_or_default();
+        let containers = new
+            .get("spec")
+            .and_then(|spec| spec.get("ephemeralContainers"))
+            .cloned();
+        if let Some(Value::Object(spec)) = result.get_mut("spec") {
+            match containers {
+                Some(containers) => spec.insert("ephemeralContainers".to_owned(), containers),
+                None => spec.remove("ephemeralContainers"),
+            };
+        }
+        return result;
+    }
     if resource.status_subresource {
         match current.get("status") {
             Some(status) => new.insert("status".to_owned(), status.clone()),
@@ -277,16 +304,6 @@ fn carry_over(call: &Call, current: &Value, mut new: Map<String, Value>) -> Map<
         metadata_mut(&mut new).insert("generation".to_owned(), json!(generation));
     }
     new
-}
-
-/// Whether an object being deleted has lost its last finalizer (and must now go).
-fn finalized(object: &Value) -> bool {
-    let metadata = object.get("metadata");
-    metadata.and_then(|m| m.get("deletionTimestamp")).is_some()
-        && metadata
-            .and_then(|m| m.get("finalizers"))
-            .and_then(Value::as_array)
-            .is_none_or(Vec::is_empty)
 }
 
 /// The API server's message for a stale resourceVersion.
@@ -322,6 +339,12 @@ fn write_existing(
     let api_version = call.resource.api_version();
     let kind = call.resource.kind.clone();
     let mut response_object: Option<Value> = None;
+    let mut warnings = Vec::new();
+    let decoding = if call.content_type.contains("patch") {
+        Decoding::Patch
+    } else {
+        Decoding::Body
+    };
     let outcome = call.state.store.update(&call.group_resource(), &call.key_for(&name), |current| {
         let current = current.ok_or_else(|| call.not_found(&name))?;
         let mut desired = compute(current)?;
@@ -341,7 +364,7 @@ fn write_existing(
             .unwrap_or("")
             .to_owned();
         if body_rv.is_empty() {
-            if require_rv && !call.resource.builtin {
+            if require_rv && !call.resource.allows_unconditional_update() {
                 return Err(invalid(
                     &call.resource,
                     &name,
@@ -353,7 +376,10 @@ fn write_existing(
         } else if body_rv != current.rv.to_string() {
             return Err(conflict(call, &name));
         }
+        defaults::apply(&call.state, &call.resource, &mut desired, Some(&current.value));
+        immutable::check(call, &current.value, &desired, decoding)?;
         let mut result = Value::Object(carry_over(call, &current.value, desired));
+        warnings = call.validate_fields(&mut result, decoding)?;
         if ownership == Ownership::RecordUpdate {
             let (time, keys) = (now(), list_key(&kind));
             managed_fields::record_update(
@@ -375,7 +401,14 @@ fn write_existing(
         response_object = Some(result);
         Ok(if dry_run { Write::Unchanged } else { write })
     })?;
+    if !dry_run && let Some(result) = &response_object {
+        if finalized(result) {
+            after_removal(&call.state, &call.resource, result);
+        }
+        call.state.controllers.wake_for(result);
+    }
     respond_after_update(call, outcome.object.as_deref(), response_object)
+        .map(|response| with_warnings(response, &warnings))
 }
 
 fn respond_after_update(

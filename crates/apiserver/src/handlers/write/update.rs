@@ -18,5 +18,26 @@ pub(crate) fn update(call: &Call) -> HandlerResult<Response<Body>> {
             Ok(with_replicas(call, &current.value, replicas.clone()))
         });
     }
+    if call.subresource().is_none() && call.resource.allows_create_on_update() {
+        let name = call.name();
+        let missing = call
+            .state
+            .store
+            .get(&call.group_resource(), &call.key_for(name))
+            .is_none();
+        if missing {
+            let mut body = body;
+            let metadata = metadata_mut(&mut body);
+            let body_name = metadata.get("name").and_then(Value::as_str).unwrap_or("");
+            if !body_name.is_empty() && body_name != name {
+                return Err(fail(Status::bad_request(format!(
+                    "the name of the object ({body_name}) does not match the name on the URL ({name})"
+                ))));
+            }
+            metadata.insert("name".to_owned(), json!(name));
+            metadata.remove("resourceVersion");
+            return create_object(call, body, call.dry_run()?, false);
+        }
+    }
     write_existing(call, true, Ownership::RecordUpdate, |_| Ok(body.clone()))
 }

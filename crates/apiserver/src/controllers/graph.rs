@@ -1,0 +1,227 @@
+//! [`Graph`]: every stored object with its owners and dependents, as the garbage
+//! collector's dependency graph (client-go's GC `GraphBuilder`), rebuilt for each pass,
+//! and the writes the controllers make on its nodes.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::handlers::{
+    DeleteOptions, Deleted, after_removal, delete_object, finalized, finalizers, metadata_mut,
+    store_key,
+};
+use crate::registry::{Propagation, ResourceDef};
+use crate::state::State;
+use crate::storage::{StoredObject, Write};
+
+/// One stored object and the resource it is stored under.
+pub(super) struct Node {
+    pub(super) resource: Arc<ResourceDef>,
+    pub(super) object: Arc<StoredObject>,
+}
+
+/// One entry of `metadata.ownerReferences`.
+pub(super) struct OwnerRef<'a> {
+    pub(super) uid: &'a str,
+    pub(super) block_owner_deletion: bool,
+}
+
+impl Node {
+    fn metadata(&self) -> Option<&Value> {
+        self.object.value.get("metadata")
+    }
+
+    pub(super) fn uid(&self) -> &str {
+        self.metadata()
+            .and_then(|m| m.get("uid"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    /// Whether it carries a `deletionTimestamp`.
+    pub(super) fn deleting(&self) -> bool {
+        self.metadata()
+            .and_then(|m| m.get("deletionTimestamp"))
+            .is_some()
+    }
+
+    pub(super) fn has_finalizer(&self, finalizer: &str) -> bool {
+        finalizers(&self.object.value).any(|f| f == finalizer)
+    }
+
+    pub(super) fn owner_refs(&self) -> impl Iterator<Item = OwnerRef<'_>> {
+        self.metadata()
+            .and_then(|m| m.get("ownerReferences"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|owner| {
+                Some(OwnerRef {
+                    uid: owner.get("uid")?.as_str()?,
+                    block_owner_deletion: owner
+                        .get("blockOwnerDeletion")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                })
+            })
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        Some(self.object.namespace()).filter(|ns| !ns.is_empty())
+    }
+
+    fn key(&self) -> String {
+        store_key(self.namespace(), self.object.name())
+    }
+
+    /// Deletes it with `propagation`, unless it is already being deleted. Whether that
+    /// changed anything.
+    pub(super) fn delete(&self, state: &State, propagation: Propagation) -> bool {
+        if self.deleting() {
+            return false;
+        }
+        let options = DeleteOptions {
+            precondition_uid: Some(self.uid().to_owned()),
+            propagation: Some(propagation),
+            ..DeleteOptions::default()
+        };
+        matches!(
+            delete_object(
+                state,
+                &self.resource,
+                self.namespace(),
+                self.object.name(),
+                &options
+            ),
+            Ok(Deleted::Removed(_) | Deleted::Marked(_))
+        )
+    }
+
+    /// Rewrites it with `change`, if it is still this object (same uid); a result that
+    /// is being deleted and has no finalizers left is removed. Whether it changed.
+    pub(super) fn rewrite(
+        &self,
+        state: &State,
+        change: impl FnOnce(&mut serde_json::Map<String, Value>),
+    ) -> bool {
+        let uid = self.uid().to_owned();
+        let mut removed: Option<Value> = None;
+        let outcome = state
+            .store
+            .write(&self.resource.group_resource(), &self.key(), |current| {
+                let Some(current) = current.filter(|c| {
+                    c.value.pointer("/metadata/uid").and_then(Value::as_str) == Some(uid.as_str())
+                }) else {
+                    return Ok::<_, ()>(Write::Unchanged);
+                };
+                let mut object = current.value.as_object().cloned().unwrap_or_default();
+                change(&mut object);
+                let object = Value::Object(object);
+                if object == current.value {
+                    return Ok(Write::Unchanged);
+                }
+                if finalized(&object) {
+                    removed = Some(object);
+                    return Ok(Write::Delete);
+                }
+                Ok(Write::Update(object))
+            });
+        if let Some(object) = &removed {
+            after_removal(state, &self.resource, object);
+        }
+        outcome.is_ok_and(|o| o.change.is_some())
+    }
+
+    /// Removes `finalizer` from `metadata.finalizers` (the object goes if it was the last).
+    pub(super) fn remove_finalizer(&self, state: &State, finalizer: &str) -> bool {
+        self.rewrite(state, |object| {
+            let metadata = metadata_mut(object);
+            if let Some(Value::Array(list)) = metadata.get_mut("finalizers") {
+                list.retain(|f| f.as_str() != Some(finalizer));
+                if list.is_empty() {
+                    metadata.remove("finalizers");
+                }
+            }
+        })
+    }
+
+    /// Removes the owner references to the owners in `uids`.
+    pub(super) fn remove_owner_refs(&self, state: &State, uids: &HashSet<&str>) -> bool {
+        self.rewrite(state, |object| {
+            let metadata = metadata_mut(object);
+            if let Some(Value::Array(refs)) = metadata.get_mut("ownerReferences") {
+                refs.retain(|r| {
+                    r.get("uid")
+                        .and_then(Value::as_str)
+                        .is_none_or(|uid| !uids.contains(uid))
+                });
+                if refs.is_empty() {
+                    metadata.remove("ownerReferences");
+                }
+            }
+        })
+    }
+}
+
+/// Every stored object, indexed by uid and by owner.
+pub(super) struct Graph {
+    pub(super) nodes: Vec<Node>,
+    by_uid: HashMap<String, usize>,
+    dependents: HashMap<String, Vec<usize>>,
+}
+
+impl Graph {
+    /// Reads every resource's objects (once per stored resource, whatever the versions).
+    pub(super) fn load(state: &State) -> Graph {
+        let mut seen = HashSet::new();
+        let mut nodes = Vec::new();
+        for resource in state.registry.all() {
+            let group_resource = resource.group_resource();
+            if !seen.insert(group_resource.clone()) {
+                continue;
+            }
+            for object in state.store.snapshot(&group_resource, "").objects {
+                nodes.push(Node {
+                    resource: Arc::clone(&resource),
+                    object,
+                });
+            }
+        }
+        let mut by_uid = HashMap::new();
+        let mut dependents: HashMap<String, Vec<usize>> = HashMap::new();
+        for (index, node) in nodes.iter().enumerate() {
+            by_uid.insert(node.uid().to_owned(), index);
+            for owner in node.owner_refs() {
+                dependents
+                    .entry(owner.uid.to_owned())
+                    .or_default()
+                    .push(index);
+            }
+        }
+        Graph {
+            nodes,
+            by_uid,
+            dependents,
+        }
+    }
+
+    /// The object with this uid, if it is stored.
+    pub(super) fn get(&self, uid: &str) -> Option<&Node> {
+        self.by_uid.get(uid).map(|&index| &self.nodes[index])
+    }
+
+    /// The objects that name `uid` among their owners.
+    pub(super) fn dependents_of(&self, uid: &str) -> impl Iterator<Item = &Node> {
+        self.dependents
+            .get(uid)
+            .into_iter()
+            .flatten()
+            .map(|&index| &self.nodes[index])
+    }
+
+    /// Whether anything names `uid` among its owners.
+    pub(super) fn has_dependents(&self, uid: &str) -> bool {
+        self.dependents.contains_key(uid)
+    }
+}

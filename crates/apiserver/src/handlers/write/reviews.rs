@@ -1,0 +1,133 @@
+//! The review resources, answered at once and never stored: access reviews
+//! (`SelfSubjectAccessReview` for `kubectl auth can-i`, `SubjectAccessReview`,
+//! `LocalSubjectAccessReview`), `SelfSubjectRulesReview`, `SelfSubjectReview`
+//! (`kubectl auth whoami`) and `TokenReview`. The server authorizes every authenticated
+//! user for everything, so access reviews are allowed, as with kube-apiserver's
+//! `AlwaysAllow` authorizer.
+
+use super::*;
+use crate::authentication::{UserInfo, now_seconds};
+
+/// POST of a review: the request object with its `status` filled in, 201.
+pub(crate) fn review(call: &Call) -> HandlerResult<Response<Body>> {
+    let mut object = as_object(call.decode_body()?)?;
+    call.check_type_meta(&mut object)?;
+    let resource = &call.resource;
+    let spec = object.get("spec").cloned().unwrap_or(Value::Null);
+    let status = match resource.kind.as_str() {
+        "SelfSubjectAccessReview" | "SubjectAccessReview" | "LocalSubjectAccessReview" => {
+            check_access_review(call, &object, &spec)?;
+            json!({"allowed": true})
+        }
+        "SelfSubjectRulesReview" => json!({
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": false,
+        }),
+        "SelfSubjectReview" => json!({"userInfo": call.user.to_json()}),
+        "TokenReview" => token_review(call, &spec)?,
+        other => {
+            return Err(fail(Status::internal_error(&format!(
+                "no review handler for {other}"
+            ))));
+        }
+    };
+    object.entry("metadata").or_insert_with(|| json!({}));
+    object.insert("status".to_owned(), status);
+    Ok(json(StatusCode::CREATED, &Value::Object(object)))
+}
+
+/// The validation kube-apiserver applies to access reviews.
+fn check_access_review(
+    call: &Call,
+    object: &Map<String, Value>,
+    spec: &Value,
+) -> HandlerResult<()> {
+    let resource = &call.resource;
+    let present = |field: &str| spec.get(field).is_some_and(|v| !v.is_null());
+    let reject =
+        |field: &str, message: &str| invalid(resource, "", field, "FieldValueInvalid", message);
+    if present("resourceAttributes") == present("nonResourceAttributes") {
+        return Err(reject(
+            "spec.resourceAttributes",
+            "Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        ));
+    }
+    if resource.kind == "SubjectAccessReview"
+        && !present("user")
+        && spec
+            .get("groups")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+    {
+        return Err(reject(
+            "spec.user,spec.groups",
+            "Invalid value: \"null\": at least one of user or group must be specified",
+        ));
+    }
+    if resource.kind == "LocalSubjectAccessReview" {
+        let namespace = object
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .or(call.path.namespace.as_deref())
+            .unwrap_or("");
+        let asked = spec
+            .pointer("/resourceAttributes/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if present("resourceAttributes") && asked != namespace {
+            return Err(reject(
+                "spec.resourceAttributes.namespace",
+                &format!("Invalid value: {asked:?}: must match metadata.namespace"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `spec.token` is the server's token or one it issued, and whose.
+fn token_review(call: &Call, spec: &Value) -> HandlerResult<Value> {
+    let token = spec.get("token").and_then(Value::as_str).unwrap_or("");
+    if token.is_empty() {
+        return Err(invalid(
+            &call.resource,
+            "",
+            "spec.token",
+            "FieldValueRequired",
+            "Required value",
+        ));
+    }
+    let wanted: Vec<String> = spec
+        .get("audiences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str().map(str::to_owned))
+        .collect();
+    let found = match call.state.tokens.lookup(token, now_seconds()) {
+        Some(found) => Some(found),
+        None if call.state.config.token.as_deref() == Some(token) => Some((
+            UserInfo::admin(),
+            vec![crate::authentication::DEFAULT_AUDIENCE.to_owned()],
+        )),
+        None => None,
+    };
+    let Some((user, audiences)) = found else {
+        return Ok(json!({"authenticated": false, "user": {}, "error": "invalid bearer token"}));
+    };
+    let audiences: Vec<String> = if wanted.is_empty() {
+        audiences
+    } else {
+        wanted
+            .into_iter()
+            .filter(|a| audiences.contains(a))
+            .collect()
+    };
+    if audiences.is_empty() {
+        return Ok(
+            json!({"authenticated": false, "user": {}, "error": "token audiences do not match"}),
+        );
+    }
+    Ok(json!({"authenticated": true, "user": user.to_json(), "audiences": audiences}))
+}

@@ -1,0 +1,236 @@
+//! Reviews, ServiceAccount tokens, eviction and ephemeral containers: the APIs behind
+//! `kubectl auth can-i`, `kubectl auth whoami`, `kubectl create token`, `kubectl drain`
+//! and `kubectl debug`.
+
+use kubeclient_apiserver::ApiServer;
+use serde_json::json;
+
+use crate::support::TestServer;
+
+/// Sends a JSON request with a bearer token; the status and the decoded body.
+async fn with_bearer(
+    t: &TestServer,
+    method: &str,
+    path: String,
+    token: String,
+    body: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let request = hyper::Request::builder()
+        .method(method)
+        .uri(format!("{}{path}", t.server.url()))
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(http_body_util::Full::new(bytes::Bytes::from(
+            body.to_string(),
+        )))
+        .unwrap();
+    let response = t.client.request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let body = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    (status, serde_json::from_slice(&body).unwrap_or_default())
+}
+
+const SSAR: &str = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+
+#[tokio::test]
+async fn access_reviews_are_allowed_validated_and_never_stored() {
+    let t = TestServer::start().await;
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": "create", "resource": "pods", "namespace": "default"}}});
+    let reply = t.post(SSAR, &review).await;
+    assert_eq!(
+        reply.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let answer = reply.json();
+    assert_eq!(answer["status"]["allowed"], true);
+    assert_eq!(answer["spec"], review["spec"]);
+
+    let neither = json!({"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1", "spec": {}});
+    let refused = t.post(SSAR, &neither).await;
+    assert_eq!(refused.status, 422);
+    assert!(
+        refused.json()["message"].as_str().unwrap().contains(
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified"
+        )
+    );
+    let sar = json!({"kind": "SubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
+        "spec": {"nonResourceAttributes": {"path": "/healthz", "verb": "get"}}});
+    let no_user = t
+        .post("/apis/authorization.k8s.io/v1/subjectaccessreviews", &sar)
+        .await;
+    assert_eq!(
+        no_user.status, 422,
+        "a SubjectAccessReview names a user or group"
+    );
+
+    assert_eq!(t.get(SSAR).await.status, 405, "reviews can only be created");
+    let discovery = t.get("/apis/authorization.k8s.io/v1").await.json();
+    let entry = discovery["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "selfsubjectaccessreviews")
+        .cloned()
+        .unwrap();
+    assert_eq!(entry["verbs"], json!(["create"]));
+}
+
+#[tokio::test]
+async fn a_token_request_issues_a_token_the_server_accepts_as_the_service_account() {
+    let t = TestServer::start_with(ApiServer::builder().token("admin-secret")).await;
+    let admin = |method: &'static str, path: String, body: serde_json::Value| {
+        with_bearer(&t, method, path, "admin-secret".to_owned(), body)
+    };
+    let path = "/api/v1/namespaces/default/serviceaccounts/default/token".to_owned();
+    let (status, issued) = admin(
+        "POST",
+        path.clone(),
+        json!({"spec": {"expirationSeconds": 1200}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{issued}");
+    let token = issued["status"]["token"].as_str().unwrap().to_owned();
+    assert_eq!(issued["spec"]["expirationSeconds"], 1200);
+    assert!(issued["status"]["expirationTimestamp"].is_string());
+
+    let (status, _) = admin(
+        "POST",
+        path.clone(),
+        json!({"spec": {"expirationSeconds": 60}}),
+    )
+    .await;
+    assert_eq!(status, 422, "at least ten minutes");
+    let (status, _) = admin(
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts/nobody/token".to_owned(),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 404);
+
+    let (status, whoami) = admin(
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews".to_owned(),
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    assert!(
+        whoami["status"]["userInfo"]["groups"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("system:masters"))
+    );
+
+    // The issued token works as a credential, as the ServiceAccount.
+    let (status, me) = with_bearer(
+        &t,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews".to_owned(),
+        token.clone(),
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    assert_eq!(
+        me["status"]["userInfo"]["username"],
+        "system:serviceaccount:default:default"
+    );
+
+    let (status, review) = admin(
+        "POST",
+        "/apis/authentication.k8s.io/v1/tokenreviews".to_owned(),
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    assert_eq!(review["status"]["authenticated"], true);
+    assert_eq!(
+        review["status"]["user"]["username"],
+        "system:serviceaccount:default:default"
+    );
+    let (_, forged) = admin(
+        "POST",
+        "/apis/authentication.k8s.io/v1/tokenreviews".to_owned(),
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "forged"}}),
+    )
+    .await;
+    assert_eq!(forged["status"]["authenticated"], false);
+}
+
+#[tokio::test]
+async fn eviction_deletes_a_pod_unless_a_disruption_budget_forbids_it() {
+    let t = TestServer::start().await;
+    let pods = "/api/v1/namespaces/default/pods";
+    for (name, app) in [("free", "batch"), ("guarded", "web")] {
+        let pod = json!({"metadata": {"name": name, "labels": {"app": app}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]}});
+        assert_eq!(t.post(pods, &pod).await.status, 201);
+    }
+    let budget = json!({"metadata": {"name": "web-pdb"}, "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}}});
+    assert_eq!(
+        t.post(
+            "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+            &budget
+        )
+        .await
+        .status,
+        201
+    );
+    let eviction = |name: &str| json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": "default"}});
+    let evicted = t
+        .post(&format!("{pods}/free/eviction"), &eviction("free"))
+        .await;
+    assert_eq!(
+        evicted.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&evicted.body)
+    );
+    assert_eq!(t.get(&format!("{pods}/free")).await.status, 404);
+    let refused = t
+        .post(&format!("{pods}/guarded/eviction"), &eviction("guarded"))
+        .await;
+    assert_eq!(refused.status, 429);
+    assert_eq!(
+        refused.json()["message"],
+        "Cannot evict pod as it would violate the pod's disruption budget."
+    );
+    assert_eq!(t.get(&format!("{pods}/guarded")).await.status, 200);
+}
+
+#[tokio::test]
+async fn ephemeral_containers_change_only_through_their_subresource() {
+    let t = TestServer::start().await;
+    let pods = "/api/v1/namespaces/default/pods";
+    let pod =
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}});
+    assert_eq!(t.post(pods, &pod).await.status, 201);
+    let patch = r#"{"spec":{"ephemeralContainers":[{"name":"debugger","image":"busybox"}],"restartPolicy":"Never"},"metadata":{"labels":{"x":"y"}}}"#;
+    let reply = t
+        .patch(
+            &format!("{pods}/p/ephemeralcontainers"),
+            "application/strategic-merge-patch+json",
+            patch,
+        )
+        .await;
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let stored = t.get(&format!("{pods}/p")).await.json();
+    assert_eq!(stored["spec"]["ephemeralContainers"][0]["name"], "debugger");
+    assert_eq!(
+        stored["spec"]["restartPolicy"], "Always",
+        "nothing else changes"
+    );
+    assert!(stored["metadata"].get("labels").is_none());
+}
