@@ -1,4 +1,4 @@
-//! The reconcile: a finalizer for cleanup (the embedded server has no garbage collector),
+//! The reconcile: a finalizer for cleanup (it does not rely on a garbage collector),
 //! a Service per Installation owned by it, the status, and an event for each outcome.
 
 use std::collections::BTreeMap;

@@ -48,7 +48,7 @@ fn service_port(svc: &Service) -> Option<i32> {
     svc.spec.as_ref()?.ports.as_ref()?.first().map(|p| p.port)
 }
 
-/// Owner cleanup through a finalizer (the embedded server has no garbage collector).
+/// Owner cleanup through a finalizer (it does not rely on a garbage collector).
 async fn reconcile_service(
     client: Client,
     request: ReconcileRequest<ConfigMap>,
