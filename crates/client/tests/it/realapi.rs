@@ -321,10 +321,22 @@ async fn a_real_kube_apiserver_accepts_the_derived_crd_and_refuses_the_same_fiel
     );
     let mut answers = Vec::new();
     for (client, ns) in [(&real, namespace.as_str()), (&embedded.client, "default")] {
-        Api::<Installation>::namespaced(client.clone(), ns)
-            .create(&PostParams::default(), &valid)
-            .await
-            .expect("a valid Installation is stored");
+        // A real server may answer 404 for a moment after the CRD is Established, while
+        // its handler for the new resource starts.
+        let api = Api::<Installation>::namespaced(client.clone(), ns);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            match api.create(&PostParams::default(), &valid).await {
+                Ok(_) => break,
+                Err(err)
+                    if err.api().is_some_and(|e| e.is_not_found())
+                        && tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(err) => panic!("a valid Installation is stored: {err}"),
+            }
+        }
         let err = Api::<DynamicObject>::namespaced_with(
             client.clone(),
             ns,
