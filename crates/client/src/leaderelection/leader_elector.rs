@@ -541,7 +541,10 @@ impl LeaderElector {
     }
 
     /// Gives the lock up: an empty holder and a one-second lease (client-go's `release`).
+    /// A conflict (a renewal cut short by the stop may have been written without us seeing
+    /// the answer) is resolved by reading the Lease again, while it still names us.
     async fn release(&self) {
+        const ATTEMPTS: usize = 3;
         let current = {
             let observed = crate::sync::lock(&self.observed);
             observed
@@ -560,15 +563,27 @@ impl LeaderElector {
             renew_time: Some(now),
             leader_transitions: current.leader_transitions,
         };
-        match self.lock.update(&record).await {
-            Ok(()) => {
-                tracing::info!(lock = %self.lock.describe(), identity = self.lock.identity(), "released the lease");
-                self.observe(record);
+        for attempt in 1..=ATTEMPTS {
+            match self.lock.update(&record).await {
+                Ok(()) => {
+                    tracing::info!(lock = %self.lock.describe(), identity = self.lock.identity(), "released the lease");
+                    self.observe(record);
+                    return;
+                }
+                Err(err) => {
+                    tracing::debug!(error = %kubeclient_machinery::ErrorChain(&err), attempt, "releasing the lease failed; reading it again");
+                }
             }
-            Err(err) => {
-                tracing::warn!(error = %kubeclient_machinery::ErrorChain(&err), "releasing the lease failed");
+            match self.lock.get().await {
+                Ok(Some(latest)) if latest.holder_identity == self.lock.identity() => {}
+                Ok(_) => return, // someone else holds it, or nobody: nothing to release
+                Err(err) => {
+                    tracing::warn!(error = %kubeclient_machinery::ErrorChain(&err), "reading the lease to release it failed");
+                    return;
+                }
             }
         }
+        tracing::warn!(lock = %self.lock.describe(), "could not release the lease; the others take over when it expires");
     }
 
     /// Calls `on_new_leader` when the observed holder changed since the last report.
