@@ -16,8 +16,8 @@ use serde_json::Value;
 
 use super::Call;
 use super::response::{HandlerResult, fail};
-use super::validate::{WithType, builtin_type, relaxed_quantities};
-use crate::registry::ResourceDef;
+use super::validate::relaxed_quantities;
+use crate::registry::{BuiltinType, ResourceDef, WithType, builtin_type};
 
 /// The `fieldValidation` directive of a write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,7 +169,7 @@ struct Unknown<'a>(&'a Value);
 impl WithType for Unknown<'_> {
     type Output = Result<Vec<Vec<Step>>, serde_json::Error>;
 
-    fn decode<T: serde::de::DeserializeOwned>(self) -> Self::Output {
+    fn with<T: BuiltinType>(self) -> Self::Output {
         let mut paths = Vec::new();
         serde_ignored::deserialize::<_, _, T>(self.0, |path| paths.push(steps(&path)))?;
         Ok(paths)

@@ -48,7 +48,7 @@ fn columns(group: &str, kind: &str) -> Option<&'static [Column]> {
         ("", "Namespace") => NAMESPACE,
         ("", "ConfigMap") => CONFIG_MAP,
         ("", "Secret") => SECRET,
-        ("", "Event") => EVENT,
+        ("", "Event") | ("events.k8s.io", "Event") => EVENT,
         ("", "ServiceAccount") => SERVICE_ACCOUNT,
         ("", "Endpoints") => ENDPOINTS,
         ("", "PersistentVolumeClaim") => PERSISTENT_VOLUME_CLAIM,
@@ -90,6 +90,13 @@ pub(crate) fn name_column(priority: i64) -> Value {
 /// The cells of `object`'s row, in column order; `None` for kinds without a printer.
 pub(crate) fn cells(group: &str, kind: &str, object: &Value) -> Option<Vec<Value>> {
     let columns = columns(group, kind)?;
+    let converted;
+    let object = if group == "events.k8s.io" {
+        converted = events_as_core(object);
+        &converted
+    } else {
+        object
+    };
     let name = field(object, "/metadata/name").clone();
     let mut cells = Vec::with_capacity(columns.len() + 1);
     if kind != "Event" {
@@ -823,6 +830,26 @@ const EVENT: &[Column] = &[
     wide("First Seen", "string", |o| event_time(o, "/firstTimestamp")),
     wide("Count", "string", |o| json!(int(o, "/count").max(1))),
 ];
+
+/// An `events.k8s.io/v1` Event under its core/v1 field names (the two are one type inside
+/// kube-apiserver, printed by one printer).
+fn events_as_core(event: &Value) -> Value {
+    let mut core = event.as_object().cloned().unwrap_or_default();
+    for (from, to) in [
+        ("regarding", "involvedObject"),
+        ("note", "message"),
+        ("reportingController", "reportingComponent"),
+        ("deprecatedSource", "source"),
+        ("deprecatedFirstTimestamp", "firstTimestamp"),
+        ("deprecatedLastTimestamp", "lastTimestamp"),
+        ("deprecatedCount", "count"),
+    ] {
+        if let Some(value) = core.remove(from) {
+            core.insert(to.to_owned(), value);
+        }
+    }
+    Value::Object(core)
+}
 
 fn event_time(event: &Value, pointer: &str) -> Value {
     match field(event, pointer).as_str() {

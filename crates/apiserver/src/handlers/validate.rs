@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::response::{HandlerResult, fail};
-use crate::registry::ResourceDef;
+use crate::registry::{BuiltinType, ResourceDef, WithType, builtin_type};
 
 /// The most bytes all annotations of an object may hold (keys plus values), as upstream.
 const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
@@ -131,76 +131,13 @@ pub(crate) fn check_decodes(resource: &ResourceDef, object: &Value) -> HandlerRe
     ))))
 }
 
-/// Something done with the `k8s-openapi` type of a built-in kind: see [`builtin_type`].
-pub(super) trait WithType {
-    /// What it gives.
-    type Output;
-    /// Does it with type `T`.
-    fn decode<T: serde::de::DeserializeOwned>(self) -> Self::Output;
-}
-
-/// Runs `decoder` with the `k8s-openapi` type of a built-in kind; `None` for kinds
-/// without one here.
-pub(super) fn builtin_type<D: WithType>(group: &str, kind: &str, decoder: D) -> Option<D::Output> {
-    use k8s_openapi::api::{
-        apps, autoscaling, batch, coordination, core, discovery, networking, policy, rbac,
-        scheduling, storage,
-    };
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
-
-    Some(match (group, kind) {
-        ("", "Namespace") => decoder.decode::<core::v1::Namespace>(),
-        ("", "Pod") => decoder.decode::<core::v1::Pod>(),
-        ("", "PodTemplate") => decoder.decode::<core::v1::PodTemplate>(),
-        ("", "Service") => decoder.decode::<core::v1::Service>(),
-        ("", "Endpoints") => decoder.decode::<core::v1::Endpoints>(),
-        ("", "ConfigMap") => decoder.decode::<core::v1::ConfigMap>(),
-        ("", "Secret") => decoder.decode::<core::v1::Secret>(),
-        ("", "Event") => decoder.decode::<core::v1::Event>(),
-        ("", "ServiceAccount") => decoder.decode::<core::v1::ServiceAccount>(),
-        ("", "Node") => decoder.decode::<core::v1::Node>(),
-        ("", "PersistentVolumeClaim") => decoder.decode::<core::v1::PersistentVolumeClaim>(),
-        ("", "PersistentVolume") => decoder.decode::<core::v1::PersistentVolume>(),
-        ("", "ReplicationController") => decoder.decode::<core::v1::ReplicationController>(),
-        ("", "ResourceQuota") => decoder.decode::<core::v1::ResourceQuota>(),
-        ("", "LimitRange") => decoder.decode::<core::v1::LimitRange>(),
-        ("apps", "Deployment") => decoder.decode::<apps::v1::Deployment>(),
-        ("apps", "ReplicaSet") => decoder.decode::<apps::v1::ReplicaSet>(),
-        ("apps", "StatefulSet") => decoder.decode::<apps::v1::StatefulSet>(),
-        ("apps", "DaemonSet") => decoder.decode::<apps::v1::DaemonSet>(),
-        ("apps", "ControllerRevision") => decoder.decode::<apps::v1::ControllerRevision>(),
-        ("batch", "Job") => decoder.decode::<batch::v1::Job>(),
-        ("batch", "CronJob") => decoder.decode::<batch::v1::CronJob>(),
-        ("coordination.k8s.io", "Lease") => decoder.decode::<coordination::v1::Lease>(),
-        ("rbac.authorization.k8s.io", "Role") => decoder.decode::<rbac::v1::Role>(),
-        ("rbac.authorization.k8s.io", "RoleBinding") => decoder.decode::<rbac::v1::RoleBinding>(),
-        ("rbac.authorization.k8s.io", "ClusterRole") => decoder.decode::<rbac::v1::ClusterRole>(),
-        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
-            decoder.decode::<rbac::v1::ClusterRoleBinding>()
-        }
-        ("networking.k8s.io", "Ingress") => decoder.decode::<networking::v1::Ingress>(),
-        ("networking.k8s.io", "NetworkPolicy") => decoder.decode::<networking::v1::NetworkPolicy>(),
-        ("policy", "PodDisruptionBudget") => decoder.decode::<policy::v1::PodDisruptionBudget>(),
-        ("autoscaling", "HorizontalPodAutoscaler") => {
-            decoder.decode::<autoscaling::v2::HorizontalPodAutoscaler>()
-        }
-        ("storage.k8s.io", "StorageClass") => decoder.decode::<storage::v1::StorageClass>(),
-        ("scheduling.k8s.io", "PriorityClass") => decoder.decode::<scheduling::v1::PriorityClass>(),
-        ("discovery.k8s.io", "EndpointSlice") => decoder.decode::<discovery::v1::EndpointSlice>(),
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            decoder.decode::<apiextensions::v1::CustomResourceDefinition>()
-        }
-        _ => return None,
-    })
-}
-
 /// Decodes `object` into a type.
 struct Decode<'a>(&'a Value);
 
 impl WithType for Decode<'_> {
     type Output = Result<(), serde_json::Error>;
 
-    fn decode<T: serde::de::DeserializeOwned>(self) -> Self::Output {
+    fn with<T: BuiltinType>(self) -> Self::Output {
         T::deserialize(self.0).map(drop)
     }
 }

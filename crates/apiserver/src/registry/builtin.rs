@@ -416,6 +416,39 @@ const BUILTINS: &[Row] = &[
         Special::None,
     ),
     (
+        "events.k8s.io",
+        "v1",
+        "events",
+        "Event",
+        &["ev"],
+        NS,
+        Special::None,
+    ),
+    (
+        "certificates.k8s.io",
+        "v1",
+        "certificatesigningrequests",
+        "CertificateSigningRequest",
+        &["csr"],
+        Flags {
+            status: true,
+            ..CLUSTER
+        },
+        Special::None,
+    ),
+    (
+        "apiregistration.k8s.io",
+        "v1",
+        "apiservices",
+        "APIService",
+        &[],
+        Flags {
+            status: true,
+            ..CLUSTER
+        },
+        Special::None,
+    ),
+    (
         "authorization.k8s.io",
         "v1",
         "selfsubjectaccessreviews",

@@ -2,6 +2,7 @@
 //! CustomResourceDefinitions), and the discovery and OpenAPI documents describing them.
 
 mod builtin;
+mod builtin_types;
 mod crd;
 pub(crate) mod discovery;
 pub(crate) mod openapi;
@@ -9,6 +10,7 @@ mod resource;
 
 use std::sync::{Arc, RwLock};
 
+pub(crate) use builtin_types::{BuiltinType, WithType, builtin_type};
 pub(crate) use crd::{crd_resources, crd_status};
 pub(crate) use resource::{
     FOREGROUND_DELETION, FieldSelectors, ORPHAN, Propagation, ResourceDef, Special,

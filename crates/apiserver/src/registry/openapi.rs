@@ -1,13 +1,17 @@
 //! OpenAPI documents, just enough for kubectl: a v3 index and per-group-version documents
 //! whose PATCH operations declare the `fieldValidation` parameter and their
 //! `x-kubernetes-group-version-kind`, so kubectl relies on server-side validation
-//! (apiserver-semantics §2.3). No schemas are served: `kubectl explain` does not work, and
-//! kubectl computes client-side apply patches from its compiled-in types (built-ins) or as
-//! merge patches (custom resources), exactly as it does when a schema is absent.
+//! (apiserver-semantics §2.3), and component schemas of the built-in kinds (from
+//! `k8s-openapi`'s schemas, under kube-apiserver's names) so `kubectl explain` works.
+//! Custom resources get no schema here: kubectl computes their client-side apply patches
+//! as merge patches, exactly as it does when a schema is absent.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 use serde_json::{Map, Value, json};
 
-use super::Registry;
+use super::{BuiltinType, Registry, WithType, builtin_type};
 
 /// The `/openapi/v3` index: one entry per group version, with a content hash so clients
 /// refetch when resources change.
@@ -22,8 +26,14 @@ pub(crate) fn v3_index(registry: &Registry) -> Value {
         if paths.contains_key(&key) {
             continue;
         }
-        let document = v3_document(registry, &key).unwrap_or(Value::Null);
-        let hash = content_hash(&document.to_string());
+        // The hash covers the paths and the (static, cached) schemas of the group version.
+        let hash = match document_paths(registry, &key) {
+            Some((paths, group, version)) => {
+                let (_, schemas_hash) = builtin_schemas(&group, &version);
+                content_hash(&format!("{paths}{schemas_hash}"))
+            }
+            None => content_hash(""),
+        };
         paths.insert(
             key.clone(),
             json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}")}),
@@ -35,6 +45,17 @@ pub(crate) fn v3_index(registry: &Registry) -> Value {
 /// The document for one group version (`api/v1` or `apis/{g}/{v}`), or `None` if nothing
 /// is served there.
 pub(crate) fn v3_document(registry: &Registry, key: &str) -> Option<Value> {
+    let (paths, group, version) = document_paths(registry, key)?;
+    Some(json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.37.0"},
+        "paths": paths,
+        "components": {"schemas": builtin_schemas(&group, &version).0},
+    }))
+}
+
+/// The paths of a group version's document, with its group and version.
+fn document_paths(registry: &Registry, key: &str) -> Option<(Value, String, String)> {
     let (group, version) = match key.split('/').collect::<Vec<_>>().as_slice() {
         ["api", version] => (String::new(), (*version).to_owned()),
         ["apis", group, version] => ((*group).to_owned(), (*version).to_owned()),
@@ -86,12 +107,58 @@ pub(crate) fn v3_document(registry: &Registry, key: &str) -> Option<Value> {
     if paths.is_empty() {
         return None;
     }
-    Some(json!({
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.37.0"},
-        "paths": paths,
-        "components": {"schemas": {}},
-    }))
+    Some((Value::Object(paths), group, version))
+}
+
+/// The component schemas of a group version's built-in kinds (and every type they use),
+/// named as kube-apiserver names them (`io.k8s.api.core.v1.Pod`), each kind's marked with
+/// its `x-kubernetes-group-version-kind` (what `kubectl explain` looks up), with their
+/// hash. Computed once per group version.
+fn builtin_schemas(group: &str, version: &str) -> (Value, String) {
+    static CACHE: OnceLock<Mutex<SchemaCache>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let key = (group.to_owned(), version.to_owned());
+    if let Some(schemas) = crate::sync::lock(cache).get(&key) {
+        return schemas.clone();
+    }
+    let mut generator = schemars::generate::SchemaSettings::openapi3().into_generator();
+    let mut kinds = Vec::new();
+    for resource in super::builtin::builtin_resources()
+        .into_iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
+        if let Some(name) = builtin_type(group, &resource.kind, SchemaOf(&mut generator)) {
+            kinds.push((name, resource.kind.clone()));
+        }
+    }
+    let mut schemas = generator.take_definitions(true);
+    for (name, kind) in kinds {
+        if let Some(Value::Object(schema)) = schemas.get_mut(&name) {
+            schema.insert(
+                "x-kubernetes-group-version-kind".to_owned(),
+                json!([{"group": group, "version": version, "kind": kind}]),
+            );
+        }
+    }
+    let schemas = Value::Object(schemas.into_iter().collect());
+    let hash = content_hash(&schemas.to_string());
+    crate::sync::lock(cache).insert(key, (schemas.clone(), hash.clone()));
+    (schemas, hash)
+}
+
+/// Component schemas and their hash, by group and version.
+type SchemaCache = HashMap<(String, String), (Value, String)>;
+
+/// Adds a type's schema to the generator's definitions; gives its name.
+struct SchemaOf<'a>(&'a mut schemars::SchemaGenerator);
+
+impl WithType for SchemaOf<'_> {
+    type Output = String;
+
+    fn with<T: BuiltinType>(self) -> String {
+        self.0.subschema_for::<T>();
+        T::schema_name().into_owned()
+    }
 }
 
 /// A stable hex hash (FNV-1a 64) of a document: the OpenAPI index's `hash` parameter and
@@ -136,5 +203,22 @@ mod tests {
                 .any(|p| p["name"] == "fieldValidation")
         );
         assert!(v3_document(&Registry::new(), "apis/nosuch/v1").is_none());
+    }
+
+    #[test]
+    fn documents_carry_the_schemas_of_their_kinds() {
+        let registry = Registry::new();
+        let core = v3_document(&registry, "api/v1").unwrap();
+        let pod = &core["components"]["schemas"]["io.k8s.api.core.v1.Pod"];
+        assert_eq!(
+            pod["x-kubernetes-group-version-kind"],
+            json!([{"group": "", "version": "v1", "kind": "Pod"}])
+        );
+        assert!(
+            core["components"]["schemas"]["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
+                .is_object()
+        );
+        let apps = v3_document(&registry, "apis/apps/v1").unwrap();
+        assert!(apps["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"].is_object());
     }
 }

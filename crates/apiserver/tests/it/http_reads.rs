@@ -145,16 +145,18 @@ async fn tables_and_partial_object_metadata_are_served_on_request() {
         "as= is never echoed"
     );
     let table = t
-        .request_with_accept("/api/v1/namespaces/default/configmaps", table_accept)
-        .await;
+        .get_accepting("/api/v1/namespaces/default/configmaps", table_accept)
+        .await
+        .json();
     assert_eq!(table["kind"], "Table");
     assert_eq!(table["rows"][0]["cells"][0], "a");
     let metadata = t
-        .request_with_accept(
+        .get_accepting(
             "/api/v1/namespaces/default/configmaps",
             "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
         )
-        .await;
+        .await
+        .json();
     assert_eq!(metadata["kind"], "PartialObjectMetadataList");
     assert_eq!(metadata["items"][0]["kind"], "PartialObjectMetadata");
     assert!(metadata["items"][0].get("data").is_none());
@@ -281,15 +283,6 @@ async fn a_token_is_required_when_configured() {
     );
     assert_eq!(t.get("/healthz").await.status, 200);
     assert!(t.server.kubeconfig().contains("token: s3cret"));
-}
-
-impl TestServer {
-    async fn request_with_accept(&self, path: &str, accept: &str) -> Value {
-        use http_body_util::BodyExt;
-        let response = self.send("GET", path, None, Some(accept), "").await;
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        serde_json::from_slice(&body).unwrap()
-    }
 }
 
 #[tokio::test]

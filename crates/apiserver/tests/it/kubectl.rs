@@ -676,6 +676,23 @@ async fn kubectl_get_prints_the_real_columns_of_built_in_kinds() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn kubectl_explain_prints_field_descriptions_of_built_in_kinds() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let explained = kubectl
+        .ok(&["explain", "pod.spec.containers.imagePullPolicy"])
+        .await;
+    assert!(
+        explained.contains("FIELD: imagePullPolicy <string>"),
+        "{explained}"
+    );
+    assert!(explained.contains("Image pull policy."), "{explained}");
+    let strategy = kubectl.ok(&["explain", "deployments.spec.strategy"]).await;
+    assert!(strategy.contains("GROUP:      apps"), "{strategy}");
+    assert!(strategy.contains("rollingUpdate"), "{strategy}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn get_events_prints_when_what_why_and_about_which_object() {
     let t = TestServer::start().await;
     let kubectl = Kubectl::for_server(&t);

@@ -234,3 +234,76 @@ async fn ephemeral_containers_change_only_through_their_subresource() {
     );
     assert!(stored["metadata"].get("labels").is_none());
 }
+
+#[tokio::test]
+async fn the_events_certificates_and_apiregistration_groups_are_served() {
+    let t = TestServer::start().await;
+    let events = "/apis/events.k8s.io/v1/namespaces/default/events";
+    let incomplete = t
+        .post(events, &json!({"metadata": {"name": "e1"}, "note": "hi"}))
+        .await;
+    assert_eq!(incomplete.status, 422);
+    assert_eq!(
+        incomplete.json()["message"],
+        r#"Event.events.k8s.io "e1" is invalid: [eventTime: Required value, type: Invalid value: "": has invalid value: ]"#
+    );
+    let event = json!({"metadata": {"name": "e2"}, "eventTime": "2026-12-01T09:00:00.000000Z",
+        "reportingController": "example.com/ctl", "reportingInstance": "ctl-1", "action": "Create",
+        "reason": "Created", "type": "Normal", "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "note": "hello"});
+    let created = t.post(events, &event).await;
+    assert_eq!(
+        created.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    assert_eq!(created.json()["deprecatedSource"], json!({}));
+    let table = t
+        .get_accepting(events, "application/json;as=Table;v=v1;g=meta.k8s.io")
+        .await
+        .json();
+    let cells = &table["rows"][0]["cells"];
+    assert_eq!(cells[2], "Created", "{table}");
+    assert_eq!(cells[3], "pod/p");
+
+    let core = t
+        .post(
+            "/api/v1/namespaces/default/events",
+            &json!({"metadata": {"name": "c1"}, "involvedObject": {"kind": "Pod", "name": "p"}, "reason": "R", "message": "m"}),
+        )
+        .await
+        .json();
+    assert_eq!(core["source"], json!({}));
+    assert!(core["eventTime"].is_null() && core.get("eventTime").is_some());
+    assert_eq!(core["reportingComponent"], "");
+
+    let csr = json!({"metadata": {"name": "node-csr"}, "spec": {"request": "LS0tLS1CRUdJTg==",
+        "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}});
+    assert_eq!(
+        t.post(
+            "/apis/certificates.k8s.io/v1/certificatesigningrequests",
+            &csr
+        )
+        .await
+        .status,
+        201
+    );
+    let apiservice = json!({"metadata": {"name": "v1beta1.metrics.k8s.io"}, "spec": {"group": "metrics.k8s.io",
+        "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100}});
+    assert_eq!(
+        t.post("/apis/apiregistration.k8s.io/v1/apiservices", &apiservice)
+            .await
+            .status,
+        201
+    );
+    let duplicate_ports = json!({"metadata": {"name": "dup"}, "spec": {"ports": [
+        {"name": "http", "port": 80}, {"name": "http", "port": 81}]}});
+    let refused = t
+        .post("/api/v1/namespaces/default/services", &duplicate_ports)
+        .await;
+    assert_eq!(
+        refused.json()["message"],
+        r#"Service "dup" is invalid: spec.ports[1].name: Duplicate value: "http""#
+    );
+}

@@ -59,7 +59,23 @@ impl TestServer {
         content_type: Option<&str>,
         body: &str,
     ) -> Reply {
-        let response = self.send(method, path, content_type, None, body).await;
+        self.exchange(method, path, content_type, None, body).await
+    }
+
+    /// GET with an `Accept` header.
+    pub(crate) async fn get_accepting(&self, path: &str, accept: &str) -> Reply {
+        self.exchange("GET", path, None, Some(accept), "").await
+    }
+
+    async fn exchange(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        accept: Option<&str>,
+        body: &str,
+    ) -> Reply {
+        let response = self.send(method, path, content_type, accept, body).await;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let body = tokio::time::timeout(Duration::from_secs(10), response.into_body().collect())

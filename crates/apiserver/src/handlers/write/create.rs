@@ -107,6 +107,7 @@ pub(super) fn create_object(
     let mut value = Value::Object(object);
     let warnings = call.validate_fields(&mut value, Decoding::Body)?;
     validate::check_object(&resource, &value)?;
+    kind_rules::check(&resource, &value)?;
     call.check_namespace_exists()?;
     if !ownership_recorded {
         let (manager, api_version) = (call.field_manager(), resource.api_version());

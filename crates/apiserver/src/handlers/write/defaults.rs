@@ -140,6 +140,21 @@ pub(super) fn apply(
         }
         ("", "Service") => service(state, object, current),
         ("", "Secret") => secret(object),
+        // The fields Go's Event struct always writes.
+        ("", "Event") => {
+            set(object, "source", json!({}));
+            for field in ["firstTimestamp", "lastTimestamp", "eventTime"] {
+                set(object, field, Value::Null);
+            }
+            set(object, "reportingComponent", json!(""));
+            set(object, "reportingInstance", json!(""));
+        }
+        ("events.k8s.io", "Event") => {
+            set(object, "deprecatedSource", json!({}));
+            for field in ["deprecatedFirstTimestamp", "deprecatedLastTimestamp"] {
+                set(object, field, Value::Null);
+            }
+        }
         ("", "PersistentVolumeClaim") => {
             if let Some(spec) = child(object, "spec") {
                 set(spec, "volumeMode", json!("Filesystem"));

@@ -12,6 +12,7 @@ mod defaults;
 mod delete;
 mod eviction;
 mod immutable;
+mod kind_rules;
 mod patch;
 mod reviews;
 mod scale;
@@ -389,6 +390,7 @@ fn write_existing(
             );
         }
         validate::check_object(&call.resource, &result)?;
+        kind_rules::check(&call.resource, &result)?;
         validate::check_size(&call.resource, &result, call.state.config.limits.max_object_bytes)?;
         let write = if finalized(&result) { Write::Delete } else { Write::Update(result.clone()) };
         if dry_run {
