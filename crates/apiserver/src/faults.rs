@@ -58,6 +58,8 @@ pub struct Faults {
     queued: Mutex<VecDeque<(Fault, u64)>>,
     delay_millis: AtomicU64,
     malformed_watch_events: AtomicU64,
+    /// Standing faults for clients whose User-Agent contains a string, until lifted.
+    by_user_agent: Mutex<Vec<(String, Fault)>>,
 }
 
 impl Faults {
@@ -98,8 +100,32 @@ impl Faults {
             .is_ok()
     }
 
-    /// Removes queued faults and the delay.
+    /// Answers every resource request whose `User-Agent` contains `user_agent` with
+    /// `fault` until [`lift_user_agent`](Self::lift_user_agent) or [`clear`](Self::clear):
+    /// one client of several is cut off (a partitioned leader, say) while the others go on.
+    /// These faults are checked before the queued ones and do not consume them.
+    pub fn fail_user_agent(&self, user_agent: &str, fault: Fault) {
+        let mut standing = crate::sync::lock(&self.by_user_agent);
+        standing.retain(|(agent, _)| agent != user_agent);
+        standing.push((user_agent.to_owned(), fault));
+    }
+
+    /// Ends the standing fault of [`fail_user_agent`](Self::fail_user_agent) for `user_agent`.
+    pub fn lift_user_agent(&self, user_agent: &str) {
+        crate::sync::lock(&self.by_user_agent).retain(|(agent, _)| agent != user_agent);
+    }
+
+    /// The standing fault for a request with this `User-Agent`, if any.
+    pub(crate) fn for_user_agent(&self, user_agent: &str) -> Option<Fault> {
+        crate::sync::lock(&self.by_user_agent)
+            .iter()
+            .find(|(agent, _)| user_agent.contains(agent.as_str()))
+            .map(|(_, fault)| fault.clone())
+    }
+
+    /// Removes queued and standing faults and the delay.
     pub fn clear(&self) {
+        crate::sync::lock(&self.by_user_agent).clear();
         crate::sync::lock(&self.queued).clear();
         self.set_delay(Duration::ZERO);
     }
@@ -159,6 +185,28 @@ mod tests {
         faults.set_delay(Duration::from_millis(5));
         faults.clear();
         assert_eq!((faults.pending(), faults.delay()), (0, Duration::ZERO));
+    }
+
+    #[test]
+    fn user_agent_faults_stand_until_lifted_and_leave_other_clients_alone() {
+        let faults = Faults::default();
+        faults.fail_user_agent("candidate-a", Fault::InternalError);
+        assert_eq!(
+            faults.for_user_agent("kubeclient/0.1 candidate-a"),
+            Some(Fault::InternalError)
+        );
+        assert_eq!(
+            faults.for_user_agent("kubeclient/0.1 candidate-a"),
+            Some(Fault::InternalError),
+            "a standing fault is not used up"
+        );
+        assert_eq!(faults.for_user_agent("kubeclient/0.1 candidate-b"), None);
+        assert_eq!(faults.pending(), 0);
+        faults.lift_user_agent("candidate-a");
+        assert_eq!(faults.for_user_agent("kubeclient/0.1 candidate-a"), None);
+        faults.fail_user_agent("x", Fault::Expired);
+        faults.clear();
+        assert_eq!(faults.for_user_agent("x"), None);
     }
 
     #[test]

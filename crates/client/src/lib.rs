@@ -13,6 +13,9 @@
 //! - [`cache`]: Store, Indexer, DeltaFIFO, RealFIFO, Reflector, SharedIndexInformer, Lister.
 //! - [`informers`]: the SharedInformerFactory (typed, dynamic and metadata-only informers).
 //! - [`workqueue`]: rate-limited work queues for controllers.
+//! - [`controller`]: a controller builder over the shared factory and a work queue.
+//! - [`leaderelection`]: leader election on a Lease.
+//! - [`customresource`] and [`CustomResource`]: typed custom resources and their CRDs.
 //!
 //! # Example
 //!
@@ -35,9 +38,14 @@
 pub mod api;
 pub mod cache;
 pub mod config;
+pub mod controller;
+pub mod customresource;
 pub mod discovery;
 mod error;
 pub mod informers;
+pub mod leaderelection;
+pub mod metrics;
+pub mod record;
 pub mod rest;
 mod sync;
 pub mod workqueue;
@@ -50,6 +58,68 @@ pub use config::Config;
 pub use error::{Error, Result, StreamError};
 pub use kubeclient_machinery as machinery;
 pub use rest::Client;
+
+/// Generates a typed custom resource from its spec struct (kube-rs users know it as
+/// `#[derive(CustomResource)]`).
+///
+/// Put it on the spec struct, with `Clone`, `Debug`, serde's `Serialize` and
+/// `Deserialize` and schemars' `JsonSchema` derived too (the status type needs the
+/// same). The generated type, named after the kind, has `metadata`, `spec` and (with
+/// `status`) `status: Option<Status>`, a `new(name, spec)` constructor, and implements
+/// `k8s_openapi::Resource` and `Metadata` (so [`Object`](machinery::Object),
+/// [`Api`], and the factory's `informer::<K>()` and `lister::<K>()` work as for
+/// built-in types) and [`CustomResourceExt`](customresource::CustomResourceExt)
+/// (`crd()`).
+///
+/// Attributes, in `#[kubeclient(...)]`:
+///
+/// | attribute | meaning |
+/// |---|---|
+/// | `group = "example.com"` | API group (required; a DNS subdomain) |
+/// | `version = "v1"` | version (required; `v1`, `v2beta1` ...) |
+/// | `kind = "Installation"` | kind and name of the generated type (required) |
+/// | `namespaced` | namespaced (default: cluster-scoped) |
+/// | `plural = "..."`, `singular = "..."` | names (default: lowercase kind, English plural) |
+/// | `shortname = "..."`, `category = "..."` | repeatable |
+/// | `status = "StatusType"` | the status type, and the status subresource |
+/// | `printcolumn(name = "...", type = "integer", json_path = ".spec.x", description = "...", format = "...", priority = 0)` | repeatable (clippy's `duplicated_attributes` flags two columns of the same type: allow it on the struct) |
+/// | `scale(spec_replicas_path = "...", status_replicas_path = "...", label_selector_path = "...")` | the scale subresource |
+///
+/// # Examples
+///
+/// ```
+/// use kubeclient::CustomResource;
+/// use kubeclient::customresource::CustomResourceExt;
+/// use kubeclient::machinery::Object;
+///
+/// #[derive(CustomResource, Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// #[kubeclient(group = "example.kubeclient.dev", version = "v1", kind = "Installation", namespaced,
+///              status = "InstallationStatus", shortname = "inst",
+///              printcolumn(name = "Replicas", type = "integer", json_path = ".spec.replicas"))]
+/// #[serde(rename_all = "camelCase")]
+/// pub struct InstallationSpec { pub replicas: i32, pub image: String, pub service_port: i32 }
+///
+/// #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// #[serde(rename_all = "camelCase")]
+/// pub struct InstallationStatus { pub observed_generation: Option<i64> }
+///
+/// let web = Installation::new("web", InstallationSpec { replicas: 2, image: "nginx".into(), service_port: 80 });
+/// assert_eq!(web.name(), "web");
+/// assert_eq!(web.kind(), "Installation");
+/// let crd = Installation::crd();
+/// assert_eq!(crd.spec.scope, "Namespaced");
+/// assert_eq!(crd.spec.names.short_names, Some(vec!["inst".to_owned()]));
+/// ```
+pub use kubeclient_derive::CustomResource;
+
+/// What `#[derive(CustomResource)]`'s generated code refers to; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use k8s_openapi;
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+}
 /// Stops informers, reflectors and controllers (re-exported so no direct `tokio-util`
 /// dependency is needed).
 pub use tokio_util::sync::CancellationToken;

@@ -1,205 +1,479 @@
-//! The controller from the seeds, in kubeclient: an `Installation` custom resource wants a
-//! Service; informers watch Installations (dynamic) and Services (typed); their handlers
-//! enqueue Installation keys; workers reconcile by reading the listers and create the
-//! missing Services.
+//! The seeds' controller, typed: an `Installation` custom resource (replicas, image,
+//! service port) wants a Service. Two replicas of the controller run; leader election on
+//! a Lease picks one to reconcile; the leader gives every Installation a Service with an
+//! owner reference, writes its status, records an event for each outcome and cleans up
+//! through a finalizer. Each replica serves `/metrics`, `/healthz` and `/readyz`.
 //!
-//! Run it on the embedded API server (no cluster needed):
-//!
-//! ```text
-//! cargo run -p sample-controller
-//! ```
+//! `cargo run -p sample-controller` starts the embedded API server (or uses `KUBECONFIG`),
+//! drives a workload (creates, spec changes, deletes, a leader handover), prints progress
+//! and a final check, and exits 0 when every Installation has the right Service and status.
 
+mod installation;
+mod reconcile;
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kubeclient::cache::ResourceEventHandlerFuncs;
+use k8s_openapi::api::core::v1::{Event, Service};
 use kubeclient::config::{Kubeconfig, KubeconfigOptions};
+use kubeclient::controller::Controller;
+use kubeclient::customresource::{CustomResourceExt, install_crd};
 use kubeclient::informers::SharedInformerFactory;
-use kubeclient::machinery::{
-    ApiResource, DynamicObject, GroupResource, GroupVersionKind, Object, meta_namespace_key,
+use kubeclient::leaderelection::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock};
+use kubeclient::machinery::Object;
+use kubeclient::metrics::{Metrics, MetricsServer};
+use kubeclient::record::{EventBroadcaster, EventSource};
+use kubeclient::{
+    Api, CancellationToken, Client, Config, DeleteParams, ListParams, Patch, PatchParams,
+    PostParams,
 };
-use kubeclient::workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
-use kubeclient::{Api, Client, Config, PostParams};
 use kubeclient_apiserver::ApiServer;
 use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::task::JoinHandle;
 
-fn installations() -> ApiResource {
-    ApiResource::from_gvk(
-        &GroupVersionKind::new("example.kubeclient.dev", "v1", "Installation"),
-        "installations",
-        true,
-    )
+use installation::{Installation, InstallationSpec};
+use reconcile::{Context, reconcile, service_port};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+const NAMESPACE: &str = "default";
+const LEASE: &str = "sample-controller";
+/// How long the workload waits for the controller to converge after each step.
+const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
+
+/// One running copy of the controller.
+struct Replica {
+    id: String,
+    stop: CancellationToken,
+    election: JoinHandle<()>,
+    leading: Arc<AtomicBool>,
+    factory: Arc<SharedInformerFactory>,
+    broadcaster: Arc<EventBroadcaster>,
+    metrics_server: MetricsServer,
 }
 
-/// Makes sure the Installation `key` has its Service. Reads desired state from the cache.
-async fn reconcile(
+impl Replica {
+    async fn start(id: &str, base: &Config) -> Result<Replica, BoxError> {
+        let metrics = Arc::new(Metrics::new());
+        let mut config = base.clone();
+        config.user_agent = Some(format!("sample-controller/{id}"));
+        config.metrics = Some(metrics.clone());
+        let client = Client::new(config).await?;
+        let factory =
+            Arc::new(SharedInformerFactory::new(client.clone()).metrics_provider(metrics.clone()));
+        // Caches run on every replica, so a new leader starts warm; only the leader reconciles.
+        let _ = (
+            factory.informer::<Installation>(),
+            factory.informer::<Service>(),
+        );
+        factory.start();
+        let synced = Arc::new(AtomicBool::new(false));
+        let ready = synced.clone();
+        let metrics_server =
+            MetricsServer::start("127.0.0.1:0".parse()?, metrics.clone(), move || {
+                ready.load(Ordering::SeqCst)
+            })
+            .await?;
+        let waiting = factory.clone();
+        tokio::spawn(
+            async move { synced.store(waiting.wait_for_cache_sync().await, Ordering::SeqCst) },
+        );
+
+        let broadcaster = Arc::new(EventBroadcaster::new());
+        broadcaster.start_recording_to_sink(client.clone());
+        let ctx = Arc::new(Context {
+            client: client.clone(),
+            recorder: broadcaster.new_recorder(EventSource {
+                component: "sample-controller".to_owned(),
+                host: id.to_owned(),
+            }),
+        });
+        let leading = Arc::new(AtomicBool::new(false));
+        let (who, lead_factory, lead_metrics, lead_flag) = (
+            id.to_owned(),
+            factory.clone(),
+            metrics.clone(),
+            leading.clone(),
+        );
+        let callbacks = LeaderCallbacks::new()
+            .on_started_leading(move |lost| {
+                let (who, factory, metrics, leading, ctx) = (
+                    who.clone(),
+                    lead_factory.clone(),
+                    lead_metrics.clone(),
+                    lead_flag.clone(),
+                    ctx.clone(),
+                );
+                async move {
+                    leading.store(true, Ordering::SeqCst);
+                    println!("  [{who}] became the leader; starting the controller");
+                    let controller = Controller::<Installation>::builder("installations", &factory)
+                        .owns::<Service>()
+                        .workers(2)
+                        .metrics_provider(metrics)
+                        .build();
+                    match controller {
+                        Ok(controller) => {
+                            factory.start();
+                            controller
+                                .run(move |request| reconcile(ctx.clone(), request), lost)
+                                .await;
+                        }
+                        Err(err) => eprintln!("  [{who}] cannot build the controller: {err}"),
+                    }
+                    leading.store(false, Ordering::SeqCst);
+                    println!("  [{who}] stopped leading");
+                }
+            })
+            .on_new_leader({
+                let who = id.to_owned();
+                move |leader| {
+                    if leader != who && !leader.is_empty() {
+                        println!("  [{who}] observes leader {leader}");
+                    }
+                }
+            });
+        let election_config = LeaderElectionConfig::default()
+            .lease_duration(Duration::from_secs(4))
+            .renew_deadline(Duration::from_secs(3))
+            .retry_period(Duration::from_millis(500))
+            .release_on_cancel(true)
+            .name(LEASE)
+            .master_status_metric(metrics.leader_election_master_status(LEASE));
+        let elector = Arc::new(LeaderElector::new(
+            LeaseLock::new(client, NAMESPACE, LEASE, id),
+            election_config,
+            callbacks,
+        )?);
+        // /healthz fails when this replica believes it leads but stopped renewing.
+        let checked = elector.clone();
+        metrics_server.set_health_check(move || {
+            checked
+                .check(Duration::from_secs(2))
+                .map_err(|err| err.to_string())
+        });
+        let stop = CancellationToken::new();
+        let election = tokio::spawn({
+            let stop = stop.clone();
+            async move { elector.run(stop).await }
+        });
+        Ok(Replica {
+            id: id.to_owned(),
+            stop,
+            election,
+            leading,
+            factory,
+            broadcaster,
+            metrics_server,
+        })
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        let _ = self.election.await;
+        self.broadcaster.shutdown().await;
+        self.factory.shutdown().await;
+        self.metrics_server.shutdown().await;
+    }
+}
+
+/// `GET /metrics` of a replica, as text.
+async fn scrape(replica: &Replica) -> Result<String, BoxError> {
+    let mut stream = tokio::net::TcpStream::connect(replica.metrics_server.local_addr()).await?;
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await?;
+    Ok(response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default())
+}
+
+/// What is wrong with the cluster compared with `expected` (Installation name -> port).
+async fn problems(
     client: &Client,
-    installations: &kubeclient::cache::Lister<DynamicObject>,
-    services: &kubeclient::cache::Lister<Service>,
-    key: &str,
-) -> kubeclient::Result<()> {
-    let (namespace, name) = key.split_once('/').unwrap_or(("default", key));
-    let Ok(installation) = installations.by_namespace(namespace).get(name) else {
-        return Ok(()); // deleted: nothing to do (a real controller would clean up)
-    };
-    let service_name = format!("{name}-svc");
-    if services.by_namespace(namespace).get(&service_name).is_ok() {
-        return Ok(());
+    expected: &BTreeMap<String, i32>,
+) -> Result<Vec<String>, BoxError> {
+    let installations = Api::<Installation>::namespaced(client.clone(), NAMESPACE)
+        .list(&ListParams::default())
+        .await?;
+    let services = Api::<Service>::namespaced(client.clone(), NAMESPACE)
+        .list(&ListParams::default())
+        .await?;
+    let services: BTreeMap<&str, &Service> = services.items.iter().map(|s| (s.name(), s)).collect();
+    let mut problems = Vec::new();
+    let found: Vec<&str> = installations.items.iter().map(Object::name).collect();
+    for name in expected.keys() {
+        if !found.contains(&name.as_str()) {
+            problems.push(format!("{name}: Installation missing"));
+        }
     }
-    let port = installation.data["spec"]["port"].as_i64().unwrap_or(80);
-    let service: Service = serde_json::from_value(json!({
-        "metadata": {"name": service_name, "labels": {"installation": name}},
-        "spec": {"ports": [{"port": port}], "selector": {"app": name}}
-    }))
-    .map_err(|err| kubeclient::Error::InvalidRequest(err.to_string()))?;
-    match Api::<Service>::namespaced(client.clone(), namespace)
-        .create(&PostParams::default(), &service)
-        .await
+    for installation in &installations.items {
+        let name = installation.name();
+        let Some(port) = expected.get(name) else {
+            problems.push(format!("{name}: should have been deleted"));
+            continue;
+        };
+        match services.get(name) {
+            None => problems.push(format!("{name}: no Service")),
+            Some(service) => {
+                if service.controller_of().map(|o| o.uid.as_str()) != Some(installation.uid()) {
+                    problems.push(format!("{name}: Service not owned by the Installation"));
+                }
+                if service_port(service) != Some(*port) {
+                    problems.push(format!(
+                        "{name}: Service port {:?}, want {port}",
+                        service_port(service)
+                    ));
+                }
+            }
+        }
+        let status = installation.status.clone().unwrap_or_default();
+        if status.observed_generation != Some(installation.generation()) {
+            problems.push(format!(
+                "{name}: status.observedGeneration {:?}, generation {}",
+                status.observed_generation,
+                installation.generation()
+            ));
+        }
+        if !status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+        {
+            problems.push(format!("{name}: not Ready"));
+        }
+    }
+    for name in services.keys() {
+        if !expected.contains_key(*name) && *name != "kubernetes" {
+            problems.push(format!("{name}: Service of a deleted Installation"));
+        }
+    }
+    Ok(problems)
+}
+
+/// Waits until the cluster matches `expected`; the problems left otherwise.
+async fn converge(
+    client: &Client,
+    expected: &BTreeMap<String, i32>,
+    step: &str,
+) -> Result<Vec<String>, BoxError> {
+    let started = Instant::now();
+    loop {
+        let left = problems(client, expected).await?;
+        if left.is_empty() {
+            println!(
+                "  converged after {step} in {:.2} s",
+                started.elapsed().as_secs_f64()
+            );
+            return Ok(left);
+        }
+        if started.elapsed() > CONVERGE_WITHIN {
+            return Ok(left);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn spec(replicas: i32, port: i32) -> InstallationSpec {
+    InstallationSpec {
+        replicas,
+        image: "nginx:1.27".to_owned(),
+        service_port: port,
+    }
+}
+
+async fn run(config: Config) -> Result<bool, BoxError> {
+    let client = Client::new(config.clone()).await?;
+    println!(
+        "installing the Installation CRD ({})",
+        Installation::crd_name()
+    );
+    install_crd(&client, &Installation::crd(), Duration::from_secs(30)).await?;
+
+    println!("starting two controller replicas");
+    let mut replicas = vec![
+        Replica::start("replica-a", &config).await?,
+        Replica::start("replica-b", &config).await?,
+    ];
+    let api: Api<Installation> = Api::namespaced(client.clone(), NAMESPACE);
+    let mut expected = BTreeMap::new();
+
+    println!("step 1: create six Installations");
+    for (i, name) in ["shop", "blog", "wiki", "chat", "docs", "mail"]
+        .iter()
+        .enumerate()
     {
-        Ok(_) => println!("reconciled {key}: created service {service_name}"),
-        Err(err) if err.api().is_some_and(|e| e.is_already_exists()) => {}
-        Err(err) => return Err(err),
+        let port = 8080 + i32::try_from(i)?;
+        api.create(
+            &PostParams::default(),
+            &Installation::new(name, spec(1, port)),
+        )
+        .await?;
+        expected.insert((*name).to_owned(), port);
     }
-    Ok(())
+    let mut left = converge(&client, &expected, "the creates").await?;
+
+    println!("step 2: change the spec of three (new ports, more replicas)");
+    for name in ["shop", "blog", "wiki"] {
+        let port = expected.get(name).copied().unwrap_or(0) + 1000;
+        api.patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"servicePort": port, "replicas": 3}})),
+        )
+        .await?;
+        expected.insert(name.to_owned(), port);
+    }
+    left.extend(converge(&client, &expected, "the spec changes").await?);
+
+    println!("step 3: delete two (their Services go through the finalizer)");
+    for name in ["chat", "mail"] {
+        api.delete(name, &DeleteParams::default()).await?;
+        expected.remove(name);
+    }
+    left.extend(converge(&client, &expected, "the deletes").await?);
+
+    println!("step 4: leader handover (the leader stops and releases its Lease)");
+    let leader = replicas
+        .iter()
+        .position(|r| r.leading.load(Ordering::SeqCst));
+    if let Some(index) = leader {
+        let old = replicas.remove(index);
+        let old_id = old.id.clone();
+        let handover = Instant::now();
+        old.stop().await;
+        while !replicas.iter().any(|r| r.leading.load(Ordering::SeqCst))
+            && handover.elapsed() < CONVERGE_WITHIN
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        println!(
+            "  {old_id} stopped; new leader after {:.2} s",
+            handover.elapsed().as_secs_f64()
+        );
+    } else {
+        left.push("no replica was leading".to_owned());
+    }
+
+    println!("step 5: more changes under the new leader");
+    api.create(
+        &PostParams::default(),
+        &Installation::new("news", spec(2, 9000)),
+    )
+    .await?;
+    expected.insert("news".to_owned(), 9000);
+    api.patch(
+        "docs",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"servicePort": 9100}})),
+    )
+    .await?;
+    expected.insert("docs".to_owned(), 9100);
+    left.extend(converge(&client, &expected, "the changes under the new leader").await?);
+
+    println!("final check:");
+    println!("  NAME     PORT GENERATION OBSERVED  READY");
+    for installation in api.list(&ListParams::default()).await?.items {
+        let status = installation.status.clone().unwrap_or_default();
+        let ready = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .map_or("-", |c| c.status.as_str());
+        println!(
+            "  {:<6} {:>6} {:>10} {:>8}  {ready}",
+            installation.name(),
+            installation.spec.service_port,
+            installation.generation(),
+            status
+                .observed_generation
+                .map_or_else(|| "-".to_owned(), |g| g.to_string())
+        );
+    }
+    let final_problems = problems(&client, &expected).await?;
+    let events = Api::<Event>::namespaced(client.clone(), NAMESPACE)
+        .list(&ListParams::default())
+        .await?;
+    let mut by_reason: BTreeMap<String, i32> = BTreeMap::new();
+    for event in &events.items {
+        *by_reason
+            .entry(event.reason.clone().unwrap_or_default())
+            .or_default() += event.count.unwrap_or(1);
+    }
+    println!("  events by reason: {by_reason:?}");
+    if let Some(leader) = replicas.iter().find(|r| r.leading.load(Ordering::SeqCst)) {
+        let text = scrape(leader).await?;
+        for line in text.lines().filter(|l| {
+            l.starts_with("workqueue_adds_total")
+                || l.starts_with("workqueue_retries_total")
+                || l.starts_with("leader_election_master_status")
+        }) {
+            println!("  {} /metrics: {line}", leader.id);
+        }
+    }
+    for replica in replicas {
+        replica.stop().await;
+    }
+    if final_problems.is_empty() {
+        if !left.is_empty() {
+            println!("  (converged late; earlier steps reported: {left:?})");
+        }
+        println!("converged: every Installation has its Service and an up-to-date status");
+        Ok(true)
+    } else {
+        for problem in &final_problems {
+            println!("  problem: {problem}");
+        }
+        Ok(false)
+    }
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // The embedded server, unless KUBECONFIG points at a cluster.
-    let (server, config) = match std::env::var_os("KUBECONFIG") {
-        Some(path) => (
-            None,
-            Config::from_kubeconfig(&Kubeconfig::read_from(path)?, &KubeconfigOptions::default())?,
-        ),
-        None => {
-            let server = ApiServer::start().await?;
-            let config = Config::from_kubeconfig(
-                &Kubeconfig::from_yaml(&server.kubeconfig())?,
-                &KubeconfigOptions::default(),
-            )?;
-            (Some(server), config)
-        }
-    };
-    let client = Client::new(config).await?;
-    let crd: CustomResourceDefinition = serde_json::from_value(json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "installations.example.kubeclient.dev"},
-        "spec": {"group": "example.kubeclient.dev", "scope": "Namespaced",
-                 "names": {"plural": "installations", "singular": "installation", "kind": "Installation"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-    }))?;
-    if let Err(err) = Api::<CustomResourceDefinition>::all(client.clone())
-        .create(&PostParams::default(), &crd)
-        .await
-        && !err.api().is_some_and(|e| e.is_already_exists())
-    {
-        return Err(err.into());
-    }
-
-    // Informers, listers, and a work queue of Installation keys.
-    let factory = SharedInformerFactory::new(client.clone());
-    let installation_informer = factory.dynamic_informer(&installations());
-    let service_informer = factory.informer::<Service>();
-    let queue: RateLimitingQueue<String> = RateLimitingQueue::new(
-        default_controller_rate_limiter(),
-        QueueConfig::default().name("installations"),
-    );
-    let (on_add, on_update) = (queue.clone(), queue.clone());
-    installation_informer.add_event_handler(
-        ResourceEventHandlerFuncs::new()
-            .on_add(move |obj: &Arc<DynamicObject>, _| on_add.add(meta_namespace_key(obj.as_ref())))
-            .on_update(move |_, obj: &Arc<DynamicObject>| {
-                on_update.add(meta_namespace_key(obj.as_ref()))
-            }),
-    )?;
-    // A deleted Service is re-created: enqueue its owner.
-    let on_delete = queue.clone();
-    service_informer.add_event_handler(ResourceEventHandlerFuncs::new().on_delete(
-        move |svc: &kubeclient::machinery::DeletedObject<Service>| {
-            if let Some(owner) = svc
-                .object()
-                .and_then(|s| s.labels().get("installation").cloned())
-            {
-                on_delete.add(format!("{}/{owner}", svc.object_name().namespace));
+async fn main() -> ExitCode {
+    let outcome = async {
+        let (server, config) = match std::env::var_os("KUBECONFIG") {
+            Some(path) => (
+                None,
+                Config::from_kubeconfig(
+                    &Kubeconfig::read_from(path)?,
+                    &KubeconfigOptions::default(),
+                )?,
+            ),
+            None => {
+                let server = ApiServer::start().await?;
+                println!("embedded API server at {}", server.url());
+                let config = Config::from_kubeconfig(
+                    &Kubeconfig::from_yaml(&server.kubeconfig())?,
+                    &KubeconfigOptions::default(),
+                )?;
+                (Some(server), config)
             }
-        },
-    ))?;
-    let installation_lister = kubeclient::cache::Lister::new(
-        installation_informer.indexer(),
-        GroupResource::new("example.kubeclient.dev", "installation"),
-    );
-    let service_lister = factory.lister::<Service>();
-    factory.start();
-    factory.wait_for_cache_sync().await;
-
-    let workers: Vec<_> = (0..2)
-        .map(|_| {
-            let (client, queue, installations, services) = (
-                client.clone(),
-                queue.clone(),
-                installation_lister.clone(),
-                service_lister.clone(),
-            );
-            tokio::spawn(async move {
-                while let Some(key) = queue.get().await {
-                    match reconcile(&client, &installations, &services, &key).await {
-                        Ok(()) => queue.forget(&key),
-                        Err(err) => {
-                            eprintln!("reconcile {key} failed ({err}); retrying with backoff");
-                            queue.add_rate_limited(key.clone());
-                        }
-                    }
-                    queue.done(&key);
-                }
-            })
-        })
-        .collect();
-
-    // Three Installations appear; the controller gives each a Service.
-    let installs =
-        Api::<DynamicObject>::namespaced_with(client.clone(), "default", &installations());
-    for (i, name) in ["shop", "blog", "wiki"].iter().enumerate() {
-        let mut installation =
-            DynamicObject::new("example.kubeclient.dev/v1", "Installation", name);
-        installation
-            .data
-            .insert("spec".into(), json!({"port": 8080 + i}));
-        installs
-            .create(&PostParams::default(), &installation)
-            .await?;
-    }
-    for _ in 0..100 {
-        if service_lister
-            .by_namespace("default")
-            .list(&kubeclient::machinery::LabelSelector::everything())
-            .len()
-            == 3
-        {
-            break;
+        };
+        let converged = run(config).await;
+        if let Some(server) = server {
+            server.shutdown().await;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        converged
     }
-    let services = Api::<Service>::namespaced(client.clone(), "default")
-        .list(&kubeclient::ListParams::default())
-        .await?;
-    let mut names: Vec<String> = services.items.iter().map(|s| s.name().to_owned()).collect();
-    names.sort();
-    println!("services: {}", names.join(", "));
-    queue.shutdown_with_drain().await;
-    for worker in workers {
-        let _ = worker.await;
-    }
-    factory.shutdown().await;
-    if let Some(server) = server {
-        server.shutdown().await;
-    }
-    if names.len() == 3 {
-        println!("every Installation has its Service");
-        Ok(())
-    } else {
-        Err(format!("expected 3 services, found {}", names.len()).into())
+    .await;
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(err) => {
+            eprintln!("error: {err}");
+            let mut source = err.source();
+            while let Some(cause) = source {
+                eprintln!("caused by: {cause}");
+                source = cause.source();
+            }
+            ExitCode::from(2)
+        }
     }
 }

@@ -18,6 +18,7 @@ mod route;
 mod spdy;
 mod table;
 mod validate;
+mod validate_schema;
 mod watch;
 mod websocket;
 mod write;
@@ -324,7 +325,16 @@ where
     }
     let query = query::Query::parse(request.uri().query());
     let is_watch = query.flag("watch") || path.watch_prefix;
-    if let Some(fault) = state.faults.take() {
+    let user_agent = request
+        .headers()
+        .get(USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if let Some(fault) = state
+        .faults
+        .for_user_agent(user_agent)
+        .or_else(|| state.faults.take())
+    {
         return Err(
             if is_watch && fault == Fault::Expired && *request.method() == Method::GET {
                 watch::error_stream(fault.status())

@@ -6,6 +6,7 @@
 //!    custom resources at least their `metadata` into `ObjectMeta`. One object that a typed
 //!    client cannot decode would otherwise poison every list and informer of its resource.
 //! 2. Its labels and annotation keys are valid (422 Invalid, the API server's messages).
+//! 3. A custom resource matches its version's OpenAPI v3 schema (`validate_schema.rs`).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeclient_machinery::{Status, StatusCause};
@@ -43,7 +44,8 @@ const QUANTITY_FIELDS: [&str; 13] = [
 /// 400 when it does not decode into its type, 422 for invalid labels or annotations.
 pub(crate) fn check_object(resource: &ResourceDef, object: &Value) -> HandlerResult<()> {
     check_decodes(resource, object)?;
-    check_metadata(resource, object)
+    check_metadata(resource, object)?;
+    super::validate_schema::check_schema(resource, object)
 }
 
 /// Checks that `object` encodes to at most `max_bytes` (a patch can grow an object
@@ -232,16 +234,26 @@ pub(crate) fn check_metadata(resource: &ResourceDef, object: &Value) -> HandlerR
     if causes.is_empty() {
         return Ok(());
     }
-    let name = metadata
+    Err(invalid_object(resource, object, causes))
+}
+
+/// 422 Invalid for `object` with `causes` (kube-apiserver's message naming the object).
+pub(super) fn invalid_object(
+    resource: &ResourceDef,
+    object: &Value,
+    causes: Vec<StatusCause>,
+) -> Box<Status> {
+    let name = object
+        .get("metadata")
         .and_then(|m| m.get("name"))
         .and_then(Value::as_str)
         .unwrap_or("");
-    Err(fail(Status::invalid(
+    fail(Status::invalid(
         &resource.group,
         &resource.kind,
         name,
         causes,
-    )))
+    ))
 }
 
 /// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, the name part of a qualified name and a

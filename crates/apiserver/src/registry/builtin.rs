@@ -558,6 +558,7 @@ pub(crate) fn builtin_resources() -> Vec<ResourceDef> {
                 field_selectors: FieldSelectors::Builtin(builtin_field_selectors(group, kind)),
                 printer_columns: Vec::new(),
                 special,
+                schema: None,
             },
         )
         .collect()

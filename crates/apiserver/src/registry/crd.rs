@@ -149,6 +149,11 @@ pub(crate) fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, String> {
             field_selectors: FieldSelectors::Custom(selectable),
             printer_columns,
             special: Special::None,
+            schema: version
+                .get("schema")
+                .and_then(|s| s.get("openAPIV3Schema"))
+                .filter(|s| s.is_object())
+                .map(|s| std::sync::Arc::new(s.clone())),
         });
     }
     Ok(resources)

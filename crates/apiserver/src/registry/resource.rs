@@ -56,6 +56,9 @@ pub(crate) struct ResourceDef {
     pub printer_columns: Vec<PrinterColumn>,
     /// Kind-specific behaviour.
     pub special: Special,
+    /// A custom resource version's `openAPIV3Schema`, which stored objects are validated
+    /// against (`handlers/validate_schema.rs`); `None` for built-in types.
+    pub schema: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 /// The fields a resource can be selected by.

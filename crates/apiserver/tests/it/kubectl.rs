@@ -691,3 +691,50 @@ async fn kubectl_explain_prints_field_descriptions_of_built_in_kinds() {
     assert!(strategy.contains("GROUP:      apps"), "{strategy}");
     assert!(strategy.contains("rollingUpdate"), "{strategy}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_events_prints_when_what_why_and_about_which_object() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let manifest = r#"apiVersion: v1
+kind: Event
+metadata: {name: web.18ed1706, namespace: default}
+type: Warning
+reason: SyncFailed
+message: the image does not exist
+count: 3
+involvedObject: {kind: Installation, name: web, namespace: default, apiVersion: example.kubeclient.dev/v1}
+source: {component: sample-controller}
+firstTimestamp: "2026-01-01T00:00:00Z"
+lastTimestamp: "2026-01-01T00:00:00Z"
+"#;
+    kubectl
+        .ok(&["apply", "-f", &kubectl.write("event.yaml", manifest)])
+        .await;
+    let table = kubectl.ok(&["get", "events"]).await;
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        "{table}"
+    );
+    let row = table.lines().nth(1).unwrap_or("");
+    for cell in [
+        "Warning",
+        "SyncFailed",
+        "installation/web",
+        "the image does not exist",
+    ] {
+        assert!(row.contains(cell), "{cell} in {table}");
+    }
+    let wide = kubectl.ok(&["get", "events", "-o", "wide"]).await;
+    assert!(
+        wide.contains("sample-controller") && wide.contains("web.18ed1706"),
+        "{wide}"
+    );
+}

@@ -122,6 +122,13 @@ pub struct Config {
     /// then went quiet is noticed, and the watch ends with a transport error so the
     /// reflector reconnects. Default [`DEFAULT_WATCH_IDLE_MARGIN`] (30 s).
     pub watch_idle_margin: Duration,
+    /// The `User-Agent` of every request (client-go's `rest.Config.UserAgent`); `None`
+    /// sends `kubeclient/VERSION (OS/ARCH) kubernetes/unknown`. Servers use it as the
+    /// default field manager and in audit logs.
+    pub user_agent: Option<String>,
+    /// Where the client reports request latencies, results and rate-limiter waits
+    /// (e.g. a [`Metrics`](crate::metrics::Metrics) registry); `None` reports nothing.
+    pub metrics: Option<std::sync::Arc<dyn crate::rest::ClientMetrics>>,
 }
 
 /// The default [`Config::watch_idle_margin`].
@@ -226,6 +233,8 @@ impl Config {
             qps: DEFAULT_QPS,
             burst: DEFAULT_BURST,
             watch_idle_margin: DEFAULT_WATCH_IDLE_MARGIN,
+            user_agent: None,
+            metrics: None,
         }
     }
 

@@ -21,6 +21,8 @@ use crate::cache::{
 };
 use crate::rest::Client;
 
+use super::informer_metrics::{CountedListerWatcher, InformerMetricsProvider};
+
 /// Which informer an entry is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum InformerKey {
@@ -90,6 +92,7 @@ pub struct SharedInformerFactory {
     custom_resync: HashMap<String, Duration>,
     strip_managed_fields: bool,
     use_watch_list: bool,
+    metrics: Option<Arc<dyn InformerMetricsProvider>>,
     entries: Mutex<HashMap<InformerKey, Entry>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     stop: CancellationToken,
@@ -107,6 +110,7 @@ impl SharedInformerFactory {
             custom_resync: HashMap::new(),
             strip_managed_fields: false,
             use_watch_list: true,
+            metrics: None,
             entries: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
             stop: CancellationToken::new(),
@@ -155,6 +159,14 @@ impl SharedInformerFactory {
         self
     }
 
+    /// Reports every informer's list and watch counts and last synced resourceVersion
+    /// (e.g. to a [`Metrics`](crate::metrics::Metrics) registry).
+    #[must_use]
+    pub fn metrics_provider(mut self, provider: Arc<dyn InformerMetricsProvider>) -> Self {
+        self.metrics = Some(provider);
+        self
+    }
+
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<InformerKey, Entry>> {
         crate::sync::lock(&self.entries)
     }
@@ -179,9 +191,17 @@ impl SharedInformerFactory {
         if let Some(tweak) = &self.tweak {
             lister_watcher = lister_watcher.with_tweak(tweak.clone());
         }
-        let lister_watcher: Arc<dyn ListerWatcher<K>> = Arc::new(lister_watcher);
+        let mut lister_watcher: Arc<dyn ListerWatcher<K>> = Arc::new(lister_watcher);
+        let name = resource.gvr().to_string();
+        if let Some(metrics) = &self.metrics {
+            lister_watcher = Arc::new(CountedListerWatcher {
+                inner: lister_watcher,
+                lists: metrics.new_lists_metric(&name),
+                watches: metrics.new_watches_metric(&name),
+            });
+        }
         let options = InformerOptions {
-            name: resource.gvr().to_string(),
+            name: name.clone(),
             resync_period: self
                 .custom_resync
                 .get(&resource.plural)
@@ -194,6 +214,13 @@ impl SharedInformerFactory {
             ..InformerOptions::default()
         };
         let informer = SharedIndexInformer::new(lister_watcher, options);
+        if let Some(metrics) = &self.metrics {
+            let reader = informer.clone();
+            metrics.register_last_resource_version(
+                &name,
+                Arc::new(move || reader.last_sync_resource_version()),
+            );
+        }
         entries.insert(
             key,
             Entry {

@@ -23,5 +23,7 @@
 //! ```
 
 mod factory;
+mod informer_metrics;
 
 pub use factory::{FactoryResource, SharedInformerFactory};
+pub use informer_metrics::InformerMetricsProvider;

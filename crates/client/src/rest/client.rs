@@ -66,6 +66,9 @@ pub(super) struct Inner {
     pub(super) limiter: Option<TokenBucket>,
     default_namespace: String,
     pub(super) user_agent: HeaderValue,
+    /// `host:port` of the server, the `host` label of metrics.
+    host: String,
+    metrics: Option<Arc<dyn super::ClientMetrics>>,
     pub(super) timeout: Option<Duration>,
     watch_idle_margin: Duration,
 }
@@ -101,13 +104,19 @@ impl Client {
         let tls = client_config(&config, exec_identity)?;
         let http = http_client(&config, tls.clone(), true)?;
         let upgrade_http = http_client(&config, tls, false)?;
-        let user_agent = HeaderValue::from_str(&format!(
-            "kubeclient/{} ({}/{}) kubernetes/unknown",
-            env!("CARGO_PKG_VERSION"),
-            std::env::consts::OS,
-            std::env::consts::ARCH
-        ))
-        .unwrap_or_else(|_| HeaderValue::from_static("kubeclient"));
+        let user_agent = config.user_agent.clone().unwrap_or_else(|| {
+            format!(
+                "kubeclient/{} ({}/{}) kubernetes/unknown",
+                env!("CARGO_PKG_VERSION"),
+                std::env::consts::OS,
+                std::env::consts::ARCH
+            )
+        });
+        let user_agent = HeaderValue::from_str(&user_agent).map_err(|_| {
+            Error::InvalidRequest(format!(
+                "Config::user_agent {user_agent:?} is not a valid header value (use visible ASCII)"
+            ))
+        })?;
         Ok(Client {
             inner: Arc::new(Inner {
                 http,
@@ -117,6 +126,12 @@ impl Client {
                 limiter: (config.qps > 0.0).then(|| TokenBucket::new(config.qps, config.burst)),
                 default_namespace: config.default_namespace,
                 user_agent,
+                host: config
+                    .cluster_url
+                    .authority()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                metrics: config.metrics.clone(),
                 timeout: config.timeout,
                 watch_idle_margin: config.watch_idle_margin,
             }),
@@ -145,9 +160,29 @@ impl Client {
     }
 
     async fn send_once(&self, request: &Request) -> Result<Response<Incoming>> {
+        let metrics = self.inner.metrics.as_deref();
+        let verb = request.method.as_str();
         if let Some(limiter) = &self.inner.limiter {
+            let waiting = tokio::time::Instant::now();
             limiter.acquire().await;
+            if let Some(metrics) = metrics {
+                metrics.rate_limiter_latency(verb, &self.inner.host, waiting.elapsed());
+            }
         }
+        let started = tokio::time::Instant::now();
+        let response = self.send_unlimited(request).await;
+        if let Some(metrics) = metrics {
+            metrics.request_latency(verb, &self.inner.host, started.elapsed());
+            let code = match &response {
+                Ok(response) => response.status().as_u16().to_string(),
+                Err(_) => "<error>".to_owned(),
+            };
+            metrics.request_result(&code, verb, &self.inner.host);
+        }
+        response
+    }
+
+    async fn send_unlimited(&self, request: &Request) -> Result<Response<Incoming>> {
         let url = self.url(request);
         let mut builder = hyper::Request::builder()
             .method(request.method.clone())

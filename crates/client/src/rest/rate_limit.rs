@@ -64,6 +64,25 @@ impl TokenBucket {
         }
     }
 
+    /// Takes a token if one is available now; never waits (client-go's `TryAccept`). With
+    /// no limit (a QPS that is not a positive finite number) it always accepts.
+    pub fn try_accept(&self) -> bool {
+        if !(self.qps.is_finite() && self.qps > 0.0) {
+            return true;
+        }
+        let mut state = crate::sync::lock(&self.state);
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(state.1).as_secs_f64();
+        let tokens = (state.0 + elapsed * self.qps).min(self.burst);
+        if tokens >= 1.0 {
+            *state = (tokens - 1.0, now);
+            true
+        } else {
+            *state = (tokens, now);
+            false
+        }
+    }
+
     /// Waits for a token.
     ///
     /// # Cancel safety
@@ -99,6 +118,18 @@ mod tests {
         tokio::time::timeout(Duration::from_millis(10), tiny.acquire())
             .await
             .expect_err("waits (up to the clamp) rather than panicking");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn try_accept_takes_only_available_tokens() {
+        let bucket = TokenBucket::with_limits(1.0 / 300.0, 2, MAX_RATE_LIMIT_WAIT);
+        assert!(bucket.try_accept());
+        assert!(bucket.try_accept());
+        assert!(!bucket.try_accept(), "the burst is spent");
+        tokio::time::advance(Duration::from_secs(299)).await;
+        assert!(!bucket.try_accept(), "a refusal does not take a token");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(bucket.try_accept(), "one token per 300 s");
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,9 +1,14 @@
 //! Integration tests of the client against the embedded API server over real HTTP.
 //!
 //! - `typed`: every verb of the typed client, pagination, watch resume, Status errors.
+//! - `controller`: the controller builder: owned objects, finalizers, backoff, panics, drain.
+//! - `custom_resource`: a typed custom resource from the derive: CRD, Api, informer, status, validation.
 //! - `dynamic`: the dynamic client on a custom resource, and discovery.
 //! - `auth`: TLS with the server's CA plus a token, client certificates, an exec plugin.
 //! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
+//! - `leader_election`: three candidates on one Lease: cut off, stopped, released.
+//! - `events`: the event recorder: counts, aggregation, the spam filter.
+//! - `metrics`: the Prometheus registry and the /metrics, /healthz, /readyz server.
 //! - `hangs`: a server that never answers ends in a timeout, discovery included.
 //! - `informer_pipeline`: undecodable objects, relists sharing unchanged objects, per-handler
 //!   sync, and a relist during a burst with a slow handler.
@@ -17,10 +22,15 @@
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
 mod auth;
+mod controller;
+mod custom_resource;
 mod dynamic;
+mod events;
 mod hangs;
 mod informer_pipeline;
 mod informers;
+mod leader_election;
+mod metrics;
 mod proxy;
 mod realapi;
 mod realapi_comparison;

@@ -1,0 +1,461 @@
+//! The controller builder on the embedded server: a ConfigMap that owns a Service (create,
+//! spec change, a deleted Service re-created, cleanup through a finalizer), backoff on
+//! errors, a panicking reconcile, requeue_after, two controllers on one factory, and the
+//! drain on shutdown.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kubeclient::controller::{Action, Controller, ReconcileRequest};
+use kubeclient::informers::SharedInformerFactory;
+use kubeclient::machinery::Object;
+use kubeclient::{Api, CancellationToken, Client, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use crate::support::{start, until};
+
+const FINALIZER: &str = "example.kubeclient.dev/cleanup";
+
+fn config_map(name: &str, port: i32) -> ConfigMap {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default"},
+        "data": {"port": port.to_string()}
+    }))
+    .expect("a ConfigMap")
+}
+
+/// The Service a ConfigMap wants: same name, its `port`, owned by it.
+fn desired_service(cm: &ConfigMap) -> Service {
+    let port: i32 = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get("port"))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(80);
+    serde_json::from_value(json!({
+        "metadata": {"name": cm.name(), "namespace": "default", "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": cm.name(), "uid": cm.uid(),
+            "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {"ports": [{"port": port}]}
+    }))
+    .expect("a Service")
+}
+
+fn service_port(svc: &Service) -> Option<i32> {
+    svc.spec.as_ref()?.ports.as_ref()?.first().map(|p| p.port)
+}
+
+/// Owner cleanup through a finalizer (it does not rely on a garbage collector).
+async fn reconcile_service(
+    client: Client,
+    request: ReconcileRequest<ConfigMap>,
+) -> kubeclient::Result<Action> {
+    let Some(cm) = request.object else {
+        return Ok(Action::done());
+    };
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &request.namespace);
+    let services: Api<Service> = Api::namespaced(client, &request.namespace);
+    if cm.deletion_timestamp().is_some() {
+        if let Err(err) = services
+            .delete(&request.name, &DeleteParams::default())
+            .await
+            && !err.api().is_some_and(|e| e.is_not_found())
+        {
+            return Err(err);
+        }
+        let rest: Vec<&String> = cm.finalizers().iter().filter(|f| *f != FINALIZER).collect();
+        let patch =
+            json!({"metadata": {"finalizers": rest, "resourceVersion": cm.resource_version()}});
+        config_maps
+            .patch(&request.name, &PatchParams::default(), &Patch::Merge(patch))
+            .await?;
+        return Ok(Action::done());
+    }
+    if !cm.finalizers().iter().any(|f| f == FINALIZER) {
+        let mut finalizers = cm.finalizers().to_vec();
+        finalizers.push(FINALIZER.to_owned());
+        let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": cm.resource_version()}});
+        config_maps
+            .patch(&request.name, &PatchParams::default(), &Patch::Merge(patch))
+            .await?;
+    }
+    let desired = desired_service(&cm);
+    match services.get_opt(&request.name).await? {
+        None => {
+            services.create(&PostParams::default(), &desired).await?;
+        }
+        Some(mut current) if service_port(&current) != service_port(&desired) => {
+            current.spec = desired.spec;
+            services
+                .replace(&request.name, &PostParams::default(), &current)
+                .await?;
+        }
+        Some(_) => {}
+    }
+    Ok(Action::done())
+}
+
+#[tokio::test]
+async fn a_controller_creates_updates_recreates_and_finalizes_owned_services() {
+    let fx = start().await;
+    let factory = SharedInformerFactory::new(fx.client.clone());
+    let controller = Controller::<ConfigMap>::builder("services", &factory)
+        .owns::<Service>()
+        .workers(2)
+        .build()
+        .expect("the informers run");
+    factory.start();
+    let stop = CancellationToken::new();
+    let client = fx.client.clone();
+    let run = tokio::spawn(controller.run(
+        move |request| reconcile_service(client.clone(), request),
+        stop.clone(),
+    ));
+    let config_maps: Api<ConfigMap> = Api::namespaced(fx.client.clone(), "default");
+    let services: Api<Service> = Api::namespaced(fx.client.clone(), "default");
+    let service_lister = factory.lister::<Service>();
+    config_maps
+        .create(&PostParams::default(), &config_map("web", 80))
+        .await
+        .expect("created");
+
+    until("the Service is created with port 80 and an owner", || {
+        service_lister
+            .by_namespace("default")
+            .get("web")
+            .is_ok_and(|svc| {
+                service_port(&svc) == Some(80)
+                    && svc.controller_of().is_some_and(|o| o.name == "web")
+            })
+    })
+    .await;
+
+    config_maps
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"port": "8080"}})),
+        )
+        .await
+        .expect("patched");
+    until("the Service follows the new port", || {
+        service_lister
+            .by_namespace("default")
+            .get("web")
+            .is_ok_and(|svc| service_port(&svc) == Some(8080))
+    })
+    .await;
+
+    // Deleting the owned Service enqueues its owner, which re-creates it.
+    let old_uid = services.get("web").await.expect("exists").uid().to_owned();
+    services
+        .delete("web", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    until("the deleted Service is re-created", || {
+        service_lister
+            .by_namespace("default")
+            .get("web")
+            .is_ok_and(|svc| svc.uid() != old_uid)
+    })
+    .await;
+
+    // Deleting the owner: the finalizer holds it until the Service is gone.
+    config_maps
+        .delete("web", &DeleteParams::default())
+        .await
+        .expect("deletion started");
+    let cm_lister = factory.lister::<ConfigMap>();
+    until("the owner and its Service are gone", || {
+        cm_lister.by_namespace("default").get("web").is_err()
+            && service_lister.by_namespace("default").get("web").is_err()
+    })
+    .await;
+    assert!(services.get_opt("web").await.expect("a GET").is_none());
+    assert!(config_maps.get_opt("web").await.expect("a GET").is_none());
+
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("the controller stops (a worker may be stuck)")
+        .expect("the controller task ends cleanly");
+    factory.shutdown().await;
+}
+
+/// Reconcile outcomes the tests script per key: how many attempts fail (or panic) first.
+#[derive(Default)]
+struct Script {
+    attempts: Mutex<BTreeMap<String, Vec<usize>>>,
+}
+
+impl Script {
+    /// Records an attempt with the key's failure count as the queue saw it; returns the
+    /// attempt number (1-based).
+    fn attempt(&self, key: &str, requeues: usize) -> usize {
+        let mut attempts = self.attempts.lock().unwrap();
+        let seen = attempts.entry(key.to_owned()).or_default();
+        seen.push(requeues);
+        seen.len()
+    }
+
+    fn of(&self, key: &str) -> Vec<usize> {
+        self.attempts
+            .lock()
+            .unwrap()
+            .get(key)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+#[tokio::test]
+async fn errors_back_off_panics_are_retried_and_success_forgets() {
+    let fx = start().await;
+    let factory = SharedInformerFactory::new(fx.client.clone());
+    let controller = Controller::<ConfigMap>::builder("flaky", &factory)
+        .build()
+        .expect("the informers run");
+    factory.start();
+    let script = Arc::new(Script::default());
+    let queue = controller.queue().clone();
+    let stop = CancellationToken::new();
+    let (reconciler_script, reconciler_queue) = (script.clone(), queue.clone());
+    let run = tokio::spawn(controller.run(
+        move |request: ReconcileRequest<ConfigMap>| {
+            let attempt = reconciler_script
+                .attempt(&request.key, reconciler_queue.num_requeues(&request.key));
+            async move {
+                match (request.name.as_str(), attempt) {
+                    ("flaky", 1..=3) => Err(format!("transient failure {attempt}")),
+                    ("panics", 1) => panic!("reconcile bug on the first attempt"),
+                    _ => Ok(Action::done()),
+                }
+            }
+        },
+        stop.clone(),
+    ));
+    let config_maps: Api<ConfigMap> = Api::namespaced(fx.client.clone(), "default");
+    for name in ["flaky", "panics", "fine"] {
+        config_maps
+            .create(&PostParams::default(), &config_map(name, 1))
+            .await
+            .expect("created");
+    }
+    until("every key reconciled successfully", || {
+        script.of("default/flaky").len() == 4
+            && script.of("default/panics").len() == 2
+            && !script.of("default/fine").is_empty()
+    })
+    .await;
+    // Each retry came through the rate limiter: the failure count grew by one per attempt.
+    assert_eq!(script.of("default/flaky"), [0, 1, 2, 3]);
+    assert_eq!(script.of("default/panics"), [0, 1]);
+    assert_eq!(script.of("default/fine"), [0]);
+    until("success forgets the failures", || {
+        queue.num_requeues(&"default/flaky".to_owned()) == 0
+            && queue.num_requeues(&"default/panics".to_owned()) == 0
+    })
+    .await;
+    stop.cancel();
+    run.await
+        .expect("a worker survived the panic and the controller stopped");
+    factory.shutdown().await;
+}
+
+#[tokio::test]
+async fn requeue_after_reconciles_again_without_a_change() {
+    let fx = start().await;
+    let factory = SharedInformerFactory::new(fx.client.clone());
+    let controller = Controller::<ConfigMap>::builder("poller", &factory)
+        .build()
+        .expect("the informers run");
+    factory.start();
+    let count = Arc::new(AtomicUsize::new(0));
+    let stop = CancellationToken::new();
+    let counter = count.clone();
+    let run = tokio::spawn(controller.run(
+        move |_request| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { Ok::<_, std::io::Error>(Action::requeue_after(Duration::from_millis(20))) }
+        },
+        stop.clone(),
+    ));
+    Api::<ConfigMap>::namespaced(fx.client.clone(), "default")
+        .create(&PostParams::default(), &config_map("poll", 1))
+        .await
+        .expect("created");
+    until("the key is reconciled three times", || {
+        count.load(Ordering::SeqCst) >= 3
+    })
+    .await;
+    stop.cancel();
+    run.await.expect("stopped");
+    factory.shutdown().await;
+}
+
+#[tokio::test]
+async fn two_controllers_share_one_informer_and_a_late_one_replays_the_cache() {
+    let fx = start().await;
+    let factory = SharedInformerFactory::new(fx.client.clone());
+    let config_maps: Api<ConfigMap> = Api::namespaced(fx.client.clone(), "default");
+    config_maps
+        .create(&PostParams::default(), &config_map("early", 1))
+        .await
+        .expect("created");
+    let first = Controller::<ConfigMap>::builder("first", &factory)
+        .build()
+        .expect("built");
+    factory.start();
+    assert!(factory.wait_for_cache_sync().await);
+    // Built after the factory started: its handler gets the cache replayed.
+    let second = Controller::<ConfigMap>::builder("second", &factory)
+        .owns::<Service>()
+        .build()
+        .expect("built");
+    factory.start();
+    let informer = factory.informer::<ConfigMap>();
+    assert_eq!(informer.handler_count(), 2, "one shared ConfigMap informer");
+    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let stop = CancellationToken::new();
+    let mut runs = Vec::new();
+    for controller in [first, second] {
+        let seen = seen.clone();
+        let name = controller.name().to_owned();
+        runs.push(tokio::spawn(controller.run(
+            move |request| {
+                seen.lock().unwrap().push((name.clone(), request.key));
+                async { Ok::<_, std::io::Error>(Action::done()) }
+            },
+            stop.clone(),
+        )));
+    }
+    config_maps
+        .create(&PostParams::default(), &config_map("late", 1))
+        .await
+        .expect("created");
+    until("both controllers reconciled both keys", || {
+        let seen = seen.lock().unwrap();
+        ["first", "second"].iter().all(|c| {
+            ["default/early", "default/late"]
+                .iter()
+                .all(|k| seen.contains(&((*c).to_owned(), (*k).to_owned())))
+        })
+    })
+    .await;
+    stop.cancel();
+    for run in runs {
+        run.await.expect("stopped");
+    }
+    // Stopped controllers removed their handlers; the shared informer goes on.
+    assert_eq!(informer.handler_count(), 0);
+    assert!(!informer.is_stopped());
+    factory.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_waits_for_the_reconcile_in_flight() {
+    let fx = start().await;
+    let factory = SharedInformerFactory::new(fx.client.clone());
+    let controller = Controller::<ConfigMap>::builder("drain", &factory)
+        .build()
+        .expect("built");
+    factory.start();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+    let started_tx = Arc::new(Mutex::new(Some(started_tx)));
+    let release_rx = Arc::new(tokio::sync::Mutex::new(Some(release_rx)));
+    let finished = Arc::new(AtomicUsize::new(0));
+    let stop = CancellationToken::new();
+    let done = finished.clone();
+    let run = tokio::spawn(controller.run(
+        move |_request| {
+            let (started_tx, release_rx, done) =
+                (started_tx.clone(), release_rx.clone(), done.clone());
+            async move {
+                if let Some(tx) = started_tx.lock().unwrap().take() {
+                    let _ = tx.send(());
+                }
+                if let Some(rx) = release_rx.lock().await.take() {
+                    let _ = rx.await;
+                }
+                done.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, std::io::Error>(Action::done())
+            }
+        },
+        stop.clone(),
+    ));
+    Api::<ConfigMap>::namespaced(fx.client.clone(), "default")
+        .create(&PostParams::default(), &config_map("slow", 1))
+        .await
+        .expect("created");
+    tokio::time::timeout(Duration::from_secs(30), started_rx)
+        .await
+        .expect("the reconcile starts")
+        .expect("sent");
+    stop.cancel();
+    tokio::task::yield_now().await;
+    assert!(
+        !run.is_finished(),
+        "run returned while a reconcile was in flight"
+    );
+    release_tx.send(()).expect("the reconcile waits");
+    tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("the controller stops once the reconcile returns")
+        .expect("ended cleanly");
+    assert_eq!(finished.load(Ordering::SeqCst), 1);
+    factory.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_watched_type_enqueues_the_keys_its_mapping_function_returns() {
+    use k8s_openapi::api::core::v1::Secret;
+    let fx = start().await;
+    let factory = SharedInformerFactory::new(fx.client.clone());
+    // A Secret labelled `config=<name>` reconciles the ConfigMap of that name.
+    let controller = Controller::<ConfigMap>::builder("mapped", &factory)
+        .watches::<Secret>(|secret| {
+            secret
+                .labels()
+                .get("config")
+                .map(|name| format!("{}/{name}", secret.namespace().unwrap_or_default()))
+                .into_iter()
+                .collect()
+        })
+        .build()
+        .expect("built");
+    factory.start();
+    let seen: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
+    let stop = CancellationToken::new();
+    let record = seen.clone();
+    let run = tokio::spawn(controller.run(
+        move |request: ReconcileRequest<ConfigMap>| {
+            record
+                .lock()
+                .unwrap()
+                .push((request.key, request.object.is_some()));
+            async { Ok::<_, std::io::Error>(Action::done()) }
+        },
+        stop.clone(),
+    ));
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "creds", "namespace": "default", "labels": {"config": "app-settings"}}
+    }))
+    .expect("a Secret");
+    Api::<Secret>::namespaced(fx.client.clone(), "default")
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("created");
+    until("the mapped key is reconciled", || {
+        seen.lock()
+            .unwrap()
+            .contains(&("default/app-settings".to_owned(), false))
+    })
+    .await;
+    stop.cancel();
+    run.await.expect("stopped");
+    factory.shutdown().await;
+}

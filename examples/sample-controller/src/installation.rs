@@ -1,0 +1,62 @@
+//! The `Installation` custom resource: how many replicas of which image, on which service
+//! port; its status says which generation was last reconciled and whether it is ready.
+
+use kubeclient::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The desired state of an Installation.
+// clippy's `duplicated_attributes` reads two columns of the same `type` as a repeated
+// attribute; they are two columns.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kubeclient(
+    group = "example.kubeclient.dev",
+    version = "v1",
+    kind = "Installation",
+    namespaced,
+    status = "InstallationStatus",
+    shortname = "inst"
+)]
+#[kubeclient(printcolumn(name = "Replicas", type = "integer", json_path = ".spec.replicas"))]
+#[kubeclient(printcolumn(name = "Image", type = "string", json_path = ".spec.image"))]
+#[kubeclient(printcolumn(name = "Port", type = "integer", json_path = ".spec.servicePort"))]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InstallationSpec {
+    /// How many replicas to run.
+    pub(crate) replicas: i32,
+    /// The container image.
+    pub(crate) image: String,
+    /// The port the Service exposes.
+    pub(crate) service_port: i32,
+}
+
+/// What the controller last did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InstallationStatus {
+    /// The `metadata.generation` the status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) observed_generation: Option<i64>,
+    /// The Service's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) service: Option<String>,
+    /// `Ready` and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) conditions: Vec<InstallationCondition>,
+}
+
+/// One condition (`metav1.Condition`'s shape, trimmed).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InstallationCondition {
+    /// `Ready`.
+    #[serde(rename = "type")]
+    pub(crate) type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub(crate) status: String,
+    /// A CamelCase reason.
+    pub(crate) reason: String,
+    /// For humans.
+    pub(crate) message: String,
+}

@@ -1,0 +1,200 @@
+//! The reconcile: a finalizer for cleanup (it does not rely on a garbage collector),
+//! a Service per Installation owned by it, the status, and an event for each outcome.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kubeclient::controller::{Action, ReconcileRequest};
+use kubeclient::machinery::Object;
+use kubeclient::record::{EventRecorder, EventType};
+use kubeclient::{Api, Client, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use crate::installation::{Installation, InstallationCondition, InstallationStatus};
+
+/// Holds an Installation until its Service is gone.
+pub(crate) const FINALIZER: &str = "example.kubeclient.dev/cleanup";
+
+/// What the reconcile needs.
+pub(crate) struct Context {
+    /// The leader's client.
+    pub(crate) client: Client,
+    /// Events about Installations.
+    pub(crate) recorder: EventRecorder,
+}
+
+/// Why a reconcile failed (it is retried with backoff).
+#[derive(Debug)]
+pub(crate) enum ReconcileError {
+    /// A request failed.
+    Api(kubeclient::Error),
+    /// A Service of that name exists and is not ours (client-go's sample-controller
+    /// `ErrResourceExists`).
+    NotOwned(String),
+}
+
+impl std::fmt::Display for ReconcileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReconcileError::Api(err) => write!(f, "{}", kubeclient::machinery::ErrorChain(err)),
+            ReconcileError::NotOwned(name) => write!(
+                f,
+                "Service {name} already exists and is not managed by an Installation"
+            ),
+        }
+    }
+}
+
+impl From<kubeclient::Error> for ReconcileError {
+    fn from(err: kubeclient::Error) -> Self {
+        ReconcileError::Api(err)
+    }
+}
+
+/// The Service an Installation wants.
+pub(crate) fn desired_service(installation: &Installation) -> Service {
+    let name = installation.name().to_owned();
+    Service {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: installation.namespace().map(str::to_owned),
+            labels: Some(BTreeMap::from([("app".to_owned(), name.clone())])),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "example.kubeclient.dev/v1".to_owned(),
+                kind: "Installation".to_owned(),
+                name: name.clone(),
+                uid: installation.uid().to_owned(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ServiceSpec {
+            selector: Some(BTreeMap::from([("app".to_owned(), name)])),
+            ports: Some(vec![ServicePort {
+                port: installation.spec.service_port,
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The port of a Service.
+pub(crate) fn service_port(service: &Service) -> Option<i32> {
+    service
+        .spec
+        .as_ref()?
+        .ports
+        .as_ref()?
+        .first()
+        .map(|p| p.port)
+}
+
+/// Reconciles one Installation key; records an event for the outcome.
+pub(crate) async fn reconcile(
+    ctx: Arc<Context>,
+    request: ReconcileRequest<Installation>,
+) -> Result<Action, ReconcileError> {
+    let Some(installation) = request.object else {
+        return Ok(Action::done()); // gone: the finalizer already cleaned up
+    };
+    let outcome = sync(&ctx, &installation).await;
+    match &outcome {
+        Ok(message) => {
+            ctx.recorder
+                .event(installation.as_ref(), EventType::Normal, "Synced", message)
+        }
+        Err(err) => ctx.recorder.event(
+            installation.as_ref(),
+            EventType::Warning,
+            "SyncFailed",
+            &err.to_string(),
+        ),
+    }
+    outcome.map(|_| Action::done())
+}
+
+async fn sync(ctx: &Context, installation: &Installation) -> Result<String, ReconcileError> {
+    let namespace = installation.namespace().unwrap_or("default");
+    let name = installation.name();
+    let installations: Api<Installation> = Api::namespaced(ctx.client.clone(), namespace);
+    let services: Api<Service> = Api::namespaced(ctx.client.clone(), namespace);
+    if installation.deletion_timestamp().is_some() {
+        match services.delete(name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(err) if err.api().is_some_and(|e| e.is_not_found()) => {}
+            Err(err) => return Err(err.into()),
+        }
+        let rest: Vec<&String> = installation
+            .finalizers()
+            .iter()
+            .filter(|f| *f != FINALIZER)
+            .collect();
+        let patch = json!({"metadata": {"finalizers": rest, "resourceVersion": installation.resource_version()}});
+        match installations
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+        {
+            Ok(_) => {}
+            // A stale cache: the finalizer was removed already and the object is gone.
+            Err(err) if err.api().is_some_and(|e| e.is_not_found()) => {}
+            Err(err) => return Err(err.into()),
+        }
+        return Ok(format!("Service {name} deleted with its Installation"));
+    }
+    if !installation.finalizers().iter().any(|f| f == FINALIZER) {
+        let mut finalizers = installation.finalizers().to_vec();
+        finalizers.push(FINALIZER.to_owned());
+        let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": installation.resource_version()}});
+        installations
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await?;
+    }
+    let desired = desired_service(installation);
+    let action = match services.get_opt(name).await? {
+        None => {
+            services.create(&PostParams::default(), &desired).await?;
+            "created"
+        }
+        Some(current)
+            if current.controller_of().map(|o| o.uid.as_str()) != Some(installation.uid()) =>
+        {
+            return Err(ReconcileError::NotOwned(name.to_owned()));
+        }
+        Some(mut current) if service_port(&current) != service_port(&desired) => {
+            current.spec = desired.spec;
+            services
+                .replace(name, &PostParams::default(), &current)
+                .await?;
+            "updated"
+        }
+        Some(_) => "unchanged",
+    };
+    let status = InstallationStatus {
+        observed_generation: Some(installation.generation()),
+        service: Some(name.to_owned()),
+        conditions: vec![InstallationCondition {
+            type_: "Ready".to_owned(),
+            status: "True".to_owned(),
+            reason: "ServiceReady".to_owned(),
+            message: format!(
+                "Service {name} serves port {}",
+                installation.spec.service_port
+            ),
+        }],
+    };
+    if installation.status.as_ref() != Some(&status) {
+        installations
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": status})),
+            )
+            .await?;
+    }
+    Ok(format!("Installation synced: Service {name} {action}"))
+}
