@@ -1,5 +1,5 @@
 //! The objects a new cluster already has when its API server starts: the four system
-//! namespaces, the `default/kubernetes` Service and its Endpoints (pointing at this
+//! namespaces, the ComponentStatuses, the `default/kubernetes` Service and its Endpoints (pointing at this
 //! server), a `default` ServiceAccount in each namespace, and the bootstrap RBAC roles
 //! (`cluster-admin`, `admin`, `edit`, `view`) with the `cluster-admin` binding of
 //! `system:masters`.
@@ -91,6 +91,19 @@ pub(crate) fn create(store: &Store, address: std::net::SocketAddr) {
         binding,
         &created,
     );
+    // The components kube-apiserver reports on (`kubectl get componentstatuses`): this
+    // server is all of them, and healthy while it answers.
+    for (name, message) in [
+        ("controller-manager", "ok"),
+        ("scheduler", "ok"),
+        ("etcd-0", "{\"health\":\"true\"}"),
+    ] {
+        let status = json!({
+            "kind": "ComponentStatus", "apiVersion": "v1", "metadata": {"name": name},
+            "conditions": [{"type": "Healthy", "status": "True", "message": message}],
+        });
+        put(store, "", "componentstatuses", None, status, &created);
+    }
 }
 
 /// The `default` ServiceAccount the service-account controller keeps in `namespace`.

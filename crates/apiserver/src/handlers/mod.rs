@@ -435,13 +435,26 @@ where
         body,
         user,
     };
-    if call.resource.special == Special::Review && method != Method::POST {
+    let has_name = call.path.name.is_some();
+    // Verbs a resource does not list (reviews are create-only, componentstatuses
+    // read-only) are refused as kube-apiserver refuses them.
+    let verb = match (&method, has_name) {
+        (&Method::GET | &Method::HEAD, _) if is_watch => "watch",
+        (&Method::GET | &Method::HEAD, true) => "get",
+        (&Method::GET | &Method::HEAD, false) => "list",
+        (&Method::POST, _) => "create",
+        (&Method::PUT, _) => "update",
+        (&Method::PATCH, _) => "patch",
+        (&Method::DELETE, true) => "delete",
+        (&Method::DELETE, false) => "deletecollection",
+        _ => "",
+    };
+    if call.path.subresource.is_none() && !call.resource.verbs.iter().any(|v| v == verb) {
         return Err(status_response(&Status::failure(
             StatusReason::MethodNotAllowed,
             "the server does not allow this method on the requested resource",
         )));
     }
-    let has_name = call.path.name.is_some();
     let writer: fn(&Call) -> HandlerResult<Response<Body>> = match (method, has_name) {
         (Method::GET | Method::HEAD, _) if is_watch => {
             return watch::watch(call).await.map_err(|s| status_response(&s));
@@ -492,6 +505,10 @@ fn serves_subresource(resource: &ResourceDef, subresource: &str) -> bool {
             resource.group.is_empty() && resource.plural == "pods"
         }
         "token" => resource.group.is_empty() && resource.plural == "serviceaccounts",
+        "approval" => {
+            resource.group == "certificates.k8s.io"
+                && resource.plural == "certificatesigningrequests"
+        }
         _ => false,
     }
 }

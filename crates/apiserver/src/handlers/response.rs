@@ -74,11 +74,14 @@ pub(crate) fn with_warnings(mut response: Response<Body>, warnings: &[String]) -
     response
 }
 
-/// A JSON response from a value, with `kind` and `apiVersion` first as kube-apiserver
-/// writes them.
-pub(crate) fn json<T: Serialize>(status: StatusCode, value: &T) -> Response<Body> {
-    let encoded =
-        serde_json::to_value(value).and_then(|value| serde_json::to_vec(&TypeMetaFirst(&value)));
+/// A JSON response in kube-apiserver's field order: a JSON value with `kind` and
+/// `apiVersion` first; a typed value (a `Status`) in its declared field order, which is
+/// Go's.
+pub(crate) fn json<T: Serialize + 'static>(status: StatusCode, value: &T) -> Response<Body> {
+    let encoded = match (value as &dyn std::any::Any).downcast_ref::<serde_json::Value>() {
+        Some(value) => serde_json::to_vec(&TypeMetaFirst(value)),
+        None => serde_json::to_vec(value),
+    };
     match encoded {
         Ok(bytes) => json_bytes(status, bytes),
         Err(err) => status_response(&Status::internal_error(&err.to_string())),

@@ -416,6 +416,15 @@ const BUILTINS: &[Row] = &[
         Special::None,
     ),
     (
+        "",
+        "v1",
+        "componentstatuses",
+        "ComponentStatus",
+        &["cs"],
+        CLUSTER,
+        Special::ReadOnly,
+    ),
+    (
         "events.k8s.io",
         "v1",
         "events",
@@ -534,10 +543,10 @@ pub(crate) fn builtin_resources() -> Vec<ResourceDef> {
                     plural,
                     kind.to_ascii_lowercase(),
                     flags.namespaced,
-                    if special == Special::Review {
-                        strings(&["create"])
-                    } else {
-                        strings(ALL_VERBS)
+                    match special {
+                        Special::Review => strings(&["create"]),
+                        Special::ReadOnly => strings(&["get", "list"]),
+                        _ => strings(ALL_VERBS),
                     },
                     strings(short_names),
                     if flags.all {

@@ -64,6 +64,7 @@ pub(crate) fn builtin_type<D: WithType>(group: &str, kind: &str, decoder: D) -> 
         ("scheduling.k8s.io", "PriorityClass") => decoder.with::<scheduling::v1::PriorityClass>(),
         ("discovery.k8s.io", "EndpointSlice") => decoder.with::<discovery::v1::EndpointSlice>(),
         ("events.k8s.io", "Event") => decoder.with::<events::v1::Event>(),
+        ("", "ComponentStatus") => decoder.with::<core::v1::ComponentStatus>(),
         ("certificates.k8s.io", "CertificateSigningRequest") => {
             decoder.with::<certificates::v1::CertificateSigningRequest>()
         }

@@ -205,6 +205,13 @@ fn extra_subresources(resource: &ResourceDef) -> &'static [ExtraSubresource] {
                 &["create", "get"],
             ),
         ],
+        ("certificates.k8s.io", "certificatesigningrequests") => &[(
+            "approval",
+            "certificates.k8s.io",
+            "v1",
+            "CertificateSigningRequest",
+            &["get", "patch", "update"],
+        )],
         ("", "serviceaccounts") => &[(
             "token",
             "authentication.k8s.io",

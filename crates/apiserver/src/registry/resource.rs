@@ -15,6 +15,8 @@ pub(crate) enum Special {
     /// Reviews (access, rules, self-subject, token): create only, answered at once and
     /// never stored.
     Review,
+    /// Read only (get and list): ComponentStatuses, which the server keeps itself.
+    ReadOnly,
 }
 
 /// A printer column of a custom resource (`additionalPrinterColumns`).
@@ -130,11 +132,13 @@ impl ResourceDef {
     }
 
     /// Whether a DELETE that removes an object at once answers with the object rather
-    /// than a `Status` (the registry's `ReturnDeletedObject`): custom resources and the
-    /// built-ins whose Kubernetes storage sets it.
+    /// than a `Status` (the registry's `ReturnDeletedObject`): the built-ins whose
+    /// Kubernetes storage sets it. Custom resources answer a Status, as a real
+    /// kube-apiserver's do (v1.20 and current ones; kube-rs's tests rely on it).
     pub(crate) fn returns_deleted_object(&self) -> bool {
-        !self.builtin
-            || (self.group.is_empty() && RETURNS_DELETED_OBJECT.contains(&self.plural.as_str()))
+        self.builtin
+            && self.group.is_empty()
+            && RETURNS_DELETED_OBJECT.contains(&self.plural.as_str())
     }
 
     /// Whether a PUT of a missing object creates it (the strategy's

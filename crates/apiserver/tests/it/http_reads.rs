@@ -233,8 +233,12 @@ async fn custom_resources_are_served_once_their_crd_exists() {
         .await
         .json();
     assert_eq!(
-        deleted["kind"], "Widget",
-        "custom resources return the deleted object"
+        (
+            deleted["kind"].as_str(),
+            deleted["details"]["kind"].as_str()
+        ),
+        (Some("Status"), Some("widgets")),
+        "a custom resource's DELETE answers a Status, as kube-apiserver's"
     );
     t.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com")
         .await;

@@ -307,3 +307,63 @@ async fn the_events_certificates_and_apiregistration_groups_are_served() {
         r#"Service "dup" is invalid: spec.ports[1].name: Duplicate value: "http""#
     );
 }
+
+#[tokio::test]
+async fn csr_approval_componentstatuses_and_status_bodies_as_kube_apiserver_serves_them() {
+    let t = TestServer::start().await;
+    let csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
+    let csr = json!({"metadata": {"name": "fake"}, "spec": {"request": "LS0tLS1CRUdJTg==",
+        "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}});
+    assert_eq!(t.post(csrs, &csr).await.status, 201);
+    let approval = r#"{"status":{"conditions":[{"type":"Approved","status":"True","reason":"Test"}]},"spec":{"usages":["server auth"]}}"#;
+    let approved = t
+        .patch(
+            &format!("{csrs}/fake/approval"),
+            "application/merge-patch+json",
+            approval,
+        )
+        .await;
+    assert_eq!(
+        approved.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&approved.body)
+    );
+    let stored = t.get(&format!("{csrs}/fake")).await.json();
+    assert_eq!(stored["status"]["conditions"][0]["type"], "Approved");
+    assert_eq!(
+        stored["spec"]["usages"],
+        json!(["client auth"]),
+        "approval changes only conditions"
+    );
+
+    let statuses = t.get("/api/v1/componentstatuses").await.json();
+    assert_eq!(statuses["items"].as_array().map(Vec::len), Some(3));
+    let scheduler = t.get("/api/v1/componentstatuses/scheduler").await.json();
+    assert_eq!(scheduler["conditions"][0]["type"], "Healthy");
+    let refused = t
+        .post(
+            "/api/v1/componentstatuses",
+            &json!({"metadata": {"name": "mine"}}),
+        )
+        .await;
+    assert_eq!(refused.status, 405, "componentstatuses are read-only");
+
+    // Status bodies keep Go's field order (clients compare them byte for byte).
+    let missing = t.get("/api/v1/namespaces/default/configmaps/nope").await;
+    let text = String::from_utf8_lossy(&missing.body).into_owned();
+    let order: Vec<usize> = [
+        "\"kind\"",
+        "\"apiVersion\"",
+        "\"metadata\"",
+        "\"status\"",
+        "\"message\"",
+        "\"reason\"",
+        "\"details\"",
+        "\"code\"",
+    ]
+    .iter()
+    .map(|key| text.find(key).unwrap_or(usize::MAX))
+    .collect();
+    assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{text}");
+}

@@ -87,8 +87,12 @@ async fn the_dynamic_client_serves_a_custom_resource_found_by_discovery() {
         1
     );
     match api.delete("w1", &DeleteParams::default()).await.unwrap() {
-        Deleted::Object(deleted) => assert_eq!(deleted.name(), "w1"),
-        Deleted::Status(_) => panic!("custom resources return the deleted object"),
+        Deleted::Status(status) => {
+            assert_eq!(status.details.map(|d| d.name), Some("w1".to_owned()));
+        }
+        Deleted::Object(_) => {
+            panic!("a custom resource's DELETE answers a Status, as kube-apiserver's")
+        }
     }
     let all = Api::<DynamicObject>::all_with(f.client.clone(), &widgets);
     assert!(

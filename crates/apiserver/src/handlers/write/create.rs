@@ -101,7 +101,7 @@ pub(super) fn create_object(
             })?;
             object.insert("status".to_owned(), crd_status(&crd, &time));
         }
-        Special::None | Special::Review => {}
+        Special::None | Special::Review | Special::ReadOnly => {}
     }
     defaults::apply(&call.state, &resource, &mut object, None);
     let mut value = Value::Object(object);

@@ -63,7 +63,9 @@ pub(crate) fn evict(call: &Call) -> HandlerResult<Response<Body>> {
     };
     let pods = call.resource.clone();
     delete_object(&call.state, &pods, Some(&namespace), &name, &delete)?;
-    Ok(json(StatusCode::CREATED, &Status::success(None)))
+    let mut done = Status::success(None);
+    done.code = StatusCode::CREATED.as_u16();
+    Ok(json(StatusCode::CREATED, &done))
 }
 
 /// A PodDisruptionBudget in the Pod's namespace that selects it and allows no

@@ -261,6 +261,22 @@ fn carry_over(call: &Call, current: &Value, mut new: Map<String, Value>) -> Map<
         }
         return result;
     }
+    if call.subresource() == Some("approval") {
+        // A CertificateSigningRequest's approval changes only `status.conditions`.
+        let mut result = current.as_object().cloned().unwrap_or_default();
+        let conditions = new
+            .get("status")
+            .and_then(|status| status.get("conditions"))
+            .cloned();
+        let status = result.entry("status").or_insert_with(|| json!({}));
+        if let Value::Object(status) = status {
+            match conditions {
+                Some(conditions) => status.insert("conditions".to_owned(), conditions),
+                None => status.remove("conditions"),
+            };
+        }
+        return result;
+    }
     if call.subresource() == Some("ephemeralcontainers") {
         // Only `spec.ephemeralContainers` changes through /ephemeralcontainers.
         let mut result = current.as_object().cloned().unwrap_or_default();
