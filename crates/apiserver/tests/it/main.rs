@@ -8,6 +8,8 @@
 //! - `kubectl`: the real kubectl 1.33 drives the server.
 //! - `kubectl_streams`: kubectl logs -f, exec, attach against the server's streams.
 //! - `streams`: raw WebSocket checks of exec, attach and port-forward.
+//! - `protobuf`: protobuf bodies, reads, watch frames and Status, and 406/415 for custom
+//!   resources.
 //! - `python`: the official Python client drives the server.
 
 mod hardening;
@@ -16,6 +18,7 @@ mod http_reads;
 mod http_writes;
 mod kubectl;
 mod kubectl_streams;
+mod protobuf;
 mod python;
 mod streams;
 mod support;

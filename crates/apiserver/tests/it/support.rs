@@ -57,9 +57,22 @@ impl TestServer {
         method: &str,
         path: &str,
         content_type: Option<&str>,
-        body: &str,
+        body: impl AsRef<[u8]>,
     ) -> Reply {
-        let response = self.send(method, path, content_type, None, body).await;
+        self.request_accepting(method, path, content_type, None, body)
+            .await
+    }
+
+    /// A request with an `Accept` header and a body of any bytes.
+    pub(crate) async fn request_accepting(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        accept: Option<&str>,
+        body: impl AsRef<[u8]>,
+    ) -> Reply {
+        let response = self.send(method, path, content_type, accept, body).await;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let body = tokio::time::timeout(Duration::from_secs(10), response.into_body().collect())
@@ -80,7 +93,7 @@ impl TestServer {
         path: &str,
         content_type: Option<&str>,
         accept: Option<&str>,
-        body: &str,
+        body: impl AsRef<[u8]>,
     ) -> hyper::Response<Incoming> {
         let mut request = hyper::Request::builder()
             .method(method)
@@ -92,7 +105,7 @@ impl TestServer {
             request = request.header("accept", accept);
         }
         let request = request
-            .body(Full::new(Bytes::from(body.to_owned())))
+            .body(Full::new(Bytes::copy_from_slice(body.as_ref())))
             .expect("a valid request");
         tokio::time::timeout(Duration::from_secs(10), self.client.request(request))
             .await
