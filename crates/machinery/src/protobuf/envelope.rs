@@ -45,14 +45,18 @@ fn type_meta(value: &Value) -> Result<(&str, &str), ProtobufError> {
     Ok((api_version, kind))
 }
 
-/// Decodes an enveloped body into the JSON form, `apiVersion` and `kind` first.
-pub(crate) fn decode_at_depth(bytes: &[u8], depth: usize) -> Result<Value, ProtobufError> {
-    if depth > MAX_DEPTH {
-        return Err(ProtobufError::TooDeep);
+/// The envelope's apiVersion, kind and raw object, for a protobuf object (content type
+/// empty or protobuf, no content encoding).
+pub(crate) fn open(bytes: &[u8]) -> Result<(&str, &str, &[u8]), ProtobufError> {
+    let (api_version, kind, raw, content_type) = open_any(bytes)?;
+    match content_type {
+        "" | MEDIA_TYPE => Ok((api_version, kind, raw)),
+        other => Err(ProtobufError::Unsupported(format!("content type {other:?}"))),
     }
-    let body = bytes
-        .strip_prefix(MAGIC)
-        .ok_or(ProtobufError::MissingMagic)?;
+}
+
+fn open_any(bytes: &[u8]) -> Result<(&str, &str, &[u8], &str), ProtobufError> {
+    let body = bytes.strip_prefix(MAGIC).ok_or(ProtobufError::MissingMagic)?;
     let (mut api_version, mut kind, mut raw) = ("", "", &[][..]);
     let (mut content_encoding, mut content_type) = ("", "");
     let mut reader = Reader::new(body);
@@ -82,6 +86,15 @@ pub(crate) fn decode_at_depth(bytes: &[u8], depth: usize) -> Result<Value, Proto
             "content encoding {content_encoding:?}"
         )));
     }
+    Ok((api_version, kind, raw, content_type))
+}
+
+/// Decodes an enveloped body into the JSON form, `apiVersion` and `kind` first.
+pub(crate) fn decode_at_depth(bytes: &[u8], depth: usize) -> Result<Value, ProtobufError> {
+    if depth > MAX_DEPTH {
+        return Err(ProtobufError::TooDeep);
+    }
+    let (api_version, kind, raw, content_type) = open_any(bytes)?;
     let decoded = match content_type {
         "" | MEDIA_TYPE => {
             let schema = schema()?;

@@ -37,6 +37,7 @@
 
 mod envelope;
 mod from_json;
+mod list;
 mod schema;
 mod special;
 mod to_json;
@@ -44,6 +45,7 @@ mod watch_frame;
 mod wire;
 
 pub use envelope::MAGIC;
+pub use list::{ProtobufList, decode_item, peek_item_meta, split_list};
 pub use watch_frame::{
     DEFAULT_MAX_FRAME_BYTES, WatchFrameDecoder, decode_watch_event, encode_watch_event,
 };

@@ -114,6 +114,10 @@ pub enum WatchDecodeError {
         /// The limit in bytes.
         max: usize,
     },
+    /// A protobuf watch frame (`application/vnd.kubernetes.protobuf;stream=watch`) that
+    /// is oversized or does not decode.
+    #[error("malformed protobuf watch event")]
+    Protobuf(#[source] crate::protobuf::ProtobufError),
 }
 
 /// The envelope, decoded without touching the object (which stays raw JSON text borrowed
