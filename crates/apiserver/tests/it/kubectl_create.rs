@@ -19,7 +19,16 @@ async fn kubectl_create_configmap_secret_and_namespace_send_protobuf_and_work() 
     kubectl.ok(&["create", "namespace", "team"]).await;
     // -v=8 logs the request headers: the body really is protobuf.
     let output = kubectl
-        .run(&["create", "configmap", "cfg", "-n", "team", "--from-literal=mode=fast", "--from-literal=size=3", "-v=8"])
+        .run(&[
+            "create",
+            "configmap",
+            "cfg",
+            "-n",
+            "team",
+            "--from-literal=mode=fast",
+            "--from-literal=size=3",
+            "-v=8",
+        ])
         .await;
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{log}");
@@ -28,21 +37,48 @@ async fn kubectl_create_configmap_secret_and_namespace_send_protobuf_and_work() 
         "kubectl sent protobuf: {log}"
     );
     kubectl
-        .ok(&["create", "secret", "generic", "creds", "-n", "team", "--from-literal=password=s3cret"])
+        .ok(&[
+            "create",
+            "secret",
+            "generic",
+            "creds",
+            "-n",
+            "team",
+            "--from-literal=password=s3cret",
+        ])
         .await;
     kubectl
         .ok(&[
-            "create", "secret", "docker-registry", "pull", "-n", "team",
-            "--docker-server=registry.example.com", "--docker-username=u", "--docker-password=p",
+            "create",
+            "secret",
+            "docker-registry",
+            "pull",
+            "-n",
+            "team",
+            "--docker-server=registry.example.com",
+            "--docker-username=u",
+            "--docker-password=p",
         ])
         .await;
-    let cert = rcgen::generate_simple_self_signed(vec!["example.com".to_owned()]).expect("a certificate");
+    let cert =
+        rcgen::generate_simple_self_signed(vec!["example.com".to_owned()]).expect("a certificate");
     let cert_path = kubectl.write("tls.crt", &cert.cert.pem());
     let key_path = kubectl.write("tls.key", &cert.signing_key.serialize_pem());
     kubectl
-        .ok(&["create", "secret", "tls", "tls", "-n", "team", &format!("--cert={cert_path}"), &format!("--key={key_path}")])
+        .ok(&[
+            "create",
+            "secret",
+            "tls",
+            "tls",
+            "-n",
+            "team",
+            &format!("--cert={cert_path}"),
+            &format!("--key={key_path}"),
+        ])
         .await;
-    kubectl.ok(&["create", "serviceaccount", "robot", "-n", "team"]).await;
+    kubectl
+        .ok(&["create", "serviceaccount", "robot", "-n", "team"])
+        .await;
 
     let ns = get_json(&kubectl, &["namespace", "team"]).await;
     assert_eq!(ns["status"]["phase"], "Active");
@@ -76,26 +112,76 @@ async fn kubectl_create_workloads_services_rbac_quota_and_priority_classes_work(
     let t = TestServer::start().await;
     let kubectl = Kubectl::for_server(&t);
     kubectl
-        .ok(&["create", "deployment", "web", "--image=nginx:1.27", "--replicas=3", "--port=80"])
-        .await;
-    kubectl.ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"]).await;
-    kubectl
-        .ok(&["create", "job", "once", "--image=busybox", "--", "echo", "hi"])
-        .await;
-    kubectl
-        .ok(&["create", "cronjob", "tick", "--image=busybox", "--schedule=*/5 * * * *", "--", "date"])
-        .await;
-    kubectl
-        .ok(&["create", "role", "reader", "--verb=get,list", "--resource=pods,configmaps"])
+        .ok(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx:1.27",
+            "--replicas=3",
+            "--port=80",
+        ])
         .await;
     kubectl
-        .ok(&["create", "rolebinding", "reader", "--role=reader", "--user=alice", "--serviceaccount=default:robot"])
+        .ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"])
         .await;
     kubectl
-        .ok(&["create", "quota", "small", "--hard=pods=10,requests.cpu=2,limits.memory=1Gi"])
+        .ok(&[
+            "create",
+            "job",
+            "once",
+            "--image=busybox",
+            "--",
+            "echo",
+            "hi",
+        ])
         .await;
     kubectl
-        .ok(&["create", "priorityclass", "high", "--value=1000", "--description=important", "--preemption-policy=Never"])
+        .ok(&[
+            "create",
+            "cronjob",
+            "tick",
+            "--image=busybox",
+            "--schedule=*/5 * * * *",
+            "--",
+            "date",
+        ])
+        .await;
+    kubectl
+        .ok(&[
+            "create",
+            "role",
+            "reader",
+            "--verb=get,list",
+            "--resource=pods,configmaps",
+        ])
+        .await;
+    kubectl
+        .ok(&[
+            "create",
+            "rolebinding",
+            "reader",
+            "--role=reader",
+            "--user=alice",
+            "--serviceaccount=default:robot",
+        ])
+        .await;
+    kubectl
+        .ok(&[
+            "create",
+            "quota",
+            "small",
+            "--hard=pods=10,requests.cpu=2,limits.memory=1Gi",
+        ])
+        .await;
+    kubectl
+        .ok(&[
+            "create",
+            "priorityclass",
+            "high",
+            "--value=1000",
+            "--description=important",
+            "--preemption-policy=Never",
+        ])
         .await;
 
     let deployment = get_json(&kubectl, &["deployment", "web"]).await;
@@ -116,7 +202,10 @@ async fn kubectl_create_workloads_services_rbac_quota_and_priority_classes_work(
     let cronjob = get_json(&kubectl, &["cronjob", "tick"]).await;
     assert_eq!(cronjob["spec"]["schedule"], "*/5 * * * *");
     let role = get_json(&kubectl, &["role", "reader"]).await;
-    assert_eq!(role["rules"][0]["verbs"], serde_json::json!(["get", "list"]));
+    assert_eq!(
+        role["rules"][0]["verbs"],
+        serde_json::json!(["get", "list"])
+    );
     let binding = get_json(&kubectl, &["rolebinding", "reader"]).await;
     assert_eq!(binding["roleRef"]["name"], "reader");
     assert_eq!(binding["subjects"].as_array().map(Vec::len), Some(2));
@@ -128,7 +217,9 @@ async fn kubectl_create_workloads_services_rbac_quota_and_priority_classes_work(
     assert_eq!(priority["preemptionPolicy"], "Never");
 
     // kubectl scale and kubectl label on a protobuf-created object keep working.
-    kubectl.ok(&["scale", "deployment", "web", "--replicas=0"]).await;
+    kubectl
+        .ok(&["scale", "deployment", "web", "--replicas=0"])
+        .await;
     let scaled = get_json(&kubectl, &["deployment", "web"]).await;
     assert_eq!(scaled["spec"]["replicas"], 0);
 }

@@ -122,6 +122,9 @@ pub struct Config {
     /// then went quiet is noticed, and the watch ends with a transport error so the
     /// reflector reconnects. Default [`DEFAULT_WATCH_IDLE_MARGIN`] (30 s).
     pub watch_idle_margin: Duration,
+    /// The encoding of built-in kinds (client-go's `ContentConfig`): JSON by default;
+    /// [`ContentType::Protobuf`](crate::rest::ContentType::Protobuf) for protobuf.
+    pub content_type: crate::rest::ContentType,
 }
 
 /// The default [`Config::watch_idle_margin`].
@@ -226,6 +229,7 @@ impl Config {
             qps: DEFAULT_QPS,
             burst: DEFAULT_BURST,
             watch_idle_margin: DEFAULT_WATCH_IDLE_MARGIN,
+            content_type: crate::rest::ContentType::default(),
         }
     }
 

@@ -68,6 +68,7 @@ pub(super) struct Inner {
     pub(super) user_agent: HeaderValue,
     pub(super) timeout: Option<Duration>,
     watch_idle_margin: Duration,
+    content_type: super::ContentType,
 }
 
 impl Client {
@@ -119,6 +120,7 @@ impl Client {
                 user_agent,
                 timeout: config.timeout,
                 watch_idle_margin: config.watch_idle_margin,
+                content_type: config.content_type,
             }),
         })
     }
@@ -133,6 +135,12 @@ impl Client {
     #[must_use]
     pub fn base_url(&self) -> &str {
         &self.inner.base_url
+    }
+
+    /// The encoding of built-in kinds ([`Config::content_type`]).
+    #[must_use]
+    pub fn content_type(&self) -> super::ContentType {
+        self.inner.content_type
     }
 
     /// How long past its `timeoutSeconds` a silent watch is given up.
@@ -289,15 +297,20 @@ impl Client {
         .await
     }
 
-    /// Sends a request and decodes the JSON answer.
+    /// Sends a request and decodes the answer: JSON, or protobuf when the server answered
+    /// `application/vnd.kubernetes.protobuf` (only when the request asked for it).
     ///
     /// # Errors
     ///
     /// As [`request_bytes`](Self::request_bytes), plus [`Error::Decode`].
     pub async fn request_json<T: DeserializeOwned>(&self, request: Request) -> Result<T> {
         let url = self.url(&request);
-        let bytes = self.request_bytes(request).await?;
-        decode(&url, &bytes)
+        let (content_type, bytes) = self.request_with_content_type(request).await?;
+        if super::is_protobuf(content_type.as_deref()) {
+            decode_protobuf(&url, &bytes)
+        } else {
+            decode(&url, &bytes)
+        }
     }
 }
 
@@ -346,6 +359,18 @@ pub(crate) fn decode<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> 
         expected: std::any::type_name::<T>(),
         message: err.to_string(),
     })
+}
+
+/// Decodes a protobuf body into `T` through its JSON form.
+pub(crate) fn decode_protobuf<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> {
+    let failed = |message: String| Error::Decode {
+        url: url.to_owned(),
+        expected: std::any::type_name::<T>(),
+        message,
+    };
+    let value = kubeclient_machinery::protobuf::decode(bytes)
+        .map_err(|err| failed(kubeclient_machinery::ErrorChain(&err).to_string()))?;
+    serde_json::from_value(value).map_err(|err| failed(err.to_string()))
 }
 
 /// Reads a whole body, gunzipping it when the server compressed it.

@@ -100,6 +100,20 @@ impl Client {
         let url = format!("{}{}", self.base_url(), request.path);
         self.within_timeout(&request, async {
             let response = self.send(&request).await?;
+            let content_type = response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok());
+            if super::is_protobuf(content_type) {
+                let (parts, body) = response.into_parts();
+                return super::protobuf_list::decode_protobuf_list_body(
+                    body,
+                    &parts.headers,
+                    &url,
+                    options,
+                )
+                .await;
+            }
             let gzip = response
                 .headers()
                 .get(CONTENT_ENCODING)

@@ -5,9 +5,11 @@
 mod auth;
 mod client;
 mod connector;
+mod content_config;
 mod gzip;
 mod list_stream;
 mod ordered_decode;
+mod protobuf_list;
 mod rate_limit;
 mod request;
 mod tls;
@@ -16,6 +18,8 @@ pub mod watch;
 
 pub use client::Client;
 pub(crate) use client::decode;
+pub use content_config::ContentType;
+pub(crate) use content_config::is_protobuf;
 pub use list_stream::{DecodeOptions, ReuseFn, SharedList};
 pub use rate_limit::TokenBucket;
 pub use request::{JSON, Request};

@@ -51,12 +51,16 @@ pub(crate) fn open(bytes: &[u8]) -> Result<(&str, &str, &[u8]), ProtobufError> {
     let (api_version, kind, raw, content_type) = open_any(bytes)?;
     match content_type {
         "" | MEDIA_TYPE => Ok((api_version, kind, raw)),
-        other => Err(ProtobufError::Unsupported(format!("content type {other:?}"))),
+        other => Err(ProtobufError::Unsupported(format!(
+            "content type {other:?}"
+        ))),
     }
 }
 
 fn open_any(bytes: &[u8]) -> Result<(&str, &str, &[u8], &str), ProtobufError> {
-    let body = bytes.strip_prefix(MAGIC).ok_or(ProtobufError::MissingMagic)?;
+    let body = bytes
+        .strip_prefix(MAGIC)
+        .ok_or(ProtobufError::MissingMagic)?;
     let (mut api_version, mut kind, mut raw) = ("", "", &[][..]);
     let (mut content_encoding, mut content_type) = ("", "");
     let mut reader = Reader::new(body);

@@ -110,7 +110,10 @@ pub fn decode_item(api_version: &str, kind: &str, item: &[u8]) -> Result<Value, 
         })?;
     let decoded = to_json::message(schema, message, item, 1)?;
     let mut object = serde_json::Map::new();
-    object.insert("apiVersion".to_owned(), Value::String(api_version.to_owned()));
+    object.insert(
+        "apiVersion".to_owned(),
+        Value::String(api_version.to_owned()),
+    );
     object.insert("kind".to_owned(), Value::String(kind.to_owned()));
     if let Value::Object(fields) = decoded {
         object.extend(fields);

@@ -48,6 +48,7 @@ pub use envelope::MAGIC;
 pub use list::{ProtobufList, decode_item, peek_item_meta, split_list};
 pub use watch_frame::{
     DEFAULT_MAX_FRAME_BYTES, WatchFrameDecoder, decode_watch_event, encode_watch_event,
+    watch_event_type,
 };
 
 use serde_json::Value;

@@ -286,12 +286,7 @@ fn bodies_from_a_real_api_server_decode_to_its_json() {
         let expected: Value =
             serde_json::from_slice(&std::fs::read(path.with_extension("json")).unwrap()).unwrap();
         let decoded = decode(&bytes).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
-        assert_eq!(
-            decoded,
-            without_zero_times(expected),
-            "{}",
-            path.display()
-        );
+        assert_eq!(decoded, without_zero_times(expected), "{}", path.display());
         checked += 1;
     }
     assert!(checked >= 10, "{checked} fixtures");

@@ -87,6 +87,17 @@ pub fn decode_watch_event(message: &[u8]) -> Result<Value, ProtobufError> {
     Ok(Value::Object(event))
 }
 
+/// The `type` of a `WatchEvent` message, if it can be read (even when the object cannot).
+pub fn watch_event_type(message: &[u8]) -> Option<&str> {
+    let mut reader = Reader::new(message);
+    while let Ok(Some((number, value))) = reader.field() {
+        if let (1, WireValue::Len(b)) = (number, value) {
+            return utf8(b).ok();
+        }
+    }
+    None
+}
+
 /// Splits a protobuf watch body, arriving in chunks of any size, into events.
 ///
 /// A frame longer than the limit ends the stream with [`ProtobufError::FrameTooLarge`]

@@ -171,6 +171,43 @@ impl<K: DeserializeOwned> WatchEvent<K> {
         Self::decode(line, true)
     }
 
+    /// Decodes one event from a protobuf watch frame (the `WatchEvent` message, without its
+    /// length prefix; see [`WatchFrameDecoder`](crate::protobuf::WatchFrameDecoder)),
+    /// through its JSON form; with `strip_managed_fields`, `metadata.managedFields` are
+    /// dropped before the object is decoded.
+    ///
+    /// # Errors
+    ///
+    /// [`WatchDecodeError::InvalidObject`] for an ADDED, MODIFIED or DELETED event whose
+    /// object does not decode (the stream is intact), [`WatchDecodeError::Protobuf`] for a
+    /// frame that is not a watch event, and the errors of [`from_json`](Self::from_json).
+    pub fn from_protobuf(
+        frame: &[u8],
+        strip_managed_fields: bool,
+    ) -> Result<Self, WatchDecodeError> {
+        let event = match crate::protobuf::decode_watch_event(frame) {
+            Ok(event) => event,
+            Err(err) => {
+                let event_type = match crate::protobuf::watch_event_type(frame) {
+                    Some("ADDED") => "ADDED",
+                    Some("MODIFIED") => "MODIFIED",
+                    Some("DELETED") => "DELETED",
+                    _ => return Err(WatchDecodeError::Protobuf(err)),
+                };
+                return Err(WatchDecodeError::InvalidObject {
+                    event_type,
+                    source: crate::ObjectDecodeError::new(crate::ErrorChain(&err).to_string()),
+                    snippet: snippet(frame),
+                });
+            }
+        };
+        let line = serde_json::to_vec(&event).map_err(|source| WatchDecodeError::Malformed {
+            source,
+            snippet: snippet(frame),
+        })?;
+        Self::decode(&line, strip_managed_fields)
+    }
+
     fn decode(line: &[u8], strip: bool) -> Result<Self, WatchDecodeError> {
         let malformed = |source| WatchDecodeError::Malformed {
             source,
