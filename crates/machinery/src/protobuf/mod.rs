@@ -183,4 +183,6 @@ pub fn supports(api_version: &str, kind: &str) -> bool {
 }
 
 #[cfg(test)]
+mod kinds_tests;
+#[cfg(test)]
 mod tests;
