@@ -2,7 +2,8 @@
 //! JSON -> typed (`k8s-openapi`) -> protobuf -> typed -> JSON and comes back the same. The
 //! objects are synthesized from the schema, so a field whose JSON name or type the schema
 //! gets wrong shows up as a difference, and a JSON name k8s-openapi does not know fails
-//! the test.
+//! the test. The direct decoder ([`from_protobuf`](super::from_protobuf)) must build the
+//! same struct.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -126,6 +127,9 @@ where
         K::KIND
     );
     assert_eq!(typed_again, typed);
+    // The direct decoder fills the same struct.
+    let direct: K = super::from_protobuf(&bytes).unwrap_or_else(|e| panic!("{}: {e:?}", K::KIND));
+    assert_eq!(direct, typed, "{}: the direct decoder differs", K::KIND);
 }
 
 fn missing(expected: &Value, actual: &Value, path: String, out: &mut Vec<String>) {

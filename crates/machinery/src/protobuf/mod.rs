@@ -35,6 +35,7 @@
 //! # Ok::<(), protobuf::ProtobufError>(())
 //! ```
 
+mod de;
 mod envelope;
 mod from_json;
 mod list;
@@ -44,6 +45,7 @@ mod to_json;
 mod watch_frame;
 mod wire;
 
+pub use de::{from_protobuf, from_protobuf_with, item_from_protobuf};
 pub use envelope::MAGIC;
 pub use list::{ProtobufList, decode_item, peek_item_meta, split_list};
 pub use watch_frame::{

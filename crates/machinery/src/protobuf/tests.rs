@@ -327,3 +327,38 @@ fn a_watch_body_from_a_real_api_server_decodes_to_its_json_events() {
     assert!(!events.is_empty());
     assert_eq!(events, expected);
 }
+
+#[test]
+fn the_direct_decoder_fills_structs_and_can_skip_managed_fields() {
+    use k8s_openapi::api::core::v1::Pod;
+    let pod_json = pod();
+    let bytes = encode(&pod_json).unwrap();
+    let through_json: Pod = serde_json::from_value(pod_json).unwrap();
+    let direct: Pod = from_protobuf(&bytes).unwrap();
+    assert_eq!(direct, through_json);
+    let stripped: Pod = from_protobuf_with(&bytes, true).unwrap();
+    assert!(stripped.metadata.managed_fields.is_none());
+    assert_eq!(stripped.spec, through_json.spec);
+    // Hostile bytes: errors, never panics.
+    for end in 0..bytes.len() {
+        let _ = from_protobuf::<Pod>(&bytes[..end]);
+    }
+    assert!(from_protobuf::<Pod>(&bytes[..bytes.len() / 2]).is_err());
+    assert!(matches!(
+        from_protobuf::<Pod>(b"nope"),
+        Err(ProtobufError::MissingMagic)
+    ));
+    // The wrong type for the kind in the envelope is an error.
+    assert!(from_protobuf::<k8s_openapi::api::core::v1::ConfigMap>(&bytes).is_err());
+}
+
+#[test]
+fn real_api_server_bodies_decode_directly_as_through_json() {
+    use k8s_openapi::api::core::v1::Pod;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/protobuf/testdata");
+    let bytes = std::fs::read(format!("{dir}/namespaces_default_pods_web-0.pb")).unwrap();
+    let through_json: Pod = serde_json::from_value(decode(&bytes).unwrap()).unwrap();
+    let direct: Pod = from_protobuf(&bytes).unwrap();
+    assert_eq!(direct, through_json);
+    assert!(direct.spec.is_some());
+}

@@ -163,7 +163,7 @@ fn zero(s: Scalar) -> Value {
 
 /// One value of a field; `None` for a value that is absent in JSON (Go's zero time, an empty
 /// raw extension).
-fn single(
+pub(crate) fn single(
     schema: &Schema,
     ty: Type,
     value: WireValue<'_>,

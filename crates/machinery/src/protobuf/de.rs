@@ -1,0 +1,677 @@
+//! Protobuf bytes straight into typed structs: a serde `Deserializer` driven by the schema
+//! presents each message as a map of JSON field names, so a `k8s-openapi` type's own
+//! `Deserialize` fills it from the wire, with no JSON text and no intermediate
+//! `serde_json::Value` (only the rare special forms, such as CRD schema unions, go through
+//! one). It follows the same rules as the JSON form ([`decode`](super::decode)): zero values
+//! of `omitempty` non-pointer fields are left out, inlined messages are merged, empty
+//! times are absent.
+
+use std::fmt;
+
+use base64::Engine as _;
+use serde::de::value::BorrowedStrDeserializer;
+use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, Visitor};
+
+use super::schema::{Field, Label, Message, Scalar, Schema, Type, schema};
+use super::special::{self, Special, utf8};
+use super::wire::{Reader, WireValue};
+use super::{MAX_DEPTH, ProtobufError, envelope, to_json};
+
+/// The message of `metadata.managedFields`, skipped when asked to.
+const OBJECT_META: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+const MANAGED_FIELDS: u32 = 17;
+
+/// Decodes an enveloped protobuf object straight into `K`.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kubeclient_machinery::protobuf;
+///
+/// let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+///     "metadata": {"name": "cfg"}, "data": {"a": "b"}});
+/// let decoded: ConfigMap = protobuf::from_protobuf(&protobuf::encode(&cm)?)?;
+/// assert_eq!(decoded.data.unwrap()["a"], "b");
+/// # Ok::<(), protobuf::ProtobufError>(())
+/// ```
+///
+/// # Errors
+///
+/// [`ProtobufError`] for bytes that do not decode, or do not fit `K`.
+pub fn from_protobuf<K: DeserializeOwned>(bytes: &[u8]) -> Result<K, ProtobufError> {
+    from_protobuf_with(bytes, false)
+}
+
+/// As [`from_protobuf`]; with `strip_managed_fields`, `metadata.managedFields` are skipped
+/// on the wire instead of decoded.
+///
+/// # Errors
+///
+/// As [`from_protobuf`].
+pub fn from_protobuf_with<K: DeserializeOwned>(
+    bytes: &[u8],
+    strip_managed_fields: bool,
+) -> Result<K, ProtobufError> {
+    let (api_version, kind, raw) = envelope::open(bytes)?;
+    item_from_protobuf(api_version, kind, raw, strip_managed_fields)
+}
+
+/// Decodes one message of a kind without an envelope (a list item) straight into `K`.
+///
+/// # Errors
+///
+/// As [`from_protobuf`].
+pub fn item_from_protobuf<K: DeserializeOwned>(
+    api_version: &str,
+    kind: &str,
+    item: &[u8],
+    strip_managed_fields: bool,
+) -> Result<K, ProtobufError> {
+    let schema = schema()?;
+    let message = schema
+        .kind(api_version, kind)
+        .ok_or_else(|| ProtobufError::UnknownKind {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+        })?;
+    let de = MessageDe {
+        ctx: Ctx {
+            schema,
+            strip: strip_managed_fields,
+        },
+        message,
+        bytes: item,
+        depth: 0,
+        type_meta: Some((api_version, kind)),
+    };
+    K::deserialize(de).map_err(|e| ProtobufError::InvalidValue(e.0))
+}
+
+/// The deserializer's error: a message (serde's errors carry no source).
+#[derive(Debug)]
+pub(crate) struct DeError(String);
+
+impl fmt::Display for DeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DeError {}
+
+impl de::Error for DeError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        DeError(msg.to_string())
+    }
+}
+
+impl From<ProtobufError> for DeError {
+    fn from(err: ProtobufError) -> Self {
+        DeError(crate::ErrorChain(&err).to_string())
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Ctx {
+    schema: &'static Schema,
+    strip: bool,
+}
+
+/// One message, as a map of its JSON fields.
+struct MessageDe<'a> {
+    ctx: Ctx,
+    message: &'static Message,
+    bytes: &'a [u8],
+    depth: usize,
+    /// `apiVersion` and `kind`, presented first (top-level objects and list items).
+    type_meta: Option<(&'a str, &'a str)>,
+}
+
+/// The values of one field, gathered from the wire in order.
+struct Entry<'a> {
+    field: &'static Field,
+    values: Vec<WireValue<'a>>,
+}
+
+/// Gathers a message's fields (and those of inlined messages) in wire order.
+fn gather<'a>(
+    ctx: Ctx,
+    message: &'static Message,
+    bytes: &'a [u8],
+    entries: &mut Vec<Entry<'a>>,
+) -> Result<(), ProtobufError> {
+    let strip = ctx.strip && message.name == OBJECT_META;
+    let mut reader = Reader::new(bytes);
+    while let Some((number, value)) = reader.field()? {
+        let Some(field) = message.field(number) else {
+            continue;
+        };
+        if strip && number == MANAGED_FIELDS {
+            continue;
+        }
+        if field.inline {
+            if let (Label::Optional(Type::Message(name)), WireValue::Len(inner)) =
+                (field.label, value)
+            {
+                gather(ctx, ctx.schema.message(name)?, inner, entries)?;
+                continue;
+            }
+            return Err(ProtobufError::WrongWireType);
+        }
+        match entries.iter_mut().find(|e| std::ptr::eq(e.field, field)) {
+            Some(entry) => match field.label {
+                // The last value of a singular field wins.
+                Label::Optional(_) => entry.values = vec![value],
+                _ => entry.values.push(value),
+            },
+            None => entries.push(Entry {
+                field,
+                values: vec![value],
+            }),
+        }
+    }
+    Ok(())
+}
+
+/// Whether a singular field's value is absent from the JSON form: a zero value of an
+/// `omitempty` non-pointer field, an empty time, an empty raw extension.
+fn absent(field: &Field, value: WireValue<'_>) -> bool {
+    let Label::Optional(ty) = field.label else {
+        return false;
+    };
+    match (ty, value) {
+        (Type::Scalar(_), value) if field.omitempty && !field.pointer => match value {
+            WireValue::Varint(v) | WireValue::Fixed64(v) => v == 0,
+            WireValue::Fixed32(v) => v == 0,
+            WireValue::Len(b) => b.is_empty(),
+        },
+        (Type::Message(name), WireValue::Len(b)) => match special::special(name) {
+            Some(Special::Time | Special::MicroTime) => b.is_empty(),
+            Some(Special::RawJson) => raw_of(b).is_ok_and(<[u8]>::is_empty),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// The `raw = 1` bytes of a raw-JSON message.
+fn raw_of(bytes: &[u8]) -> Result<&[u8], ProtobufError> {
+    let mut raw: &[u8] = &[];
+    let mut reader = Reader::new(bytes);
+    while let Some((number, value)) = reader.field()? {
+        if let (1, WireValue::Len(b)) = (number, value) {
+            raw = b;
+        }
+    }
+    Ok(raw)
+}
+
+impl<'de> de::Deserializer<'de> for MessageDe<'de> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        if self.depth > MAX_DEPTH {
+            return Err(ProtobufError::TooDeep.into());
+        }
+        let mut entries = Vec::with_capacity(self.message.fields.len().min(32));
+        gather(self.ctx, self.message, self.bytes, &mut entries)?;
+        if self.message.array {
+            let values = entries
+                .into_iter()
+                .next()
+                .map(|e| e.values)
+                .unwrap_or_default();
+            let ty = match self.message.fields.first().map(|f| f.label) {
+                Some(Label::Repeated(ty)) => ty,
+                _ => return Err(ProtobufError::WrongWireType.into()),
+            };
+            return visitor.visit_seq(SeqDe::new(self.ctx, ty, values, self.depth)?);
+        }
+        entries.retain(|e| match e.values.last() {
+            Some(value) => !absent(e.field, *value),
+            None => false,
+        });
+        visitor.visit_map(MapDe {
+            ctx: self.ctx,
+            type_meta: self
+                .type_meta
+                .map(|(a, k)| [("apiVersion", a), ("kind", k)]),
+            type_meta_index: 0,
+            entries: entries.into_iter(),
+            pending: None,
+            depth: self.depth,
+        })
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+struct MapDe<'a> {
+    ctx: Ctx,
+    type_meta: Option<[(&'static str, &'a str); 2]>,
+    type_meta_index: usize,
+    entries: std::vec::IntoIter<Entry<'a>>,
+    pending: Option<Entry<'a>>,
+    depth: usize,
+}
+
+impl<'de> de::MapAccess<'de> for MapDe<'de> {
+    type Error = DeError;
+
+    fn next_key_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<Option<S::Value>, DeError> {
+        if let Some(type_meta) = &self.type_meta
+            && let Some((name, _)) = type_meta.get(self.type_meta_index)
+        {
+            return seed
+                .deserialize(BorrowedStrDeserializer::new(name))
+                .map(Some);
+        }
+        let Some(entry) = self.entries.next() else {
+            return Ok(None);
+        };
+        let name = entry.field.json;
+        self.pending = Some(entry);
+        seed.deserialize(BorrowedStrDeserializer::new(name))
+            .map(Some)
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, DeError> {
+        if let Some(type_meta) = &self.type_meta
+            && let Some((_, value)) = type_meta.get(self.type_meta_index)
+        {
+            self.type_meta_index += 1;
+            return seed.deserialize(BorrowedStrDeserializer::new(value));
+        }
+        let entry = self
+            .pending
+            .take()
+            .ok_or_else(|| DeError("a value without a key".to_owned()))?;
+        let field = entry.field;
+        let named = |e: DeError| DeError(format!("{}: {}", field.json, e.0));
+        let value = match field.label {
+            Label::Optional(ty) => {
+                let value = entry
+                    .values
+                    .last()
+                    .copied()
+                    .ok_or(ProtobufError::Truncated)?;
+                ValueDe {
+                    ctx: self.ctx,
+                    ty,
+                    value,
+                    depth: self.depth,
+                }
+                .into_seed(seed)
+            }
+            Label::Repeated(ty) => {
+                seed.deserialize(SeqAsDe(SeqDe::new(self.ctx, ty, entry.values, self.depth)?))
+            }
+            Label::Map(key, ty) => seed.deserialize(MapEntriesDe {
+                ctx: self.ctx,
+                key,
+                ty,
+                entries: entry.values,
+                depth: self.depth,
+            }),
+        };
+        value.map_err(named)
+    }
+}
+
+/// One value of a field.
+struct ValueDe<'a> {
+    ctx: Ctx,
+    ty: Type,
+    value: WireValue<'a>,
+    depth: usize,
+}
+
+impl<'de> ValueDe<'de> {
+    fn into_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<S::Value, DeError> {
+        seed.deserialize(self)
+    }
+
+    /// The JSON form of a special message that has no direct path (CRD schema unions).
+    fn via_json(&self, bytes: &[u8]) -> Result<serde_json::Value, DeError> {
+        Ok(
+            to_json::single(self.ctx.schema, self.ty, WireValue::Len(bytes), self.depth)?
+                .unwrap_or(serde_json::Value::Null),
+        )
+    }
+}
+
+impl<'de> de::Deserializer<'de> for ValueDe<'de> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let name = match (self.ty, self.value) {
+            (Type::Scalar(s), value) => return scalar(s, value, visitor),
+            (Type::Message(name), WireValue::Len(_)) => name,
+            _ => return Err(ProtobufError::WrongWireType.into()),
+        };
+        let WireValue::Len(bytes) = self.value else {
+            return Err(ProtobufError::WrongWireType.into());
+        };
+        match special::special(name) {
+            None => MessageDe {
+                ctx: self.ctx,
+                message: self.ctx.schema.message(name)?,
+                bytes,
+                depth: self.depth + 1,
+                type_meta: None,
+            }
+            .deserialize_any(visitor),
+            Some(kind @ (Special::Time | Special::MicroTime)) => {
+                match special::read_timestamp(bytes)? {
+                    Some(ts) => {
+                        visitor.visit_string(special::format_time(ts, kind == Special::MicroTime))
+                    }
+                    None => visitor.visit_unit(),
+                }
+            }
+            Some(Special::Quantity) => {
+                let mut reader = Reader::new(bytes);
+                let mut text = "";
+                while let Some((number, value)) = reader.field()? {
+                    if let (1, WireValue::Len(b)) = (number, value) {
+                        text = utf8(b)?;
+                    }
+                }
+                visitor.visit_str(text)
+            }
+            Some(Special::IntOrString) => match special::read_int_or_string(bytes)? {
+                serde_json::Value::String(text) => visitor.visit_string(text),
+                other => visitor.visit_i64(other.as_i64().unwrap_or_default()),
+            },
+            Some(Special::RawJson) => {
+                let raw = raw_of(bytes)?;
+                if raw.starts_with(envelope::MAGIC) {
+                    let value = envelope::decode_at_depth(raw, self.depth + 1)?;
+                    return de::Deserializer::deserialize_any(value, visitor)
+                        .map_err(|e| DeError(e.to_string()));
+                }
+                let mut json = serde_json::Deserializer::from_slice(raw);
+                de::Deserializer::deserialize_any(&mut json, visitor)
+                    .map_err(|e| DeError(e.to_string()))
+            }
+            Some(_) => {
+                let value = self.via_json(bytes)?;
+                de::Deserializer::deserialize_any(value, visitor)
+                    .map_err(|e| DeError(e.to_string()))
+            }
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+fn scalar<'de, V: Visitor<'de>>(
+    s: Scalar,
+    value: WireValue<'de>,
+    visitor: V,
+) -> Result<V::Value, DeError> {
+    match (s, value) {
+        (Scalar::String, WireValue::Len(b)) => visitor.visit_borrowed_str(utf8(b)?),
+        (Scalar::Bytes, WireValue::Len(b)) => {
+            visitor.visit_string(base64::engine::general_purpose::STANDARD.encode(b))
+        }
+        (Scalar::Bool, WireValue::Varint(v)) => visitor.visit_bool(v != 0),
+        (Scalar::Int32, WireValue::Varint(v)) => visitor.visit_i64(i64::from(v as i64 as i32)),
+        (Scalar::Int64, WireValue::Varint(v)) => visitor.visit_i64(v as i64),
+        (Scalar::Uint32, WireValue::Varint(v)) => visitor.visit_u64(u64::from(v as u32)),
+        (Scalar::Uint64, WireValue::Varint(v)) => visitor.visit_u64(v),
+        (Scalar::Double, WireValue::Fixed64(v)) => visitor.visit_f64(f64::from_bits(v)),
+        (Scalar::Float, WireValue::Fixed32(v)) => visitor.visit_f64(f64::from(f32::from_bits(v))),
+        _ => Err(ProtobufError::WrongWireType.into()),
+    }
+}
+
+/// The values of a repeated field, packed numbers expanded.
+struct SeqDe<'a> {
+    ctx: Ctx,
+    ty: Type,
+    values: std::vec::IntoIter<WireValue<'a>>,
+    depth: usize,
+}
+
+impl<'a> SeqDe<'a> {
+    fn new(ctx: Ctx, ty: Type, values: Vec<WireValue<'a>>, depth: usize) -> Result<Self, DeError> {
+        let packed = matches!(ty, Type::Scalar(s) if !matches!(s, Scalar::String | Scalar::Bytes))
+            && values.iter().any(|v| matches!(v, WireValue::Len(_)));
+        let values = if packed {
+            let Type::Scalar(s) = ty else {
+                return Err(ProtobufError::WrongWireType.into());
+            };
+            let mut expanded = Vec::new();
+            for value in values {
+                match value {
+                    WireValue::Len(bytes) => {
+                        let mut reader = Reader::new(bytes);
+                        while !reader.is_empty() {
+                            expanded.push(match s {
+                                Scalar::Double => WireValue::Fixed64(reader.fixed64()?),
+                                Scalar::Float => WireValue::Fixed32(reader.fixed32()?),
+                                _ => WireValue::Varint(reader.varint()?),
+                            });
+                        }
+                    }
+                    other => expanded.push(other),
+                }
+            }
+            expanded
+        } else {
+            values
+        };
+        Ok(SeqDe {
+            ctx,
+            ty,
+            values: values.into_iter(),
+            depth,
+        })
+    }
+}
+
+impl<'de> de::SeqAccess<'de> for SeqDe<'de> {
+    type Error = DeError;
+
+    fn next_element_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<Option<S::Value>, DeError> {
+        let Some(value) = self.values.next() else {
+            return Ok(None);
+        };
+        seed.deserialize(ValueDe {
+            ctx: self.ctx,
+            ty: self.ty,
+            value,
+            depth: self.depth,
+        })
+        .map(Some)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.values.len())
+    }
+}
+
+/// A repeated field as a deserializer (a sequence).
+struct SeqAsDe<'a>(SeqDe<'a>);
+
+impl<'de> de::Deserializer<'de> for SeqAsDe<'de> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_seq(self.0)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// A protobuf map field (entries of key 1, value 2) as a map.
+struct MapEntriesDe<'a> {
+    ctx: Ctx,
+    key: Scalar,
+    ty: Type,
+    entries: Vec<WireValue<'a>>,
+    depth: usize,
+}
+
+impl<'de> de::Deserializer<'de> for MapEntriesDe<'de> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let mut pairs = Vec::with_capacity(self.entries.len());
+        for entry in self.entries {
+            let WireValue::Len(bytes) = entry else {
+                return Err(ProtobufError::WrongWireType.into());
+            };
+            let (mut key, mut value) = (None, None);
+            let mut reader = Reader::new(bytes);
+            while let Some((number, v)) = reader.field()? {
+                match number {
+                    1 => key = Some(v),
+                    2 => value = Some(v),
+                    _ => {}
+                }
+            }
+            pairs.push((key, value));
+        }
+        visitor.visit_map(MapEntriesAccess {
+            ctx: self.ctx,
+            key: self.key,
+            ty: self.ty,
+            pairs: pairs.into_iter(),
+            value: None,
+            depth: self.depth,
+        })
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+type Pair<'a> = (Option<WireValue<'a>>, Option<WireValue<'a>>);
+
+struct MapEntriesAccess<'a> {
+    ctx: Ctx,
+    key: Scalar,
+    ty: Type,
+    pairs: std::vec::IntoIter<Pair<'a>>,
+    value: Option<Option<WireValue<'a>>>,
+    depth: usize,
+}
+
+impl<'de> de::MapAccess<'de> for MapEntriesAccess<'de> {
+    type Error = DeError;
+
+    fn next_key_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<Option<S::Value>, DeError> {
+        let Some((key, value)) = self.pairs.next() else {
+            return Ok(None);
+        };
+        self.value = Some(value);
+        match (self.key, key) {
+            (Scalar::String, Some(WireValue::Len(b))) => seed
+                .deserialize(BorrowedStrDeserializer::new(utf8(b)?))
+                .map(Some),
+            (Scalar::String, None) => seed.deserialize(BorrowedStrDeserializer::new("")).map(Some),
+            (_, Some(WireValue::Varint(v))) => seed
+                .deserialize((v as i64).to_string().into_deserializer())
+                .map(Some),
+            _ => Err(ProtobufError::WrongWireType.into()),
+        }
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, DeError> {
+        match self.value.take().flatten() {
+            Some(value) => seed.deserialize(ValueDe {
+                ctx: self.ctx,
+                ty: self.ty,
+                value,
+                depth: self.depth,
+            }),
+            // A missing value is the type's zero value.
+            None => match self.ty {
+                Type::Scalar(Scalar::Bool) => seed.deserialize(false.into_deserializer()),
+                Type::Scalar(Scalar::String | Scalar::Bytes) => {
+                    seed.deserialize(BorrowedStrDeserializer::new(""))
+                }
+                Type::Scalar(_) => seed.deserialize(0_i64.into_deserializer()),
+                Type::Message(_) => seed.deserialize(ValueDe {
+                    ctx: self.ctx,
+                    ty: self.ty,
+                    value: WireValue::Len(&[]),
+                    depth: self.depth,
+                }),
+            },
+        }
+    }
+}
