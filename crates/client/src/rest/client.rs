@@ -361,16 +361,13 @@ pub(crate) fn decode<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> 
     })
 }
 
-/// Decodes a protobuf body into `T` through its JSON form.
+/// Decodes a protobuf body straight into `T`.
 pub(crate) fn decode_protobuf<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> {
-    let failed = |message: String| Error::Decode {
+    kubeclient_machinery::protobuf::from_protobuf(bytes).map_err(|err| Error::Decode {
         url: url.to_owned(),
         expected: std::any::type_name::<T>(),
-        message,
-    };
-    let value = kubeclient_machinery::protobuf::decode(bytes)
-        .map_err(|err| failed(kubeclient_machinery::ErrorChain(&err).to_string()))?;
-    serde_json::from_value(value).map_err(|err| failed(err.to_string()))
+        message: kubeclient_machinery::ErrorChain(&err).to_string(),
+    })
 }
 
 /// Reads a whole body, gunzipping it when the server compressed it.

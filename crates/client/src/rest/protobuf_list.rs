@@ -116,7 +116,7 @@ async fn drain<K: Send + Sync + 'static>(
 }
 
 /// One item: shared from the caller's cache when its key and resourceVersion match, else
-/// decoded (through its JSON form), without `managedFields` if asked.
+/// decoded straight from the wire into `K`, without `managedFields` if asked.
 fn decode_item<K: DeserializeOwned>(
     kind: &(String, String),
     item: &[u8],
@@ -127,18 +127,9 @@ fn decode_item<K: DeserializeOwned>(
     {
         return Ok(existing);
     }
-    let mut value = protobuf::decode_item(&kind.0, &kind.1, item)
-        .map_err(|err| ErrorChain(&err).to_string())?;
-    if options.strip_managed_fields
-        && let Some(metadata) = value
-            .get_mut("metadata")
-            .and_then(serde_json::Value::as_object_mut)
-    {
-        metadata.remove("managedFields");
-    }
-    serde_json::from_value(value)
+    protobuf::item_from_protobuf(&kind.0, &kind.1, item, options.strip_managed_fields)
         .map(Arc::new)
-        .map_err(|err| err.to_string())
+        .map_err(|err| ErrorChain(&err).to_string())
 }
 
 fn item_error<K>(url: &str, index: usize, item: &[u8], message: &str) -> Error {

@@ -126,55 +126,9 @@ struct MessageDe<'a> {
     type_meta: Option<(&'a str, &'a str)>,
 }
 
-/// The values of one field, gathered from the wire in order.
-struct Entry<'a> {
-    field: &'static Field,
-    values: Vec<WireValue<'a>>,
-}
-
-/// Gathers a message's fields (and those of inlined messages) in wire order.
-fn gather<'a>(
-    ctx: Ctx,
-    message: &'static Message,
-    bytes: &'a [u8],
-    entries: &mut Vec<Entry<'a>>,
-) -> Result<(), ProtobufError> {
-    let strip = ctx.strip && message.name == OBJECT_META;
-    let mut reader = Reader::new(bytes);
-    while let Some((number, value)) = reader.field()? {
-        let Some(field) = message.field(number) else {
-            continue;
-        };
-        if strip && number == MANAGED_FIELDS {
-            continue;
-        }
-        if field.inline {
-            if let (Label::Optional(Type::Message(name)), WireValue::Len(inner)) =
-                (field.label, value)
-            {
-                gather(ctx, ctx.schema.message(name)?, inner, entries)?;
-                continue;
-            }
-            return Err(ProtobufError::WrongWireType);
-        }
-        match entries.iter_mut().find(|e| std::ptr::eq(e.field, field)) {
-            Some(entry) => match field.label {
-                // The last value of a singular field wins.
-                Label::Optional(_) => entry.values = vec![value],
-                _ => entry.values.push(value),
-            },
-            None => entries.push(Entry {
-                field,
-                values: vec![value],
-            }),
-        }
-    }
-    Ok(())
-}
-
 /// Whether a singular field's value is absent from the JSON form: a zero value of an
 /// `omitempty` non-pointer field, an empty time, an empty raw extension.
-fn absent(field: &Field, value: WireValue<'_>) -> bool {
+fn absent(schema: &Schema, field: &Field, value: WireValue<'_>) -> bool {
     let Label::Optional(ty) = field.label else {
         return false;
     };
@@ -184,11 +138,13 @@ fn absent(field: &Field, value: WireValue<'_>) -> bool {
             WireValue::Fixed32(v) => v == 0,
             WireValue::Len(b) => b.is_empty(),
         },
-        (Type::Message(name), WireValue::Len(b)) => match special::special(name) {
-            Some(Special::Time | Special::MicroTime) => b.is_empty(),
-            Some(Special::RawJson) => raw_of(b).is_ok_and(<[u8]>::is_empty),
-            _ => false,
-        },
+        (Type::Message(name), WireValue::Len(b)) => {
+            match schema.message(name).ok().and_then(|m| m.special) {
+                Some(Special::Time | Special::MicroTime) => b.is_empty(),
+                Some(Special::RawJson) => raw_of(b).is_ok_and(<[u8]>::is_empty),
+                _ => false,
+            }
+        }
         _ => false,
     }
 }
@@ -212,31 +168,22 @@ impl<'de> de::Deserializer<'de> for MessageDe<'de> {
         if self.depth > MAX_DEPTH {
             return Err(ProtobufError::TooDeep.into());
         }
-        let mut entries = Vec::with_capacity(self.message.fields.len().min(32));
-        gather(self.ctx, self.message, self.bytes, &mut entries)?;
         if self.message.array {
-            let values = entries
-                .into_iter()
-                .next()
-                .map(|e| e.values)
-                .unwrap_or_default();
             let ty = match self.message.fields.first().map(|f| f.label) {
                 Some(Label::Repeated(ty)) => ty,
                 _ => return Err(ProtobufError::WrongWireType.into()),
             };
-            return visitor.visit_seq(SeqDe::new(self.ctx, ty, values, self.depth)?);
+            return visitor.visit_seq(SeqDe::new(self.ctx, ty, 1, self.bytes, self.depth));
         }
-        entries.retain(|e| match e.values.last() {
-            Some(value) => !absent(e.field, *value),
-            None => false,
-        });
+        let mut stack = Vec::with_capacity(2);
+        stack.push((self.message, Reader::new(self.bytes)));
         visitor.visit_map(MapDe {
             ctx: self.ctx,
             type_meta: self
                 .type_meta
                 .map(|(a, k)| [("apiVersion", a), ("kind", k)]),
             type_meta_index: 0,
-            entries: entries.into_iter(),
+            stack,
             pending: None,
             depth: self.depth,
         })
@@ -261,13 +208,74 @@ impl<'de> de::Deserializer<'de> for MessageDe<'de> {
     }
 }
 
+/// The value of the key just handed out.
+enum Pending<'a> {
+    /// A singular field's value.
+    Single(&'static Field, WireValue<'a>),
+    /// A repeated or map field: the span of its consecutive entries on the wire.
+    Run(&'static Field, &'a [u8]),
+}
+
+/// A message as a map, read from the wire as the keys are asked for: no allocation per
+/// field. Go writes the entries of a repeated field together; a field that appears again
+/// later is handed out again (and refused by the struct as a duplicate).
 struct MapDe<'a> {
     ctx: Ctx,
     type_meta: Option<[(&'static str, &'a str); 2]>,
     type_meta_index: usize,
-    entries: std::vec::IntoIter<Entry<'a>>,
-    pending: Option<Entry<'a>>,
+    /// The message being read, and inlined messages inside it.
+    stack: Vec<(&'static Message, Reader<'a>)>,
+    pending: Option<Pending<'a>>,
     depth: usize,
+}
+
+impl<'a> MapDe<'a> {
+    /// The next field that is present in the JSON form.
+    fn next_field(&mut self) -> Result<Option<Pending<'a>>, ProtobufError> {
+        loop {
+            let Some((message, reader)) = self.stack.last_mut() else {
+                return Ok(None);
+            };
+            let message: &'static Message = message;
+            let before = reader.remaining();
+            let Some((number, value)) = reader.field()? else {
+                self.stack.pop();
+                continue;
+            };
+            let Some(field) = message.field(number) else {
+                continue;
+            };
+            if self.ctx.strip && number == MANAGED_FIELDS && message.name == OBJECT_META {
+                continue;
+            }
+            match (field.label, value) {
+                (Label::Optional(Type::Message(name)), WireValue::Len(inner)) if field.inline => {
+                    if self.stack.len() > MAX_DEPTH {
+                        return Err(ProtobufError::TooDeep);
+                    }
+                    let nested = self.ctx.schema.message(name)?;
+                    self.stack.push((nested, Reader::new(inner)));
+                }
+                (Label::Optional(_), value) => {
+                    if !absent(self.ctx.schema, field, value) {
+                        return Ok(Some(Pending::Single(field, value)));
+                    }
+                }
+                (Label::Repeated(_) | Label::Map(..), _) => {
+                    // Take every consecutive entry of this field.
+                    loop {
+                        let mut ahead = *reader;
+                        match ahead.field()? {
+                            Some((next, _)) if next == number => *reader = ahead,
+                            _ => break,
+                        }
+                    }
+                    let taken = before.len() - reader.remaining().len();
+                    return Ok(Some(Pending::Run(field, &before[..taken])));
+                }
+            }
+        }
+    }
 }
 
 impl<'de> de::MapAccess<'de> for MapDe<'de> {
@@ -284,11 +292,13 @@ impl<'de> de::MapAccess<'de> for MapDe<'de> {
                 .deserialize(BorrowedStrDeserializer::new(name))
                 .map(Some);
         }
-        let Some(entry) = self.entries.next() else {
+        let Some(pending) = self.next_field()? else {
             return Ok(None);
         };
-        let name = entry.field.json;
-        self.pending = Some(entry);
+        let name = match &pending {
+            Pending::Single(field, _) | Pending::Run(field, _) => field.json,
+        };
+        self.pending = Some(pending);
         seed.deserialize(BorrowedStrDeserializer::new(name))
             .map(Some)
     }
@@ -300,39 +310,45 @@ impl<'de> de::MapAccess<'de> for MapDe<'de> {
             self.type_meta_index += 1;
             return seed.deserialize(BorrowedStrDeserializer::new(value));
         }
-        let entry = self
+        let pending = self
             .pending
             .take()
             .ok_or_else(|| DeError("a value without a key".to_owned()))?;
-        let field = entry.field;
-        let named = |e: DeError| DeError(format!("{}: {}", field.json, e.0));
-        let value = match field.label {
-            Label::Optional(ty) => {
-                let value = entry
-                    .values
-                    .last()
-                    .copied()
-                    .ok_or(ProtobufError::Truncated)?;
-                ValueDe {
-                    ctx: self.ctx,
-                    ty,
-                    value,
-                    depth: self.depth,
-                }
-                .into_seed(seed)
-            }
-            Label::Repeated(ty) => {
-                seed.deserialize(SeqAsDe(SeqDe::new(self.ctx, ty, entry.values, self.depth)?))
-            }
-            Label::Map(key, ty) => seed.deserialize(MapEntriesDe {
-                ctx: self.ctx,
-                key,
-                ty,
-                entries: entry.values,
-                depth: self.depth,
-            }),
+        let (field, value) = match pending {
+            Pending::Single(field, value) => (
+                field,
+                match field.label {
+                    Label::Optional(ty) => seed.deserialize(ValueDe {
+                        ctx: self.ctx,
+                        ty,
+                        value,
+                        depth: self.depth,
+                    }),
+                    _ => Err(ProtobufError::WrongWireType.into()),
+                },
+            ),
+            Pending::Run(field, span) => (
+                field,
+                match field.label {
+                    Label::Repeated(ty) => seed.deserialize(SeqAsDe(SeqDe::new(
+                        self.ctx,
+                        ty,
+                        field.number,
+                        span,
+                        self.depth,
+                    ))),
+                    Label::Map(key, ty) => seed.deserialize(MapEntriesDe {
+                        ctx: self.ctx,
+                        key,
+                        ty,
+                        span,
+                        depth: self.depth,
+                    }),
+                    Label::Optional(_) => Err(ProtobufError::WrongWireType.into()),
+                },
+            ),
         };
-        value.map_err(named)
+        value.map_err(|e| DeError(format!("{}: {}", field.json, e.0)))
     }
 }
 
@@ -345,10 +361,6 @@ struct ValueDe<'a> {
 }
 
 impl<'de> ValueDe<'de> {
-    fn into_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<S::Value, DeError> {
-        seed.deserialize(self)
-    }
-
     /// The JSON form of a special message that has no direct path (CRD schema unions).
     fn via_json(&self, bytes: &[u8]) -> Result<serde_json::Value, DeError> {
         Ok(
@@ -370,10 +382,11 @@ impl<'de> de::Deserializer<'de> for ValueDe<'de> {
         let WireValue::Len(bytes) = self.value else {
             return Err(ProtobufError::WrongWireType.into());
         };
-        match special::special(name) {
+        let message = self.ctx.schema.message(name)?;
+        match message.special {
             None => MessageDe {
                 ctx: self.ctx,
-                message: self.ctx.schema.message(name)?,
+                message,
                 bytes,
                 depth: self.depth + 1,
                 type_meta: None,
@@ -460,48 +473,56 @@ fn scalar<'de, V: Visitor<'de>>(
     }
 }
 
-/// The values of a repeated field, packed numbers expanded.
+/// The values of a repeated field, read from the span of its entries; packed numbers are
+/// expanded as they are read.
 struct SeqDe<'a> {
     ctx: Ctx,
     ty: Type,
-    values: std::vec::IntoIter<WireValue<'a>>,
+    number: u32,
+    reader: Reader<'a>,
+    packed: Option<Reader<'a>>,
     depth: usize,
 }
 
 impl<'a> SeqDe<'a> {
-    fn new(ctx: Ctx, ty: Type, values: Vec<WireValue<'a>>, depth: usize) -> Result<Self, DeError> {
-        let packed = matches!(ty, Type::Scalar(s) if !matches!(s, Scalar::String | Scalar::Bytes))
-            && values.iter().any(|v| matches!(v, WireValue::Len(_)));
-        let values = if packed {
-            let Type::Scalar(s) = ty else {
-                return Err(ProtobufError::WrongWireType.into());
-            };
-            let mut expanded = Vec::new();
-            for value in values {
-                match value {
-                    WireValue::Len(bytes) => {
-                        let mut reader = Reader::new(bytes);
-                        while !reader.is_empty() {
-                            expanded.push(match s {
-                                Scalar::Double => WireValue::Fixed64(reader.fixed64()?),
-                                Scalar::Float => WireValue::Fixed32(reader.fixed32()?),
-                                _ => WireValue::Varint(reader.varint()?),
-                            });
-                        }
-                    }
-                    other => expanded.push(other),
-                }
-            }
-            expanded
-        } else {
-            values
-        };
-        Ok(SeqDe {
+    fn new(ctx: Ctx, ty: Type, number: u32, span: &'a [u8], depth: usize) -> Self {
+        SeqDe {
             ctx,
             ty,
-            values: values.into_iter(),
+            number,
+            reader: Reader::new(span),
+            packed: None,
             depth,
-        })
+        }
+    }
+
+    fn next_value(&mut self) -> Result<Option<WireValue<'a>>, ProtobufError> {
+        loop {
+            if let (Some(packed), Type::Scalar(s)) = (&mut self.packed, self.ty) {
+                if !packed.is_empty() {
+                    return Ok(Some(match s {
+                        Scalar::Double => WireValue::Fixed64(packed.fixed64()?),
+                        Scalar::Float => WireValue::Fixed32(packed.fixed32()?),
+                        _ => WireValue::Varint(packed.varint()?),
+                    }));
+                }
+                self.packed = None;
+            }
+            let Some((number, value)) = self.reader.field()? else {
+                return Ok(None);
+            };
+            if number != self.number {
+                continue;
+            }
+            match (self.ty, value) {
+                (Type::Scalar(s), WireValue::Len(bytes))
+                    if !matches!(s, Scalar::String | Scalar::Bytes) =>
+                {
+                    self.packed = Some(Reader::new(bytes));
+                }
+                _ => return Ok(Some(value)),
+            }
+        }
     }
 }
 
@@ -512,7 +533,7 @@ impl<'de> de::SeqAccess<'de> for SeqDe<'de> {
         &mut self,
         seed: S,
     ) -> Result<Option<S::Value>, DeError> {
-        let Some(value) = self.values.next() else {
+        let Some(value) = self.next_value()? else {
             return Ok(None);
         };
         seed.deserialize(ValueDe {
@@ -522,10 +543,6 @@ impl<'de> de::SeqAccess<'de> for SeqDe<'de> {
             depth: self.depth,
         })
         .map(Some)
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        Some(self.values.len())
     }
 }
 
@@ -558,12 +575,13 @@ impl<'de> de::Deserializer<'de> for SeqAsDe<'de> {
     }
 }
 
-/// A protobuf map field (entries of key 1, value 2) as a map.
+/// A protobuf map field (entries of key 1, value 2) as a map, read from the span of its
+/// entries.
 struct MapEntriesDe<'a> {
     ctx: Ctx,
     key: Scalar,
     ty: Type,
-    entries: Vec<WireValue<'a>>,
+    span: &'a [u8],
     depth: usize,
 }
 
@@ -571,27 +589,11 @@ impl<'de> de::Deserializer<'de> for MapEntriesDe<'de> {
     type Error = DeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        let mut pairs = Vec::with_capacity(self.entries.len());
-        for entry in self.entries {
-            let WireValue::Len(bytes) = entry else {
-                return Err(ProtobufError::WrongWireType.into());
-            };
-            let (mut key, mut value) = (None, None);
-            let mut reader = Reader::new(bytes);
-            while let Some((number, v)) = reader.field()? {
-                match number {
-                    1 => key = Some(v),
-                    2 => value = Some(v),
-                    _ => {}
-                }
-            }
-            pairs.push((key, value));
-        }
         visitor.visit_map(MapEntriesAccess {
             ctx: self.ctx,
             key: self.key,
             ty: self.ty,
-            pairs: pairs.into_iter(),
+            reader: Reader::new(self.span),
             value: None,
             depth: self.depth,
         })
@@ -616,13 +618,11 @@ impl<'de> de::Deserializer<'de> for MapEntriesDe<'de> {
     }
 }
 
-type Pair<'a> = (Option<WireValue<'a>>, Option<WireValue<'a>>);
-
 struct MapEntriesAccess<'a> {
     ctx: Ctx,
     key: Scalar,
     ty: Type,
-    pairs: std::vec::IntoIter<Pair<'a>>,
+    reader: Reader<'a>,
     value: Option<Option<WireValue<'a>>>,
     depth: usize,
 }
@@ -634,9 +634,21 @@ impl<'de> de::MapAccess<'de> for MapEntriesAccess<'de> {
         &mut self,
         seed: S,
     ) -> Result<Option<S::Value>, DeError> {
-        let Some((key, value)) = self.pairs.next() else {
+        let Some((_, entry)) = self.reader.field()? else {
             return Ok(None);
         };
+        let WireValue::Len(entry) = entry else {
+            return Err(ProtobufError::WrongWireType.into());
+        };
+        let (mut key, mut value) = (None, None);
+        let mut fields = Reader::new(entry);
+        while let Some((number, v)) = fields.field()? {
+            match number {
+                1 => key = Some(v),
+                2 => value = Some(v),
+                _ => {}
+            }
+        }
         self.value = Some(value);
         match (self.key, key) {
             (Scalar::String, Some(WireValue::Len(b))) => seed

@@ -23,20 +23,25 @@ pub(crate) fn encode(value: &Value) -> Result<Vec<u8>, ProtobufError> {
         })?;
     let mut raw = Vec::new();
     from_json::message(schema, message, value, 0, &mut raw)?;
+    Ok(wrap(api_version, kind, &raw))
+}
+
+/// The envelope around an encoded message.
+pub(crate) fn wrap(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
     let mut type_meta = Vec::new();
     put_len(&mut type_meta, 1, api_version.as_bytes());
     put_len(&mut type_meta, 2, kind.as_bytes());
     let mut out = Vec::with_capacity(raw.len() + type_meta.len() + 16);
     out.extend_from_slice(MAGIC);
     put_len(&mut out, 1, &type_meta);
-    put_len(&mut out, 2, &raw);
+    put_len(&mut out, 2, raw);
     // Go writes the two empty strings too.
     put_len(&mut out, 3, b"");
     put_len(&mut out, 4, b"");
-    Ok(out)
+    out
 }
 
-fn type_meta(value: &Value) -> Result<(&str, &str), ProtobufError> {
+pub(crate) fn type_meta(value: &Value) -> Result<(&str, &str), ProtobufError> {
     let field = |name| value.get(name).and_then(Value::as_str).unwrap_or_default();
     let (api_version, kind) = (field("apiVersion"), field("kind"));
     if api_version.is_empty() || kind.is_empty() {

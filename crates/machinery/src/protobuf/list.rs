@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::schema::schema;
 use super::special::utf8;
-use super::wire::{Reader, WireValue};
-use super::{ProtobufError, envelope, to_json};
+use super::wire::{Reader, WireValue, put_len};
+use super::{ProtobufError, envelope, from_json, to_json};
 use crate::list::ItemMeta;
 
 /// A protobuf list body split into its metadata and the bytes of each item.
@@ -148,4 +148,74 @@ pub fn peek_item_meta(item: &[u8]) -> Option<ItemMeta> {
         }
     }
     Some(meta)
+}
+
+/// Encodes an object of a built-in kind as its message alone, without the envelope: the
+/// form of a list item.
+///
+/// # Errors
+///
+/// As [`encode`](super::encode).
+pub fn encode_item(value: &Value) -> Result<Vec<u8>, ProtobufError> {
+    let (api_version, kind) = envelope::type_meta(value)?;
+    let schema = schema()?;
+    let message = schema
+        .kind(api_version, kind)
+        .ok_or_else(|| ProtobufError::UnknownKind {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+        })?;
+    let mut out = Vec::new();
+    from_json::message(schema, message, value, 0, &mut out)?;
+    Ok(out)
+}
+
+/// An enveloped list body from its metadata (ListMeta's JSON form) and items already
+/// encoded by [`encode_item`], without decoding them again.
+///
+/// ```
+/// use kubeclient_machinery::protobuf;
+///
+/// let item = protobuf::encode_item(&serde_json::json!(
+///     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}))?;
+/// let body = protobuf::encode_list("v1", "ConfigMapList", &serde_json::json!({"resourceVersion": "9"}), &[item])?;
+/// let list = protobuf::decode(&body)?;
+/// assert_eq!(list["items"][0]["metadata"]["name"], "a");
+/// # Ok::<(), protobuf::ProtobufError>(())
+/// ```
+///
+/// # Errors
+///
+/// [`ProtobufError`] when the list kind is unknown or the metadata does not fit ListMeta.
+pub fn encode_list(
+    api_version: &str,
+    list_kind: &str,
+    metadata: &Value,
+    items: &[impl AsRef<[u8]>],
+) -> Result<Vec<u8>, ProtobufError> {
+    let schema = schema()?;
+    let message =
+        schema
+            .kind(api_version, list_kind)
+            .ok_or_else(|| ProtobufError::UnknownKind {
+                api_version: api_version.to_owned(),
+                kind: list_kind.to_owned(),
+            })?;
+    let Some(super::schema::Label::Optional(super::schema::Type::Message(meta_name))) =
+        message.field(1).map(|f| f.label)
+    else {
+        return Err(ProtobufError::Schema(format!(
+            "{list_kind} has no metadata"
+        )));
+    };
+    let mut meta = Vec::new();
+    from_json::message(schema, schema.message(meta_name)?, metadata, 1, &mut meta)?;
+    let mut raw = Vec::with_capacity(
+        items.iter().map(|i| i.as_ref().len() + 6).sum::<usize>() + meta.len() + 8,
+    );
+    put_len(&mut raw, 1, &meta);
+    for item in items {
+        put_len(&mut raw, 2, item.as_ref());
+    }
+    Ok(envelope::wrap(api_version, list_kind, &raw))
 }

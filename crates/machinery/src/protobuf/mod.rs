@@ -47,10 +47,10 @@ mod wire;
 
 pub use de::{from_protobuf, from_protobuf_with, item_from_protobuf};
 pub use envelope::MAGIC;
-pub use list::{ProtobufList, decode_item, peek_item_meta, split_list};
+pub use list::{ProtobufList, decode_item, encode_item, encode_list, peek_item_meta, split_list};
 pub use watch_frame::{
     DEFAULT_MAX_FRAME_BYTES, WatchFrameDecoder, decode_watch_event, encode_watch_event,
-    watch_event_type,
+    split_watch_event,
 };
 
 use serde_json::Value;

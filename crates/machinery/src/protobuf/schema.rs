@@ -62,6 +62,8 @@ pub(crate) struct Message {
     pub(crate) name: &'static str,
     /// A Go named slice: an array in JSON, `repeated items = 1` on the wire.
     pub(crate) array: bool,
+    /// A type whose JSON form is not its message (Time, Quantity, ...).
+    pub(crate) special: Option<super::special::Special>,
     pub(crate) fields: Vec<Field>,
 }
 
@@ -74,10 +76,35 @@ impl Message {
     }
 }
 
+/// FNV-1a: message names are short and trusted, and this lookup is on the decoder's path.
+#[derive(Default)]
+pub(crate) struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for byte in bytes {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = hash;
+    }
+}
+
+type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+
 /// Every message and top-level kind.
 #[derive(Debug)]
 pub(crate) struct Schema {
-    messages: HashMap<&'static str, Message>,
+    messages: FnvMap<&'static str, Message>,
     kinds: HashMap<(&'static str, &'static str), &'static str>,
 }
 
@@ -111,7 +138,7 @@ fn type_of(name: &'static str) -> Type {
 
 impl Schema {
     fn parse(text: &'static str) -> Result<Self, String> {
-        let mut messages: HashMap<&'static str, Message> = HashMap::new();
+        let mut messages: FnvMap<&'static str, Message> = FnvMap::default();
         let mut kinds = HashMap::new();
         let mut current: Option<Message> = None;
         for (index, line) in text.lines().enumerate() {
@@ -130,6 +157,7 @@ impl Schema {
                     current = Some(Message {
                         name,
                         array: rest == ["array"],
+                        special: super::special::special(name),
                         fields: Vec::new(),
                     });
                 }

@@ -72,11 +72,35 @@ pub(crate) fn read_timestamp(bytes: &[u8]) -> Result<Option<jiff::Timestamp>, Pr
         .map_err(|e| ProtobufError::InvalidValue(format!("timestamp {seconds}s {nanos}ns: {e}")))
 }
 
+/// RFC 3339 in UTC, as Go's `metav1.Time` (seconds) and `MicroTime` (microseconds) write it.
 pub(crate) fn format_time(ts: jiff::Timestamp, micro: bool) -> String {
+    let seconds = ts.as_second();
+    let (days, secs_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (hour, minute, second) = (secs_of_day / 3600, secs_of_day / 60 % 60, secs_of_day % 60);
+    if seconds < 0 || year > 9999 {
+        // Before 1970 (where the sub-second part is negative) or beyond four digits: jiff.
+        let format = if micro {
+            "%Y-%m-%dT%H:%M:%S.%6fZ"
+        } else {
+            "%Y-%m-%dT%H:%M:%SZ"
+        };
+        return ts.strftime(format).to_string();
+    }
     if micro {
-        ts.strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string()
+        let micros = ts.subsec_nanosecond() / 1000;
+        format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{micros:06}Z")
     } else {
-        ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+        format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
     }
 }
 
@@ -307,5 +331,29 @@ mod tests {
         let ts = read_timestamp(&out).unwrap().unwrap();
         assert_eq!(format_time(ts, false), "2024-05-01T10:00:00Z");
         assert!(write_timestamp("yesterday", false, &mut out).is_err());
+        // The hand-written formatter agrees with jiff's over the whole range.
+        for seconds in [
+            0_i64,
+            1,
+            59,
+            86_399,
+            86_400,
+            951_782_400,
+            1_709_164_800,
+            4_102_444_799,
+            253_402_207_199,
+        ] {
+            let ts = jiff::Timestamp::new(seconds, 123_456_000).unwrap();
+            assert_eq!(
+                format_time(ts, false),
+                ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+            );
+            assert_eq!(
+                format_time(ts, true),
+                ts.strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string()
+            );
+        }
+        let old = jiff::Timestamp::new(-1, 500_000_000).unwrap();
+        assert_eq!(format_time(old, true), "1969-12-31T23:59:59.500000Z");
     }
 }

@@ -48,13 +48,13 @@ pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Vec<u8>, P
     Ok(frame)
 }
 
-/// Decodes one `WatchEvent` message (without its length prefix) into the JSON form of a
-/// watch event, `{"type": ..., "object": ...}`.
+/// The `type` and the raw object bytes (usually an enveloped protobuf object) of one
+/// `WatchEvent` message, without decoding the object.
 ///
 /// # Errors
 ///
-/// [`ProtobufError`] for bytes that are not a watch event of a built-in kind.
-pub fn decode_watch_event(message: &[u8]) -> Result<Value, ProtobufError> {
+/// [`ProtobufError`] for bytes that are not a watch event.
+pub fn split_watch_event(message: &[u8]) -> Result<(&str, &[u8]), ProtobufError> {
     let (mut event_type, mut raw) = ("", &[][..]);
     let mut reader = Reader::new(message);
     while let Some((number, value)) = reader.field()? {
@@ -76,6 +76,17 @@ pub fn decode_watch_event(message: &[u8]) -> Result<Value, ProtobufError> {
             "a watch event without a type".to_owned(),
         ));
     }
+    Ok((event_type, raw))
+}
+
+/// Decodes one `WatchEvent` message (without its length prefix) into the JSON form of a
+/// watch event, `{"type": ..., "object": ...}`.
+///
+/// # Errors
+///
+/// [`ProtobufError`] for bytes that are not a watch event of a built-in kind.
+pub fn decode_watch_event(message: &[u8]) -> Result<Value, ProtobufError> {
+    let (event_type, raw) = split_watch_event(message)?;
     let object = if raw.starts_with(envelope::MAGIC) {
         envelope::decode_at_depth(raw, 0)?
     } else {
@@ -85,17 +96,6 @@ pub fn decode_watch_event(message: &[u8]) -> Result<Value, ProtobufError> {
     event.insert("type".to_owned(), Value::String(event_type.to_owned()));
     event.insert("object".to_owned(), object);
     Ok(Value::Object(event))
-}
-
-/// The `type` of a `WatchEvent` message, if it can be read (even when the object cannot).
-pub fn watch_event_type(message: &[u8]) -> Option<&str> {
-    let mut reader = Reader::new(message);
-    while let Ok(Some((number, value))) = reader.field() {
-        if let (1, WireValue::Len(b)) = (number, value) {
-            return utf8(b).ok();
-        }
-    }
-    None
 }
 
 /// Splits a protobuf watch body, arriving in chunks of any size, into events.

@@ -43,6 +43,7 @@ pub(crate) enum WireValue<'a> {
 }
 
 /// Reads fields from one message's bytes.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Reader<'a> {
     buf: &'a [u8],
 }
@@ -54,6 +55,11 @@ impl<'a> Reader<'a> {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.buf.is_empty()
+    }
+
+    /// The bytes not read yet.
+    pub(crate) fn remaining(&self) -> &'a [u8] {
+        self.buf
     }
 
     pub(crate) fn varint(&mut self) -> Result<u64, ProtobufError> {

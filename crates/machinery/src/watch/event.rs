@@ -185,27 +185,43 @@ impl<K: DeserializeOwned> WatchEvent<K> {
         frame: &[u8],
         strip_managed_fields: bool,
     ) -> Result<Self, WatchDecodeError> {
-        let event = match crate::protobuf::decode_watch_event(frame) {
-            Ok(event) => event,
-            Err(err) => {
-                let event_type = match crate::protobuf::watch_event_type(frame) {
-                    Some("ADDED") => "ADDED",
-                    Some("MODIFIED") => "MODIFIED",
-                    Some("DELETED") => "DELETED",
-                    _ => return Err(WatchDecodeError::Protobuf(err)),
-                };
-                return Err(WatchDecodeError::InvalidObject {
-                    event_type,
-                    source: crate::ObjectDecodeError::new(crate::ErrorChain(&err).to_string()),
-                    snippet: snippet(frame),
-                });
+        let (event_type, raw) =
+            crate::protobuf::split_watch_event(frame).map_err(WatchDecodeError::Protobuf)?;
+        // Objects go straight from the wire into `K`; bookmarks and errors are small and
+        // take the JSON form's path.
+        let (event_type, wrap): (&'static str, fn(K) -> Self) = match event_type {
+            "ADDED" => ("ADDED", WatchEvent::Added),
+            "MODIFIED" => ("MODIFIED", WatchEvent::Modified),
+            "DELETED" => ("DELETED", WatchEvent::Deleted),
+            _ => {
+                let event = crate::protobuf::decode_watch_event(frame)
+                    .map_err(WatchDecodeError::Protobuf)?;
+                let line =
+                    serde_json::to_vec(&event).map_err(|source| WatchDecodeError::Malformed {
+                        source,
+                        snippet: snippet(frame),
+                    })?;
+                return Self::decode(&line, strip_managed_fields);
             }
         };
-        let line = serde_json::to_vec(&event).map_err(|source| WatchDecodeError::Malformed {
+        let invalid = |source| WatchDecodeError::InvalidObject {
+            event_type,
             source,
-            snippet: snippet(frame),
-        })?;
-        Self::decode(&line, strip_managed_fields)
+            snippet: snippet(raw),
+        };
+        if !raw.starts_with(crate::protobuf::MAGIC) {
+            // A JSON object inside a protobuf frame (the RawExtension holds JSON).
+            return crate::decode_object(raw, strip_managed_fields)
+                .map(wrap)
+                .map_err(invalid);
+        }
+        crate::protobuf::from_protobuf_with(raw, strip_managed_fields)
+            .map(wrap)
+            .map_err(|err| {
+                invalid(crate::ObjectDecodeError::new(
+                    crate::ErrorChain(&err).to_string(),
+                ))
+            })
     }
 
     fn decode(line: &[u8], strip: bool) -> Result<Self, WatchDecodeError> {
