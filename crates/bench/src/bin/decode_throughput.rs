@@ -2,7 +2,7 @@
 //! as protobuf, decoded one by one into `k8s-openapi` Pods on one thread.
 //!
 //! ```text
-//! cargo run -p kubeclient-bench --release --bin decode-throughput -- [PODS] [RUNS]
+//! cargo run -p kubeclient-bench --release --bin decode-throughput -- [PODS] [RUNS] [ONLY]
 //! ```
 
 use std::time::Instant;
@@ -18,6 +18,8 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let count: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000);
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
+    // Only the decoders whose name contains this (for profiling one of them).
+    let only = args.next().unwrap_or_default();
     let pods: Vec<serde_json::Value> = (0..count)
         .map(|i| {
             let mut pod = kubeclient_bench::pod(i, 1);
@@ -61,6 +63,9 @@ fn main() {
         }),
     ];
     for (name, bodies, decode) in decoders {
+        if !name.contains(&only) {
+            continue;
+        }
         let mut rates = Vec::with_capacity(runs);
         for _ in 0..runs {
             let start = Instant::now();

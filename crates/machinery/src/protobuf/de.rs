@@ -20,6 +20,8 @@ use super::{MAX_DEPTH, ProtobufError, envelope, to_json};
 /// The message of `metadata.managedFields`, skipped when asked to.
 const OBJECT_META: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 const MANAGED_FIELDS: u32 = 17;
+/// How many messages deep inlining may go.
+const MAX_INLINE: usize = 4;
 
 /// Decodes an enveloped protobuf object straight into `K`.
 ///
@@ -175,15 +177,19 @@ impl<'de> de::Deserializer<'de> for MessageDe<'de> {
             };
             return visitor.visit_seq(SeqDe::new(self.ctx, ty, 1, self.bytes, self.depth));
         }
-        let mut stack = Vec::with_capacity(2);
-        stack.push((self.message, Reader::new(self.bytes)));
         visitor.visit_map(MapDe {
             ctx: self.ctx,
             type_meta: self
                 .type_meta
                 .map(|(a, k)| [("apiVersion", a), ("kind", k)]),
             type_meta_index: 0,
-            stack,
+            stack: [
+                Some((self.message, Reader::new(self.bytes))),
+                None,
+                None,
+                None,
+            ],
+            len: 1,
             pending: None,
             depth: self.depth,
         })
@@ -223,8 +229,10 @@ struct MapDe<'a> {
     ctx: Ctx,
     type_meta: Option<[(&'static str, &'a str); 2]>,
     type_meta_index: usize,
-    /// The message being read, and inlined messages inside it.
-    stack: Vec<(&'static Message, Reader<'a>)>,
+    /// The message being read, and inlined messages inside it (Kubernetes nests at most
+    /// two: `Volume` > `VolumeSource`), on the stack rather than the heap.
+    stack: [Option<(&'static Message, Reader<'a>)>; MAX_INLINE],
+    len: usize,
     pending: Option<Pending<'a>>,
     depth: usize,
 }
@@ -233,13 +241,16 @@ impl<'a> MapDe<'a> {
     /// The next field that is present in the JSON form.
     fn next_field(&mut self) -> Result<Option<Pending<'a>>, ProtobufError> {
         loop {
-            let Some((message, reader)) = self.stack.last_mut() else {
+            let Some(top) = self.len.checked_sub(1) else {
+                return Ok(None);
+            };
+            let Some(Some((message, reader))) = self.stack.get_mut(top) else {
                 return Ok(None);
             };
             let message: &'static Message = message;
             let before = reader.remaining();
             let Some((number, value)) = reader.field()? else {
-                self.stack.pop();
+                self.len = top;
                 continue;
             };
             let Some(field) = message.field(number) else {
@@ -250,11 +261,10 @@ impl<'a> MapDe<'a> {
             }
             match (field.label, value) {
                 (Label::Optional(Type::Message(name)), WireValue::Len(inner)) if field.inline => {
-                    if self.stack.len() > MAX_DEPTH {
-                        return Err(ProtobufError::TooDeep);
-                    }
                     let nested = self.ctx.schema.message(name)?;
-                    self.stack.push((nested, Reader::new(inner)));
+                    let slot = self.stack.get_mut(self.len).ok_or(ProtobufError::TooDeep)?;
+                    *slot = Some((nested, Reader::new(inner)));
+                    self.len += 1;
                 }
                 (Label::Optional(_), value) => {
                     if !absent(self.ctx.schema, field, value) {

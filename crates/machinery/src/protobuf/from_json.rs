@@ -5,7 +5,7 @@
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use super::schema::{Label, Message, Scalar, Schema, Type};
+use super::schema::{Label, Message, MessageRef, Scalar, Schema, Type};
 use super::special::{self, Special, mismatch};
 use super::wire::{WireType, put_key, put_len, put_varint};
 use super::{MAX_DEPTH, ProtobufError};
@@ -113,7 +113,7 @@ fn single(
         Type::Message(name) => name,
     };
     let mut inner = Vec::new();
-    match special::special(name) {
+    match special::special(name.name) {
         None => message(schema, schema.message(name)?, value, depth + 1, &mut inner)?,
         Some(kind) => special_value(schema, kind, name, value, depth, &mut inner)?,
     }
@@ -124,7 +124,7 @@ fn single(
 fn special_value(
     schema: &Schema,
     kind: Special,
-    name: &str,
+    name: MessageRef,
     value: &Value,
     depth: usize,
     out: &mut Vec<u8>,

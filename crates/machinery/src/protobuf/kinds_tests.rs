@@ -30,7 +30,7 @@ fn value_of(schema: &Schema, ty: Type, depth: usize) -> Option<Value> {
         Type::Scalar(s) => return Some(scalar_value(s)),
         Type::Message(name) => name,
     };
-    Some(match special(name) {
+    Some(match special(name.name) {
         Some(Special::Time) => json!("2024-05-01T10:00:00Z"),
         Some(Special::MicroTime) => json!("2024-05-01T10:00:00.123456Z"),
         Some(Special::Duration) => json!("1m30s"),

@@ -26,11 +26,43 @@ pub(crate) enum Scalar {
     Float,
 }
 
-/// A field's type: a scalar or a message (by full name).
+/// A field's type: a scalar or a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Type {
     Scalar(Scalar),
-    Message(&'static str),
+    Message(MessageRef),
+}
+
+/// A message, by its full name and its place in the schema (found without hashing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MessageRef {
+    pub(crate) name: &'static str,
+    index: u32,
+}
+
+/// What [`Schema::message`] looks a message up by.
+pub(crate) trait Lookup: Copy + std::fmt::Display {
+    fn find(self, schema: &Schema) -> Option<&Message>;
+}
+
+impl Lookup for MessageRef {
+    fn find(self, schema: &Schema) -> Option<&Message> {
+        usize::try_from(self.index)
+            .ok()
+            .and_then(|i| schema.messages.get(i))
+    }
+}
+
+impl std::fmt::Display for MessageRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl Lookup for &str {
+    fn find(self, schema: &Schema) -> Option<&Message> {
+        schema.index.get(self).and_then(|i| schema.messages.get(*i))
+    }
 }
 
 /// Singular, repeated, or a map (key scalar and value type).
@@ -104,8 +136,9 @@ type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
 /// Every message and top-level kind.
 #[derive(Debug)]
 pub(crate) struct Schema {
-    messages: FnvMap<&'static str, Message>,
-    kinds: HashMap<(&'static str, &'static str), &'static str>,
+    messages: Vec<Message>,
+    index: FnvMap<&'static str, usize>,
+    kinds: HashMap<(&'static str, &'static str), usize>,
 }
 
 static SCHEMA: LazyLock<Result<Schema, String>> = LazyLock::new(|| Schema::parse(SCHEMA_TEXT));
@@ -132,13 +165,28 @@ fn scalar(name: &str) -> Option<Scalar> {
     })
 }
 
-fn type_of(name: &'static str) -> Type {
-    scalar(name).map_or(Type::Message(name), Type::Scalar)
-}
-
 impl Schema {
     fn parse(text: &'static str) -> Result<Self, String> {
-        let mut messages: FnvMap<&'static str, Message> = FnvMap::default();
+        // First the names, so that fields can refer to messages defined after them.
+        let mut names: FnvMap<&'static str, usize> = FnvMap::default();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("message ") {
+                let name = rest.split_whitespace().next().unwrap_or_default();
+                let next = names.len();
+                names.insert(name, next);
+            }
+        }
+        let type_of = |name: &'static str| -> Option<Type> {
+            if let Some(s) = scalar(name) {
+                return Some(Type::Scalar(s));
+            }
+            let found = names.get(name)?;
+            Some(Type::Message(MessageRef {
+                name,
+                index: u32::try_from(*found).ok()?,
+            }))
+        };
+        let mut messages: Vec<Message> = Vec::with_capacity(names.len());
         let mut kinds = HashMap::new();
         let mut current: Option<Message> = None;
         for (index, line) in text.lines().enumerate() {
@@ -148,11 +196,11 @@ impl Schema {
                 [] => {}
                 [first, ..] if first.starts_with('#') => {}
                 ["kind", api_version, kind, message] => {
-                    kinds.insert((*api_version, *kind), *message);
+                    kinds.insert((*api_version, *kind), *names.get(message).ok_or_else(bad)?);
                 }
                 ["message", name, rest @ ..] => {
                     if let Some(done) = current.take() {
-                        messages.insert(done.name, done);
+                        messages.push(done);
                     }
                     current = Some(Message {
                         name,
@@ -164,11 +212,14 @@ impl Schema {
                 [number, label, ty, json, flags] => {
                     let message = current.as_mut().ok_or_else(bad)?;
                     let label = match *label {
-                        "o" => Label::Optional(type_of(ty)),
-                        "r" => Label::Repeated(type_of(ty)),
+                        "o" => Label::Optional(type_of(ty).ok_or_else(bad)?),
+                        "r" => Label::Repeated(type_of(ty).ok_or_else(bad)?),
                         "m" => {
                             let (key, value) = ty.split_once(':').ok_or_else(bad)?;
-                            Label::Map(scalar(key).ok_or_else(bad)?, type_of(value))
+                            Label::Map(
+                                scalar(key).ok_or_else(bad)?,
+                                type_of(value).ok_or_else(bad)?,
+                            )
                         }
                         _ => return Err(bad()),
                     };
@@ -185,17 +236,23 @@ impl Schema {
             }
         }
         if let Some(done) = current.take() {
-            messages.insert(done.name, done);
+            messages.push(done);
         }
-        for message in messages.values_mut() {
+        if messages.len() != names.len() {
+            return Err("schema.txt names a message twice".to_owned());
+        }
+        for message in &mut messages {
             message.fields.sort_by_key(|f| f.number);
         }
-        Ok(Self { messages, kinds })
+        Ok(Self {
+            messages,
+            index: names,
+            kinds,
+        })
     }
 
-    pub(crate) fn message(&self, name: &str) -> Result<&Message, ProtobufError> {
-        self.messages
-            .get(name)
+    pub(crate) fn message(&self, name: impl Lookup) -> Result<&Message, ProtobufError> {
+        name.find(self)
             .ok_or_else(|| ProtobufError::Schema(format!("no message {name}")))
     }
 
@@ -204,7 +261,7 @@ impl Schema {
         self.kinds
             .get(&(api_version, kind))
             .or_else(|| self.kinds.get(&(META_API_VERSION, kind)))
-            .and_then(|name| self.messages.get(name))
+            .and_then(|i| self.messages.get(*i))
     }
 }
 

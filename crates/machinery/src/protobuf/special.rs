@@ -87,7 +87,7 @@ pub(crate) fn format_time(ts: jiff::Timestamp, micro: bool) -> String {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     let (hour, minute, second) = (secs_of_day / 3600, secs_of_day / 60 % 60, secs_of_day % 60);
-    if seconds < 0 || year > 9999 {
+    if seconds < 0 || ts.subsec_nanosecond() < 0 || year > 9999 {
         // Before 1970 (where the sub-second part is negative) or beyond four digits: jiff.
         let format = if micro {
             "%Y-%m-%dT%H:%M:%S.%6fZ"

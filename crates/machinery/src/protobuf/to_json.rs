@@ -3,7 +3,7 @@
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use super::schema::{Label, Message, Scalar, Schema, Type};
+use super::schema::{Label, Message, MessageRef, Scalar, Schema, Type};
 use super::special::{self, Special, utf8};
 use super::wire::{Reader, WireValue};
 use super::{MAX_DEPTH, ProtobufError, envelope};
@@ -176,7 +176,7 @@ pub(crate) fn single(
     let WireValue::Len(bytes) = value else {
         return Err(ProtobufError::WrongWireType);
     };
-    let Some(kind) = special::special(name) else {
+    let Some(kind) = special::special(name.name) else {
         return message(schema, schema.message(name)?, bytes, depth + 1).map(Some);
     };
     Ok(match kind {
@@ -233,7 +233,7 @@ pub(crate) fn props_or_fields(kind: Special) -> (u32, u32) {
 fn schema_props_or(
     schema: &Schema,
     kind: Special,
-    name: &str,
+    name: MessageRef,
     bytes: &[u8],
     depth: usize,
 ) -> Result<Value, ProtobufError> {
