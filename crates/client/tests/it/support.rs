@@ -23,6 +23,13 @@ pub(crate) async fn start_as(content: ContentType) -> Fixture {
     start_with_as(ApiServer::builder(), content).await
 }
 
+/// Another client of `server`, speaking `content`.
+pub(crate) async fn start_with_as_client(server: &ApiServer, content: ContentType) -> Client {
+    let mut config = config_of(server);
+    config.content_type = content;
+    Client::new(config).await.expect("a client")
+}
+
 async fn start_with_as(builder: ApiServerBuilder, content: ContentType) -> Fixture {
     let server = builder.start().await.expect("the embedded server starts");
     let mut config = config_of(&server);

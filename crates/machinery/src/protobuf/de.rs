@@ -506,6 +506,23 @@ impl<'a> SeqDe<'a> {
         }
     }
 
+    /// How many elements the span holds, so vectors are allocated at their exact size (as
+    /// the JSON decoder does); `None` for packed numbers or a malformed span.
+    fn count(&self) -> Option<usize> {
+        let mut reader = self.reader;
+        let mut count = 0usize;
+        while let Some((number, value)) = reader.field().ok()? {
+            if number == self.number {
+                if matches!((self.ty, value), (Type::Scalar(s), WireValue::Len(_)) if !matches!(s, Scalar::String | Scalar::Bytes))
+                {
+                    return None;
+                }
+                count += 1;
+            }
+        }
+        Some(count)
+    }
+
     fn next_value(&mut self) -> Result<Option<WireValue<'a>>, ProtobufError> {
         loop {
             if let (Some(packed), Type::Scalar(s)) = (&mut self.packed, self.ty) {
@@ -553,6 +570,10 @@ impl<'de> de::SeqAccess<'de> for SeqDe<'de> {
             depth: self.depth,
         })
         .map(Some)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.count()
     }
 }
 

@@ -63,6 +63,13 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn varint(&mut self) -> Result<u64, ProtobufError> {
+        // Most varints (keys, lengths, small numbers) are one byte.
+        if let Some((&byte, rest)) = self.buf.split_first()
+            && byte < 0x80
+        {
+            self.buf = rest;
+            return Ok(u64::from(byte));
+        }
         let mut value: u64 = 0;
         for (i, &byte) in self.buf.iter().enumerate().take(10) {
             value |= u64::from(byte & 0x7f) << (7 * i);
