@@ -46,7 +46,7 @@ fn main() {
     println!("| decoder | Pods/s per core (median of {runs}) |");
     println!("|---|---|");
     type Decoder = fn(&[u8]) -> Option<Pod>;
-    let decoders: [(&str, &[Vec<u8>], Decoder); 4] = [
+    let decoders: [(&str, &[Vec<u8>], Decoder); 6] = [
         ("JSON: serde_json", &json, |b| {
             serde_json::from_slice(b).ok()
         }),

@@ -104,20 +104,20 @@ impl Client {
                 .headers()
                 .get(http::header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok());
-            if super::is_protobuf(content_type) {
-                let (parts, body) = response.into_parts();
+            let protobuf = super::is_protobuf(content_type);
+            let gzip = response
+                .headers()
+                .get(CONTENT_ENCODING)
+                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+            if protobuf {
                 return super::protobuf_list::decode_protobuf_list_body(
-                    body,
-                    &parts.headers,
+                    response.into_body(),
+                    gzip,
                     &url,
                     options,
                 )
                 .await;
             }
-            let gzip = response
-                .headers()
-                .get(CONTENT_ENCODING)
-                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
             decode_list_body(response.into_body(), gzip, &url, options).await
         })
         .await

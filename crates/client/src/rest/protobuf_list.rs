@@ -1,18 +1,19 @@
 //! Protobuf list bodies (`application/vnd.kubernetes.protobuf`) decoded into a
-//! [`SharedList`]: the body is split into item bytes (the envelope and the list message
-//! give each item's length), and batches of items are decoded on worker threads, as JSON
-//! lists are. Unlike a JSON list the whole body is read first; an item that does not decode
-//! is reported and skipped.
+//! [`SharedList`] as they arrive: the body is split into item bytes (each item is
+//! length-prefixed), and batches of items are decoded on worker threads, straight into
+//! `K`, while the rest is read, as JSON lists are. An item that does not decode is reported
+//! and skipped.
 
 use std::sync::Arc;
 
-use bytes::Bytes;
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use kubeclient_machinery::ErrorChain;
-use kubeclient_machinery::protobuf;
+use kubeclient_machinery::protobuf::{self, ListStreamSplitter};
 use serde::de::DeserializeOwned;
 
-use super::client::collect;
+use super::gzip::Inflater;
 use super::list_stream::{DecodeOptions, SharedList};
 use super::ordered_decode::OrderedDecoder;
 use crate::error::{Error, Result};
@@ -20,87 +21,126 @@ use crate::error::{Error, Result};
 /// Start a worker batch once this many bytes of items are gathered.
 const BATCH_BYTES: usize = 256 * 1024;
 
-/// Reads a protobuf list body and decodes its items.
+/// Decodes a protobuf list body as it arrives: complete items are gathered into batches
+/// and decoded on worker threads while the rest of the body is read.
 pub(crate) async fn decode_protobuf_list_body<K>(
-    body: Incoming,
-    headers: &http::HeaderMap,
+    mut body: Incoming,
+    gzip: bool,
     url: &str,
     options: &DecodeOptions<K>,
 ) -> Result<SharedList<K>>
 where
     K: DeserializeOwned + Send + Sync + 'static,
 {
-    let malformed = |message: String| Error::Decode {
+    let malformed = |err: protobuf::ProtobufError| Error::Decode {
         url: url.to_owned(),
         expected: std::any::type_name::<K>(),
-        message,
+        message: ErrorChain(&err).to_string(),
     };
-    let bytes = collect(body, headers)
-        .await
-        .map_err(|cause| Error::transport(url, cause))?;
-    let split =
-        protobuf::split_list(&bytes).map_err(|err| malformed(ErrorChain(&err).to_string()))?;
-    let metadata = serde_json::from_value(split.metadata.clone()).map_err(|err| Error::Decode {
-        url: url.to_owned(),
-        expected: "ListMeta",
-        message: err.to_string(),
-    })?;
-    let kind: Arc<(String, String)> =
-        Arc::new((split.api_version.to_owned(), split.item_kind().to_owned()));
+    let transport = |cause: String| Error::transport(url, cause);
+    let mut splitter = ListStreamSplitter::new();
+    let mut inflater = gzip.then(Inflater::new);
+    let mut decoding = OrderedDecoder::new();
     let mut list = SharedList {
-        metadata,
-        items: Vec::with_capacity(split.items.len()),
+        metadata: ListMeta::default(),
+        items: Vec::new(),
         skipped: Vec::new(),
     };
-    let mut decoding = OrderedDecoder::new();
-    let mut batch: Vec<Bytes> = Vec::new();
-    let mut batch_bytes = 0usize;
+    let mut batch = Batch::default();
     let mut first = 0usize;
-    let count = split.items.len();
-    for (index, item) in split.items.iter().enumerate() {
-        batch_bytes += item.len();
-        batch.push(bytes.slice_ref(item));
-        if batch_bytes < BATCH_BYTES && index + 1 < count {
-            continue;
+    let mut ended = false;
+    while !ended {
+        match body.frame().await {
+            None => {
+                ended = true;
+                if let Some(inflater) = &mut inflater {
+                    splitter.push(&inflater.finish().map_err(transport)?);
+                }
+            }
+            Some(Err(err)) => return Err(Error::transport(url, err)),
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    match &mut inflater {
+                        Some(inflater) => {
+                            splitter.push(&inflater.inflate(&data).map_err(transport)?)
+                        }
+                        None => splitter.push(&data),
+                    }
+                }
+            }
         }
-        let items = std::mem::take(&mut batch);
-        let (kind, options, batch_url, panic_url) = (
-            kind.clone(),
-            options.clone(),
-            url.to_owned(),
-            url.to_owned(),
-        );
-        let start = first;
-        first += items.len();
-        decoding.submit(
-            std::mem::take(&mut batch_bytes),
-            move || {
-                items
-                    .iter()
-                    .enumerate()
-                    .map(|(offset, item)| {
-                        decode_item(&kind, item, &options).map_err(|message| {
-                            item_error::<K>(&batch_url, start + offset, item, &message)
+        while let Some(item) = splitter.next_item().map_err(malformed)? {
+            batch.add(item);
+        }
+        if batch.bytes.len() >= BATCH_BYTES || (ended && !batch.ranges.is_empty()) {
+            let (api_version, list_kind) = splitter.type_meta().unwrap_or_default();
+            let kind = Arc::new((
+                api_version.to_owned(),
+                list_kind
+                    .strip_suffix("List")
+                    .unwrap_or(list_kind)
+                    .to_owned(),
+            ));
+            let items = std::mem::take(&mut batch);
+            let (options, batch_url, panic_url) = (options.clone(), url.to_owned(), url.to_owned());
+            let start = first;
+            first += items.ranges.len();
+            decoding.submit(
+                items.bytes.len(),
+                move || {
+                    items
+                        .items()
+                        .enumerate()
+                        .map(|(offset, item)| {
+                            decode_item(&kind, item, &options).map_err(|message| {
+                                item_error::<K>(&batch_url, start + offset, item, &message)
+                            })
                         })
+                        .collect()
+                },
+                move |message| {
+                    Err(Error::Decode {
+                        url: panic_url,
+                        expected: std::any::type_name::<K>(),
+                        message,
                     })
-                    .collect()
-            },
-            move |message| {
-                Err(Error::Decode {
-                    url: panic_url,
-                    expected: std::any::type_name::<K>(),
-                    message,
-                })
-            },
-        );
-        while decoding.is_full() {
+                },
+            );
+        }
+        while decoding.is_full() || (ended && !decoding.is_empty()) {
             drain(&mut decoding, &mut list).await;
         }
     }
-    while !decoding.is_empty() {
-        drain(&mut decoding, &mut list).await;
+    splitter.finish().map_err(malformed)?;
+    if let Some(metadata) = splitter.metadata() {
+        list.metadata = serde_json::from_value(metadata.clone()).map_err(|err| Error::Decode {
+            url: url.to_owned(),
+            expected: "ListMeta",
+            message: err.to_string(),
+        })?;
     }
     Ok(list)
+}
+
+/// Items copied out of the splitter so they can go to a worker.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    ranges: Vec<std::ops::Range<usize>>,
+}
+
+impl Batch {
+    fn add(&mut self, item: &[u8]) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(item);
+        self.ranges.push(start..self.bytes.len());
+    }
+
+    fn items(&self) -> impl Iterator<Item = &[u8]> {
+        self.ranges
+            .iter()
+            .filter_map(|range| self.bytes.get(range.clone()))
+    }
 }
 
 async fn drain<K: Send + Sync + 'static>(

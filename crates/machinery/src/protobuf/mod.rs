@@ -39,6 +39,7 @@ mod de;
 mod envelope;
 mod from_json;
 mod list;
+mod list_stream;
 mod schema;
 mod special;
 mod to_json;
@@ -48,6 +49,7 @@ mod wire;
 pub use de::{from_protobuf, from_protobuf_with, item_from_protobuf};
 pub use envelope::MAGIC;
 pub use list::{ProtobufList, decode_item, encode_item, encode_list, peek_item_meta, split_list};
+pub use list_stream::ListStreamSplitter;
 pub use watch_frame::{
     DEFAULT_MAX_FRAME_BYTES, WatchFrameDecoder, decode_watch_event, encode_watch_event,
     split_watch_event,
