@@ -6,14 +6,13 @@
 
 use std::sync::Arc;
 
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use kubeclient_machinery::ErrorChain;
 use kubeclient_machinery::protobuf::{self, ListStreamSplitter};
 use serde::de::DeserializeOwned;
 
-use super::gzip::Inflater;
+use super::gzip::{Inflater, next_chunk};
 use super::list_stream::{DecodeOptions, SharedList};
 use super::ordered_decode::OrderedDecoder;
 use crate::error::{Error, Result};
@@ -37,7 +36,6 @@ where
         expected: std::any::type_name::<K>(),
         message: ErrorChain(&err).to_string(),
     };
-    let transport = |cause: String| Error::transport(url, cause);
     let mut splitter = ListStreamSplitter::new();
     let mut inflater = gzip.then(Inflater::new);
     let mut decoding = OrderedDecoder::new();
@@ -50,25 +48,9 @@ where
     let mut first = 0usize;
     let mut ended = false;
     while !ended {
-        match body.frame().await {
-            None => {
-                ended = true;
-                if let Some(inflater) = &mut inflater {
-                    splitter.push(&inflater.finish().map_err(transport)?);
-                }
-            }
-            Some(Err(err)) => return Err(Error::transport(url, err)),
-            Some(Ok(frame)) => {
-                if let Ok(data) = frame.into_data() {
-                    match &mut inflater {
-                        Some(inflater) => {
-                            splitter.push(&inflater.inflate(&data).map_err(transport)?)
-                        }
-                        None => splitter.push(&data),
-                    }
-                }
-            }
-        }
+        let (chunk, end) = next_chunk(&mut body, &mut inflater, url).await?;
+        ended = end;
+        splitter.push(&chunk);
         while let Some(item) = splitter.next_item().map_err(malformed)? {
             batch.add(item);
         }

@@ -69,12 +69,7 @@ pub fn item_from_protobuf<K: DeserializeOwned>(
     strip_managed_fields: bool,
 ) -> Result<K, ProtobufError> {
     let schema = schema()?;
-    let message = schema
-        .kind(api_version, kind)
-        .ok_or_else(|| ProtobufError::UnknownKind {
-            api_version: api_version.to_owned(),
-            kind: kind.to_owned(),
-        })?;
+    let message = schema.kind_message(api_version, kind)?;
     let de = MessageDe {
         ctx: Ctx {
             schema,
@@ -86,6 +81,30 @@ pub fn item_from_protobuf<K: DeserializeOwned>(
         type_meta: Some((api_version, kind)),
     };
     K::deserialize(de).map_err(|e| ProtobufError::InvalidValue(e.0))
+}
+
+/// The methods every deserializer here shares: a value that is read is present (`Some`),
+/// newtypes are transparent, everything else is `deserialize_any`.
+macro_rules! present_and_forwarded {
+    () => {
+        fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+            visitor.visit_some(self)
+        }
+
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, DeError> {
+            visitor.visit_newtype_struct(self)
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf unit unit_struct seq tuple
+            tuple_struct map struct enum identifier ignored_any
+        }
+    };
 }
 
 /// The deserializer's error: a message (serde's errors carry no source).
@@ -195,23 +214,7 @@ impl<'de> de::Deserializer<'de> for MessageDe<'de> {
         })
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_some(self)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct seq tuple
-        tuple_struct map struct enum identifier ignored_any
-    }
+    present_and_forwarded!();
 }
 
 /// The value of the key just handed out.
@@ -443,23 +446,7 @@ impl<'de> de::Deserializer<'de> for ValueDe<'de> {
         }
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_some(self)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct seq tuple
-        tuple_struct map struct enum identifier ignored_any
-    }
+    present_and_forwarded!();
 }
 
 fn scalar<'de, V: Visitor<'de>>(
@@ -587,23 +574,7 @@ impl<'de> de::Deserializer<'de> for SeqAsDe<'de> {
         visitor.visit_seq(self.0)
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_some(self)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct seq tuple
-        tuple_struct map struct enum identifier ignored_any
-    }
+    present_and_forwarded!();
 }
 
 /// A protobuf map field (entries of key 1, value 2) as a map, read from the span of its
@@ -630,23 +601,7 @@ impl<'de> de::Deserializer<'de> for MapEntriesDe<'de> {
         })
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_some(self)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct seq tuple
-        tuple_struct map struct enum identifier ignored_any
-    }
+    present_and_forwarded!();
 }
 
 struct MapEntriesAccess<'a> {

@@ -15,12 +15,7 @@ pub const MAGIC: &[u8; 4] = b"k8s\0";
 pub(crate) fn encode(value: &Value) -> Result<Vec<u8>, ProtobufError> {
     let (api_version, kind) = type_meta(value)?;
     let schema = schema()?;
-    let message = schema
-        .kind(api_version, kind)
-        .ok_or_else(|| ProtobufError::UnknownKind {
-            api_version: api_version.to_owned(),
-            kind: kind.to_owned(),
-        })?;
+    let message = schema.kind_message(api_version, kind)?;
     let mut raw = Vec::new();
     from_json::message(schema, message, value, 0, &mut raw)?;
     Ok(wrap(api_version, kind, &raw))
@@ -107,13 +102,7 @@ pub(crate) fn decode_at_depth(bytes: &[u8], depth: usize) -> Result<Value, Proto
     let decoded = match content_type {
         "" | MEDIA_TYPE => {
             let schema = schema()?;
-            let message =
-                schema
-                    .kind(api_version, kind)
-                    .ok_or_else(|| ProtobufError::UnknownKind {
-                        api_version: api_version.to_owned(),
-                        kind: kind.to_owned(),
-                    })?;
+            let message = schema.kind_message(api_version, kind)?;
             to_json::message(schema, message, raw, depth)?
         }
         "application/json" => serde_json::from_slice(raw).map_err(ProtobufError::RawJson)?,

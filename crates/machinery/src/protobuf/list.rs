@@ -63,12 +63,7 @@ impl ProtobufList<'_> {
 pub fn split_list(bytes: &[u8]) -> Result<ProtobufList<'_>, ProtobufError> {
     let (api_version, kind, raw) = envelope::open(bytes)?;
     let schema = schema()?;
-    let message = schema
-        .kind(api_version, kind)
-        .ok_or_else(|| ProtobufError::UnknownKind {
-            api_version: api_version.to_owned(),
-            kind: kind.to_owned(),
-        })?;
+    let message = schema.kind_message(api_version, kind)?;
     let mut list = ProtobufList {
         api_version,
         kind,
@@ -102,12 +97,7 @@ pub fn split_list(bytes: &[u8]) -> Result<ProtobufList<'_>, ProtobufError> {
 /// [`ProtobufError`] for an unknown kind or bytes that do not decode as it.
 pub fn decode_item(api_version: &str, kind: &str, item: &[u8]) -> Result<Value, ProtobufError> {
     let schema = schema()?;
-    let message = schema
-        .kind(api_version, kind)
-        .ok_or_else(|| ProtobufError::UnknownKind {
-            api_version: api_version.to_owned(),
-            kind: kind.to_owned(),
-        })?;
+    let message = schema.kind_message(api_version, kind)?;
     let decoded = to_json::message(schema, message, item, 1)?;
     let mut object = serde_json::Map::new();
     object.insert(
@@ -159,12 +149,7 @@ pub fn peek_item_meta(item: &[u8]) -> Option<ItemMeta> {
 pub fn encode_item(value: &Value) -> Result<Vec<u8>, ProtobufError> {
     let (api_version, kind) = envelope::type_meta(value)?;
     let schema = schema()?;
-    let message = schema
-        .kind(api_version, kind)
-        .ok_or_else(|| ProtobufError::UnknownKind {
-            api_version: api_version.to_owned(),
-            kind: kind.to_owned(),
-        })?;
+    let message = schema.kind_message(api_version, kind)?;
     let mut out = Vec::new();
     from_json::message(schema, message, value, 0, &mut out)?;
     Ok(out)
@@ -194,13 +179,7 @@ pub fn encode_list(
     items: &[impl AsRef<[u8]>],
 ) -> Result<Vec<u8>, ProtobufError> {
     let schema = schema()?;
-    let message =
-        schema
-            .kind(api_version, list_kind)
-            .ok_or_else(|| ProtobufError::UnknownKind {
-                api_version: api_version.to_owned(),
-                kind: list_kind.to_owned(),
-            })?;
+    let message = schema.kind_message(api_version, list_kind)?;
     let Some(super::schema::Label::Optional(super::schema::Type::Message(meta_name))) =
         message.field(1).map(|f| f.label)
     else {

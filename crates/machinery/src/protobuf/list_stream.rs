@@ -186,12 +186,7 @@ impl ListStreamSplitter {
                         (1, WireValue::Len(bytes)) => {
                             let (api_version, kind) = self.type_meta().unwrap_or_default();
                             let schema = schema()?;
-                            let list = schema.kind(api_version, kind).ok_or_else(|| {
-                                ProtobufError::UnknownKind {
-                                    api_version: api_version.to_owned(),
-                                    kind: kind.to_owned(),
-                                }
-                            })?;
+                            let list = schema.kind_message(api_version, kind)?;
                             let meta = list.field(1).ok_or(ProtobufError::WrongWireType)?;
                             let super::schema::Label::Optional(super::schema::Type::Message(name)) =
                                 meta.label

@@ -256,6 +256,19 @@ impl Schema {
             .ok_or_else(|| ProtobufError::Schema(format!("no message {name}")))
     }
 
+    /// [`kind`](Self::kind), or [`ProtobufError::UnknownKind`].
+    pub(crate) fn kind_message(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<&Message, ProtobufError> {
+        self.kind(api_version, kind)
+            .ok_or_else(|| ProtobufError::UnknownKind {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
+            })
+    }
+
     /// The message of a kind (apimachinery's kinds, such as Status, under any apiVersion).
     pub(crate) fn kind(&self, api_version: &str, kind: &str) -> Option<&Message> {
         self.kinds
