@@ -61,6 +61,12 @@ fn main() {
         ("protobuf: straight into the struct", &pb, |b| {
             protobuf::from_protobuf(b).ok()
         }),
+        ("JSON without managedFields (simd-json)", &json, |b| {
+            decode_object(b, true).ok()
+        }),
+        ("protobuf without managedFields, straight into the struct", &pb, |b| {
+            protobuf::from_protobuf_with(b, true).ok()
+        }),
     ];
     for (name, bodies, decode) in decoders {
         if !name.contains(&only) {
