@@ -1,11 +1,10 @@
 //! Decode throughput per core: the same realistic Pods (`kubeclient_bench::pod`) as JSON and
-//! as protobuf, decoded one by one into `k8s-openapi` Pods on one thread.
+//! as protobuf, decoded one by one into `k8s-openapi` Pods on one thread, timed by CPU time,
+//! decoders interleaved run by run.
 //!
 //! ```text
 //! cargo run -p kubeclient-bench --release --bin decode-throughput -- [PODS] [RUNS] [ONLY]
 //! ```
-
-use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
 use kubeclient::machinery::{decode_object, protobuf};
@@ -68,23 +67,28 @@ fn main() {
             protobuf::from_protobuf_with(b, true).ok()
         }),
     ];
-    for (name, bodies, decode) in decoders {
-        if !name.contains(&only) {
-            continue;
-        }
-        let mut rates = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            let start = Instant::now();
+    // Interleaved run by run, and timed by the process's CPU time (one thread decodes), so
+    // other load on the machine shifts every decoder alike.
+    let chosen: Vec<_> = decoders
+        .iter()
+        .filter(|(name, _, _)| name.contains(&only))
+        .collect();
+    let mut rates = vec![Vec::with_capacity(runs); chosen.len()];
+    for _ in 0..runs {
+        for (i, (name, bodies, decode)) in chosen.iter().enumerate() {
+            let start = kubeclient_bench::cpu_time();
             let mut decoded = 0usize;
-            for body in bodies {
+            for body in bodies.iter() {
                 if let Some(pod) = decode(body) {
                     decoded += usize::from(pod.metadata.name.is_some());
                 }
             }
-            let seconds = start.elapsed().as_secs_f64();
+            let seconds = kubeclient_bench::cpu_time().saturating_sub(start).as_secs_f64();
             assert_eq!(decoded, count, "{name} decoded every Pod");
-            rates.push(count as f64 / seconds);
+            rates[i].push(count as f64 / seconds);
         }
+    }
+    for ((name, _, _), rates) in chosen.iter().zip(&mut rates) {
         rates.sort_by(f64::total_cmp);
         println!("| {name} | {:.0} |", rates[rates.len() / 2]);
     }
