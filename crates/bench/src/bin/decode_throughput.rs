@@ -63,9 +63,11 @@ fn main() {
         ("JSON without managedFields (simd-json)", &json, |b| {
             decode_object(b, true).ok()
         }),
-        ("protobuf without managedFields, straight into the struct", &pb, |b| {
-            protobuf::from_protobuf_with(b, true).ok()
-        }),
+        (
+            "protobuf without managedFields, straight into the struct",
+            &pb,
+            |b| protobuf::from_protobuf_with(b, true).ok(),
+        ),
     ];
     // Interleaved run by run, and timed by the process's CPU time (one thread decodes), so
     // other load on the machine shifts every decoder alike.
@@ -83,7 +85,9 @@ fn main() {
                     decoded += usize::from(pod.metadata.name.is_some());
                 }
             }
-            let seconds = kubeclient_bench::cpu_time().saturating_sub(start).as_secs_f64();
+            let seconds = kubeclient_bench::cpu_time()
+                .saturating_sub(start)
+                .as_secs_f64();
             assert_eq!(decoded, count, "{name} decoded every Pod");
             rates[i].push(count as f64 / seconds);
         }

@@ -101,19 +101,19 @@ fn repeated(
     items: &mut Vec<Value>,
 ) -> Result<(), ProtobufError> {
     // Packed numbers: one length-delimited run of values.
-    if let (Type::Scalar(s), WireValue::Len(bytes)) = (ty, value) {
-        if !matches!(s, Scalar::String | Scalar::Bytes) {
-            let mut reader = Reader::new(bytes);
-            while !reader.is_empty() {
-                let wire = match s {
-                    Scalar::Double => WireValue::Fixed64(reader.fixed64()?),
-                    Scalar::Float => WireValue::Fixed32(reader.fixed32()?),
-                    _ => WireValue::Varint(reader.varint()?),
-                };
-                items.push(scalar(s, wire)?);
-            }
-            return Ok(());
+    if let (Type::Scalar(s), WireValue::Len(bytes)) = (ty, value)
+        && !matches!(s, Scalar::String | Scalar::Bytes)
+    {
+        let mut reader = Reader::new(bytes);
+        while !reader.is_empty() {
+            let wire = match s {
+                Scalar::Double => WireValue::Fixed64(reader.fixed64()?),
+                Scalar::Float => WireValue::Fixed32(reader.fixed32()?),
+                _ => WireValue::Varint(reader.varint()?),
+            };
+            items.push(scalar(s, wire)?);
         }
+        return Ok(());
     }
     if let Some(v) = single(schema, ty, value, depth)? {
         items.push(v);
