@@ -358,10 +358,19 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     // Watches frame their events themselves.
+    let target = if *request.method() == Method::GET && path.name.is_none() {
+        negotiate::Target::List
+    } else {
+        negotiate::Target::Object
+    };
     let encoding = if is_watch {
         Encoding::Json
     } else {
-        response_encoding(header_str(&request, http::header::ACCEPT), resource.builtin)
+        response_encoding(
+            header_str(&request, http::header::ACCEPT),
+            target,
+            resource.builtin,
+        )
     };
     let answer = json_resource_call(state, request, resource, path, query, is_watch).await;
     match (answer, encoding) {
@@ -371,12 +380,12 @@ where
     }
 }
 
-/// The encoding of a plain object, list or Status response (Tables and
-/// PartialObjectMetadata stay JSON).
-fn response_encoding(accept: Option<&str>, builtin: bool) -> Encoding {
-    match negotiate::negotiate_encoding(accept, negotiate::Target::Object, builtin) {
-        Ok((negotiate::Output::Json, encoding)) => encoding,
-        _ => Encoding::Json,
+/// The encoding of an object, list, PartialObjectMetadata or Status response (Tables stay
+/// JSON).
+fn response_encoding(accept: Option<&str>, target: negotiate::Target, builtin: bool) -> Encoding {
+    match negotiate::negotiate_encoding(accept, target, builtin) {
+        Ok((negotiate::Output::Table, _)) | Err(_) => Encoding::Json,
+        Ok((_, encoding)) => encoding,
     }
 }
 

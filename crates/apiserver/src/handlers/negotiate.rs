@@ -1,6 +1,6 @@
 //! Content negotiation (apiserver-semantics §8.1): which representation a request gets.
-//! JSON is served for every resource and protobuf (§8.3) for built-in ones, objects and
-//! lists only (Tables and PartialObjectMetadata stay JSON); YAML clauses are skipped, so a
+//! JSON is served for every resource and protobuf (§8.3) for built-in ones and for
+//! PartialObjectMetadata of any resource (Tables stay JSON); YAML clauses are skipped, so a
 //! client that also accepts JSON gets JSON, and one that accepts nothing servable gets 406.
 
 use kubeclient_machinery::protobuf::MEDIA_TYPE as PROTOBUF;
@@ -80,9 +80,15 @@ fn parse_accept(accept: &str) -> Vec<Clause<'_>> {
 }
 
 fn acceptable(clause: &Clause<'_>, target: Target, protobuf: bool) -> Option<(Output, Encoding)> {
+    // PartialObjectMetadata is a built-in kind whatever the resource: protobuf is served for
+    // it on custom resources too (client-go's metadata informers ask for it first).
+    let metadata_only = clause
+        .params
+        .iter()
+        .any(|(name, value)| *name == "as" && value.starts_with("PartialObjectMetadata"));
     let encoding = match clause.media_type {
         "application/json" | "application/*" | "*/*" => Encoding::Json,
-        PROTOBUF if protobuf => Encoding::Protobuf,
+        PROTOBUF if protobuf || metadata_only => Encoding::Protobuf,
         _ => return None,
     };
     let mut output = Output::Json;
@@ -109,8 +115,8 @@ fn acceptable(clause: &Clause<'_>, target: Target, protobuf: bool) -> Option<(Ou
             ("PartialObjectMetadataList", Target::List) => Output::PartialObjectMetadataList,
             _ => return None,
         };
-        // Transformed objects are served as JSON only here.
-        if encoding == Encoding::Protobuf {
+        // Tables are JSON (or YAML) only.
+        if encoding == Encoding::Protobuf && output == Output::Table {
             return None;
         }
     }
@@ -236,10 +242,18 @@ mod tests {
             negotiate_encoding(Some(json_first), Target::Watch, true).unwrap(),
             (Output::Json, Encoding::Json)
         );
-        // Tables stay JSON; PartialObjectMetadata in protobuf falls through to JSON.
+        // PartialObjectMetadata in protobuf, for custom resources too; Tables stay JSON.
+        for builtin in [true, false] {
+            assert_eq!(
+                negotiate_encoding(Some(METADATA_LIST), Target::List, builtin).unwrap(),
+                (Output::PartialObjectMetadataList, Encoding::Protobuf)
+            );
+        }
+        let table =
+            "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json";
         assert_eq!(
-            negotiate_encoding(Some(METADATA_LIST), Target::List, true).unwrap(),
-            (Output::PartialObjectMetadataList, Encoding::Json)
+            negotiate_encoding(Some(table), Target::List, true).unwrap(),
+            (Output::Json, Encoding::Json)
         );
         let err = negotiate_encoding(Some(PROTOBUF), Target::Watch, false).unwrap_err();
         assert_eq!(err.code, 406);

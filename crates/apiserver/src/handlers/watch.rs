@@ -218,6 +218,11 @@ impl Encoder {
             Output::Json => shared.unwrap_or_else(|| event_line(event_type, &object.bytes)),
             Output::PartialObjectMetadata | Output::PartialObjectMetadataList => {
                 let converted = table::partial_object_metadata(&object.value);
+                if self.encoding == Encoding::Protobuf
+                    && let Some(frame) = protobuf_frame(event_type, &converted)
+                {
+                    return frame;
+                }
                 event_line(
                     event_type,
                     &serde_json::to_vec(&converted).unwrap_or_default(),

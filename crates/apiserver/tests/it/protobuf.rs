@@ -304,3 +304,77 @@ async fn a_watch_from_a_compacted_revision_gets_a_protobuf_error_event() {
     assert_eq!(events[0]["object"]["kind"], "Status");
     assert_eq!(events[0]["object"]["code"], 410);
 }
+
+/// client-go's metadata client asks for protobuf PartialObjectMetadata first; it is served
+/// for built-in kinds and custom resources alike (PartialObjectMetadata is a built-in kind).
+#[tokio::test(flavor = "multi_thread")]
+async fn metadata_clients_get_protobuf_partial_object_metadata() {
+    const METADATA_LIST: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+    const METADATA: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+    let t = TestServer::start().await;
+    let path = "/api/v1/namespaces/default/configmaps";
+    t.post(path, &configmap("m")).await;
+    let list = decoded(
+        &t.request_accepting("GET", path, None, Some(METADATA_LIST), "")
+            .await,
+    );
+    assert_eq!(list["kind"], "PartialObjectMetadataList");
+    assert_eq!(list["items"][0]["metadata"]["name"], "m");
+    assert!(list["items"][0].get("data").is_none());
+    let one = decoded(
+        &t.request_accepting("GET", &format!("{path}/m"), None, Some(METADATA), "")
+            .await,
+    );
+    assert_eq!(one["kind"], "PartialObjectMetadata");
+    assert_eq!(one["metadata"]["labels"]["app"], "pb");
+
+    // A custom resource's metadata, in protobuf, while its objects are JSON only.
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    assert_eq!(
+        t.post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd
+        )
+        .await
+        .status,
+        201
+    );
+    let gadgets = "/apis/example.com/v1/namespaces/default/gadgets";
+    let created = t
+        .post(gadgets, &json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": {"x": 1}}))
+        .await;
+    assert_eq!(
+        created.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let list = decoded(
+        &t.request_accepting("GET", gadgets, None, Some(METADATA_LIST), "")
+            .await,
+    );
+    assert_eq!(list["items"][0]["metadata"]["name"], "g");
+    let response = t
+        .send(
+            "GET",
+            &format!("{gadgets}?watch=1"),
+            None,
+            Some(METADATA),
+            "",
+        )
+        .await;
+    assert_eq!(
+        response.headers().get("content-type").unwrap(),
+        "application/vnd.kubernetes.protobuf;stream=watch"
+    );
+    let mut body = response.into_body();
+    let mut decoder = WatchFrameDecoder::new();
+    let events = frames(&mut body, &mut decoder, 1).await;
+    assert_eq!(events[0]["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(events[0]["object"]["metadata"]["name"], "g");
+}
