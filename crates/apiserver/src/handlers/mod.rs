@@ -15,6 +15,7 @@ mod response;
 mod route;
 mod spdy;
 mod table;
+mod token;
 mod validate;
 mod watch;
 mod websocket;
@@ -494,6 +495,7 @@ where
             return read::list(&call).await.map_err(|s| status_response(&s));
         }
         (Method::POST, false) => write::create,
+        (Method::POST, true) if call.path.subresource.as_deref() == Some("token") => token::create,
         (Method::PUT, true) => write::update,
         (Method::PATCH, true) => write::patch,
         (Method::DELETE, true) => write::delete,
@@ -521,6 +523,7 @@ where
 fn serves_subresource(resource: &ResourceDef, subresource: &str) -> bool {
     match subresource {
         "status" => resource.status_subresource,
+        "token" => resource.group.is_empty() && resource.plural == "serviceaccounts",
         "scale" => resource.scale.is_some(),
         "log" | "exec" | "attach" | "portforward" => {
             resource.group.is_empty() && resource.plural == "pods"

@@ -1,4 +1,5 @@
-//! kubectl 1.33's typed `create` commands, which send protobuf bodies (issue 14).
+//! kubectl 1.33's typed `create` commands, which send protobuf bodies (issue 14), and
+//! `kubectl create token` (a TokenRequest on `serviceaccounts/{name}/token`).
 
 use serde_json::Value;
 
@@ -79,6 +80,31 @@ async fn kubectl_create_configmap_secret_and_namespace_send_protobuf_and_work() 
     kubectl
         .ok(&["create", "serviceaccount", "robot", "-n", "team"])
         .await;
+    // kubectl create token posts a protobuf TokenRequest to serviceaccounts/robot/token.
+    let token = kubectl
+        .ok(&["create", "token", "robot", "-n", "team", "--duration=20m"])
+        .await;
+    let parts: Vec<&str> = token.trim().split('.').collect();
+    assert_eq!(parts.len(), 3, "a JWT-shaped token: {token}");
+    let claims: Value = serde_json::from_slice(
+        &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, parts[1])
+            .expect("base64url claims"),
+    )
+    .expect("JSON claims");
+    assert_eq!(claims["sub"], "system:serviceaccount:team:robot");
+    assert_eq!(
+        claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(),
+        1200
+    );
+    let missing = kubectl
+        .run(&["create", "token", "nobody", "-n", "team"])
+        .await;
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("not found"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
 
     let ns = get_json(&kubectl, &["namespace", "team"]).await;
     assert_eq!(ns["status"]["phase"], "Active");
