@@ -123,8 +123,9 @@ impl Client {
     }
 }
 
-/// Start a worker batch once this many bytes of complete items are buffered.
-const BATCH_BYTES: usize = 256 * 1024;
+/// Start a worker batch once this many bytes of complete items are buffered (JSON and
+/// protobuf lists alike).
+pub(super) const BATCH_BYTES: usize = 256 * 1024;
 
 /// Decodes a list body as it arrives.
 pub(crate) async fn decode_list_body<K>(

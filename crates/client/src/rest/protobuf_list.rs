@@ -13,12 +13,9 @@ use kubeclient_machinery::protobuf::{self, ListStreamSplitter};
 use serde::de::DeserializeOwned;
 
 use super::gzip::{Inflater, next_chunk};
-use super::list_stream::{DecodeOptions, SharedList};
+use super::list_stream::{BATCH_BYTES, DecodeOptions, SharedList};
 use super::ordered_decode::OrderedDecoder;
 use crate::error::{Error, Result};
-
-/// Start a worker batch once this many bytes of items are gathered.
-const BATCH_BYTES: usize = 256 * 1024;
 
 /// Decodes a protobuf list body as it arrives: complete items are gathered into batches
 /// and decoded on worker threads while the rest of the body is read.
