@@ -160,22 +160,25 @@ impl ProtobufError {
 }
 
 /// Encodes a built-in object, list or Status (its `apiVersion` and `kind` pick the schema)
-/// as an enveloped protobuf body.
+/// as an enveloped protobuf body (see the module example).
 ///
 /// # Errors
 ///
 /// [`ProtobufError::UnknownKind`] for custom resources and kinds without a schema, and
 /// others when the JSON does not fit the schema.
+#[doc(alias = "runtime.Unknown", alias = "protobuf.Serializer")]
 pub fn encode(value: &Value) -> Result<Vec<u8>, ProtobufError> {
     envelope::encode(value)
 }
 
-/// Decodes an enveloped protobuf body into the JSON form, `apiVersion` and `kind` first.
+/// Decodes an enveloped protobuf body into the JSON form, `apiVersion` and `kind` first
+/// (see the module example; [`from_protobuf`] decodes straight into a typed struct).
 ///
 /// # Errors
 ///
 /// [`ProtobufError`] for bytes without the magic, truncated or malformed messages and kinds
 /// without a schema.
+#[doc(alias = "runtime.Unknown", alias = "protobuf.Serializer")]
 pub fn decode(bytes: &[u8]) -> Result<Value, ProtobufError> {
     envelope::decode_at_depth(bytes, 0)
 }

@@ -104,7 +104,16 @@ pub fn decode_watch_event(message: &[u8]) -> Result<Value, ProtobufError> {
 /// before any of it is buffered; after an error in the framing the decoder yields nothing
 /// more (the stream cannot be resynchronised). An event whose object does not decode is an
 /// error for that event only.
-#[doc(alias = "LengthDelimitedFramer")]
+///
+/// ```
+/// use kubeclient_machinery::protobuf::{ProtobufError, WatchFrameDecoder};
+///
+/// let mut decoder = WatchFrameDecoder::with_max_frame_bytes(1024);
+/// decoder.push(&[0x7f, 0xff, 0xff, 0xff]); // a 2 GiB frame announced
+/// assert!(matches!(decoder.next_frame(), Some(Err(ProtobufError::FrameTooLarge { .. }))));
+/// assert!(decoder.next_frame().is_none());
+/// ```
+#[doc(alias = "LengthDelimitedFramer", alias = "StreamWatcher")]
 #[derive(Debug)]
 pub struct WatchFrameDecoder {
     buf: Vec<u8>,
