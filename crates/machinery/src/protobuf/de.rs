@@ -221,8 +221,9 @@ impl<'de> de::Deserializer<'de> for MessageDe<'de> {
 enum Pending<'a> {
     /// A singular field's value.
     Single(&'static Field, WireValue<'a>),
-    /// A repeated or map field: the span of its consecutive entries on the wire.
-    Run(&'static Field, &'a [u8]),
+    /// A repeated or map field: the span of its consecutive entries on the wire, and how
+    /// many values they hold (`None` when numbers are packed).
+    Run(&'static Field, &'a [u8], Option<usize>),
 }
 
 /// A message as a map, read from the wire as the keys are asked for: no allocation per
@@ -274,17 +275,26 @@ impl<'a> MapDe<'a> {
                         return Ok(Some(Pending::Single(field, value)));
                     }
                 }
-                (Label::Repeated(_) | Label::Map(..), _) => {
-                    // Take every consecutive entry of this field.
+                (Label::Repeated(ty) | Label::Map(_, ty), first) => {
+                    // Take every consecutive entry of this field, counting them so that
+                    // vectors are allocated at their exact size (as the JSON decoder does).
+                    let numeric = matches!(ty, Type::Scalar(s) if !matches!(s, Scalar::String | Scalar::Bytes));
+                    let mut packed = numeric && matches!(first, WireValue::Len(_));
+                    let mut entries = 1usize;
                     loop {
                         let mut ahead = *reader;
                         match ahead.field()? {
-                            Some((next, _)) if next == number => *reader = ahead,
+                            Some((next, value)) if next == number => {
+                                *reader = ahead;
+                                entries += 1;
+                                packed |= numeric && matches!(value, WireValue::Len(_));
+                            }
                             _ => break,
                         }
                     }
                     let taken = before.len() - reader.remaining().len();
-                    return Ok(Some(Pending::Run(field, &before[..taken])));
+                    let hint = (!packed).then_some(entries);
+                    return Ok(Some(Pending::Run(field, &before[..taken], hint)));
                 }
             }
         }
@@ -309,7 +319,7 @@ impl<'de> de::MapAccess<'de> for MapDe<'de> {
             return Ok(None);
         };
         let name = match &pending {
-            Pending::Single(field, _) | Pending::Run(field, _) => field.json,
+            Pending::Single(field, _) | Pending::Run(field, _, _) => field.json,
         };
         self.pending = Some(pending);
         seed.deserialize(BorrowedStrDeserializer::new(name))
@@ -340,16 +350,13 @@ impl<'de> de::MapAccess<'de> for MapDe<'de> {
                     _ => Err(ProtobufError::WrongWireType.into()),
                 },
             ),
-            Pending::Run(field, span) => (
+            Pending::Run(field, span, hint) => (
                 field,
                 match field.label {
-                    Label::Repeated(ty) => seed.deserialize(SeqAsDe(SeqDe::new(
-                        self.ctx,
-                        ty,
-                        field.number,
-                        span,
-                        self.depth,
-                    ))),
+                    Label::Repeated(ty) => seed.deserialize(SeqAsDe(SeqDe {
+                        hint,
+                        ..SeqDe::new(self.ctx, ty, field.number, span, self.depth)
+                    })),
                     Label::Map(key, ty) => seed.deserialize(MapEntriesDe {
                         ctx: self.ctx,
                         key,
@@ -408,7 +415,12 @@ impl<'de> de::Deserializer<'de> for ValueDe<'de> {
             Some(kind @ (Special::Time | Special::MicroTime)) => {
                 match special::read_timestamp(bytes)? {
                     Some(ts) => {
-                        visitor.visit_string(special::format_time(ts, kind == Special::MicroTime))
+                        let mut buf = [0; special::TIME_TEXT_MAX];
+                        match special::write_time(ts, kind == Special::MicroTime, &mut buf) {
+                            Some(text) => visitor.visit_str(text),
+                            None => visitor
+                                .visit_string(special::format_time(ts, kind == Special::MicroTime)),
+                        }
                     }
                     None => visitor.visit_unit(),
                 }
@@ -478,6 +490,8 @@ struct SeqDe<'a> {
     number: u32,
     reader: Reader<'a>,
     packed: Option<Reader<'a>>,
+    /// How many values there are, when known from the reading of the span.
+    hint: Option<usize>,
     depth: usize,
 }
 
@@ -489,6 +503,7 @@ impl<'a> SeqDe<'a> {
             number,
             reader: Reader::new(span),
             packed: None,
+            hint: None,
             depth,
         }
     }
@@ -560,7 +575,7 @@ impl<'de> de::SeqAccess<'de> for SeqDe<'de> {
     }
 
     fn size_hint(&self) -> Option<usize> {
-        self.count()
+        self.hint.or_else(|| self.count())
     }
 }
 
