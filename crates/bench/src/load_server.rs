@@ -1,5 +1,6 @@
 //! The neutral load server: a precomputed PodList (paged or whole) and a precomputed watch
-//! stream, served from memory so the server is never the bottleneck.
+//! stream, served from memory so the server is never the bottleneck; as JSON, as
+//! PartialObjectMetadata, or as protobuf when `Accept` starts with it.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -15,6 +16,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::sync::mpsc;
 
+use kubeclient::machinery::protobuf;
 use kubeclient_bench::{LIST_RESOURCE_VERSION, RELIST_CHANGE_EVERY, pod};
 
 /// The ERROR event that ends the first watch of the relist scenario.
@@ -35,10 +37,56 @@ pub(crate) struct LoadData {
     /// The relist scenario's second list: every tenth Pod at a new resourceVersion.
     relist_items: Vec<Bytes>,
     metadata_relist_items: Vec<Bytes>,
+    /// The same Pods, list items and events in protobuf (`ours-typed-pb`).
+    protobuf: ProtobufData,
     /// The relist scenario is on: the first watch ends with 410 Expired.
     pub(crate) relist: AtomicBool,
     /// The 410 was sent: lists now serve the second list.
     gone_sent: AtomicBool,
+}
+
+/// The protobuf form of the data: each Pod as a list item message, each event as a frame.
+struct ProtobufData {
+    items: Vec<Bytes>,
+    relist_items: Vec<Bytes>,
+    events: Vec<Bytes>,
+    gone: Bytes,
+}
+
+impl ProtobufData {
+    fn generate(
+        pods: &[serde_json::Value],
+        relisted: &[serde_json::Value],
+        events: &[serde_json::Value],
+    ) -> Self {
+        let typed = |pod: &serde_json::Value| {
+            let mut pod = pod.clone();
+            pod["kind"] = "Pod".into();
+            pod["apiVersion"] = "v1".into();
+            pod
+        };
+        let item = |pod: &serde_json::Value| {
+            Bytes::from(protobuf::encode_item(&typed(pod)).expect("a Pod has a protobuf form"))
+        };
+        let gone: serde_json::Value = serde_json::from_slice(GONE).expect("GONE is JSON");
+        ProtobufData {
+            items: pods.iter().map(item).collect(),
+            relist_items: relisted.iter().map(item).collect(),
+            events: events
+                .iter()
+                .map(|pod| {
+                    Bytes::from(
+                        protobuf::encode_watch_event("MODIFIED", pod)
+                            .expect("a Pod has a protobuf form"),
+                    )
+                })
+                .collect(),
+            gone: Bytes::from(
+                protobuf::encode_watch_event("ERROR", &gone["object"])
+                    .expect("a Status has a protobuf form"),
+            ),
+        }
+    }
 }
 
 fn metadata_only(object: &serde_json::Value) -> serde_json::Value {
@@ -71,13 +119,16 @@ impl LoadData {
         let metadata_relist_items = relisted.iter().map(|p| encode(&metadata_only(p))).collect();
         let mut event_lines = Vec::with_capacity(events);
         let mut metadata_events = Vec::with_capacity(events);
+        let mut event_objects = Vec::with_capacity(events);
         for e in 0..events {
             let mut object = pod(e % objects.max(1), LIST_RESOURCE_VERSION + 1 + e as u64);
             object["kind"] = "Pod".into();
             object["apiVersion"] = "v1".into();
             event_lines.push(event_line(&object));
             metadata_events.push(event_line(&metadata_only(&object)));
+            event_objects.push(object);
         }
+        let protobuf = ProtobufData::generate(&pods, &relisted, &event_objects);
         LoadData {
             release: tokio::sync::watch::channel(false).0,
             items,
@@ -86,6 +137,7 @@ impl LoadData {
             metadata_events,
             relist_items,
             metadata_relist_items,
+            protobuf,
             relist: AtomicBool::new(false),
             gone_sent: AtomicBool::new(false),
         }
@@ -107,22 +159,36 @@ impl LoadData {
 type Body = BoxBody<Bytes, Infallible>;
 
 fn full(status: u16, body: impl Into<Bytes>) -> Response<Body> {
+    full_as(status, body, "application/json")
+}
+
+fn full_as(status: u16, body: impl Into<Bytes>, content_type: &'static str) -> Response<Body> {
     let mut response = Response::new(Full::new(body.into()).boxed());
     *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::OK);
     response.headers_mut().insert(
         "content-type",
-        hyper::header::HeaderValue::from_static("application/json"),
+        hyper::header::HeaderValue::from_static(content_type),
     );
     response
 }
 
-fn list(data: &LoadData, query: &[(String, String)], metadata: bool) -> Response<Body> {
+/// How a request wants its answer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Json,
+    Metadata,
+    Protobuf,
+}
+
+fn list(data: &LoadData, query: &[(String, String)], form: Form) -> Response<Body> {
     let relisted = data.gone_sent.load(Ordering::SeqCst);
-    let items = match (metadata, relisted) {
-        (true, false) => &data.metadata_items,
-        (false, false) => &data.items,
-        (true, true) => &data.metadata_relist_items,
-        (false, true) => &data.relist_items,
+    let items = match (form, relisted) {
+        (Form::Metadata, false) => &data.metadata_items,
+        (Form::Json, false) => &data.items,
+        (Form::Metadata, true) => &data.metadata_relist_items,
+        (Form::Json, true) => &data.relist_items,
+        (Form::Protobuf, false) => &data.protobuf.items,
+        (Form::Protobuf, true) => &data.protobuf.relist_items,
     };
     let get = |name: &str| {
         query
@@ -151,6 +217,13 @@ fn list(data: &LoadData, query: &[(String, String)], metadata: bool) -> Response
     }
     list_metadata.push('}');
     let slice = items.get(start..end).unwrap_or(&[]);
+    if form == Form::Protobuf {
+        let metadata: serde_json::Value = serde_json::from_str(&list_metadata).unwrap_or_default();
+        return match protobuf::encode_list("v1", "PodList", &metadata, slice) {
+            Ok(body) => full_as(200, body, protobuf::MEDIA_TYPE),
+            Err(err) => full(500, err.to_string()),
+        };
+    }
     let mut body =
         BytesMut::with_capacity(slice.iter().map(Bytes::len).sum::<usize>() + slice.len() + 128);
     body.put_slice(
@@ -169,7 +242,7 @@ fn list(data: &LoadData, query: &[(String, String)], metadata: bool) -> Response
     full(200, body.freeze())
 }
 
-fn watch(data: Arc<LoadData>, metadata: bool) -> Response<Body> {
+fn watch(data: Arc<LoadData>, form: Form) -> Response<Body> {
     let (sender, receiver) = mpsc::channel::<Bytes>(8);
     tokio::spawn(async move {
         let mut released = data.release.subscribe();
@@ -177,15 +250,19 @@ fn watch(data: Arc<LoadData>, metadata: bool) -> Response<Body> {
             return;
         }
         if data.relist.load(Ordering::SeqCst) && !data.gone_sent.swap(true, Ordering::SeqCst) {
-            let _ = sender.send(Bytes::from_static(GONE)).await;
+            let gone = match form {
+                Form::Protobuf => data.protobuf.gone.clone(),
+                _ => Bytes::from_static(GONE),
+            };
+            let _ = sender.send(gone).await;
             return;
         }
         // Batches of about 64 KiB, as a busy server flushes.
         let mut batch = BytesMut::with_capacity(80 * 1024);
-        let lines = if metadata {
-            &data.metadata_events
-        } else {
-            &data.events
+        let lines = match form {
+            Form::Metadata => &data.metadata_events,
+            Form::Json => &data.events,
+            Form::Protobuf => &data.protobuf.events,
         };
         for line in lines {
             batch.put_slice(line);
@@ -207,9 +284,13 @@ fn watch(data: Arc<LoadData>, metadata: bool) -> Response<Body> {
         Some((Ok::<_, Infallible>(Frame::data(chunk)), receiver))
     });
     let mut response = Response::new(BodyExt::boxed(StreamBody::new(stream)));
+    let content_type = match form {
+        Form::Protobuf => protobuf::WATCH_MEDIA_TYPE,
+        _ => "application/json",
+    };
     response.headers_mut().insert(
         "content-type",
-        hyper::header::HeaderValue::from_static("application/json"),
+        hyper::header::HeaderValue::from_static(content_type),
     );
     response
 }
@@ -226,11 +307,18 @@ async fn handle(data: Arc<LoadData>, request: Request<hyper::body::Incoming>) ->
             r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"NotFound","code":404}"#,
         );
     }
-    let metadata = request
+    let accept = request
         .headers()
         .get("accept")
         .and_then(|a| a.to_str().ok())
-        .is_some_and(|a| a.contains("as=PartialObjectMetadata"));
+        .unwrap_or_default();
+    let form = if accept.contains("as=PartialObjectMetadata") {
+        Form::Metadata
+    } else if accept.starts_with(protobuf::MEDIA_TYPE) {
+        Form::Protobuf
+    } else {
+        Form::Json
+    };
     let flag = |name: &str| {
         query
             .iter()
@@ -243,9 +331,9 @@ async fn handle(data: Arc<LoadData>, request: Request<hyper::body::Incoming>) ->
                 r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"sendInitialEvents is not supported by the load server","reason":"Invalid","code":422}"#,
             );
         }
-        return watch(data, metadata);
+        return watch(data, form);
     }
-    list(&data, &query, metadata)
+    list(&data, &query, form)
 }
 
 /// Serves `data` on a loopback port; returns the address.

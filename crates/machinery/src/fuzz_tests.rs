@@ -1,6 +1,6 @@
 //! Property-based fuzzing of every parser in this crate that takes outside input: the watch
 //! stream decoder, the list stream decoder, the object decoder and the byte-level item
-//! edits, label and field selectors, and the stream channel frames. Each property feeds arbitrary bytes (or arbitrary
+//! edits, label and field selectors, the stream channel frames, and the protobuf codec. Each property feeds arbitrary bytes (or arbitrary
 //! chunkings of valid input) and asserts no panic and, where it applies, the same result
 //! whatever the chunking. Longer runs: `PROPTEST_CASES=100000 cargo test -p
 //! kubeclient-machinery fuzz`.
@@ -113,5 +113,53 @@ proptest! {
         let mut first = port.to_le_bytes().to_vec();
         first.extend_from_slice(&bytes);
         prop_assert_eq!(split_port_prefix(channel, &first), Ok((port, &bytes[..])));
+    }
+
+    /// Arbitrary bytes after the magic, and mutations of a real Pod body: the codec, the
+    /// direct decoder, the list splitter and the watch framing give errors, never panics.
+    #[test]
+    fn fuzz_protobuf_decoders_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..300),
+        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+        cut in any::<usize>(),
+        cuts in proptest::collection::vec(any::<usize>(), 0..6),
+    ) {
+        use crate::protobuf;
+        let mut enveloped = protobuf::MAGIC.to_vec();
+        enveloped.extend_from_slice(&bytes);
+        let _ = protobuf::decode(&enveloped);
+        let _ = protobuf::from_protobuf::<Pod>(&enveloped);
+        let _ = protobuf::split_list(&enveloped);
+        let _ = protobuf::peek_item_meta(&bytes);
+        let _ = protobuf::decode_item("v1", "Pod", &bytes);
+        let _ = protobuf::item_from_protobuf::<Pod>("v1", "Pod", &bytes, true);
+        let _ = protobuf::decode_watch_event(&bytes);
+        let _ = crate::WatchEvent::<Pod>::from_protobuf(&bytes, false);
+        // A real Pod, with bytes changed and cut short.
+        let mut pod = protobuf::encode(&serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "labels": {"a": "b"}, "creationTimestamp": "2024-01-01T00:00:00Z"},
+            "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}]}],
+                     "volumes": [{"name": "v", "emptyDir": {}}]}})).unwrap();
+        for (at, byte) in &flips {
+            let len = pod.len();
+            pod[at % len] = *byte;
+        }
+        pod.truncate(cut % (pod.len() + 1));
+        let _ = protobuf::decode(&pod);
+        let _ = protobuf::from_protobuf::<Pod>(&pod);
+        // Watch framing, whatever the chunking.
+        let mut frames = protobuf::WatchFrameDecoder::with_max_frame_bytes(1024);
+        let mut body = (u32::try_from(bytes.len()).unwrap_or(0)).to_be_bytes().to_vec();
+        body.extend_from_slice(&bytes);
+        body.extend_from_slice(&pod);
+        for piece in chunks(&body, &cuts) {
+            frames.push(&piece);
+            while let Some(event) = frames.next_frame() {
+                if let Ok(frame) = event {
+                    let _ = crate::WatchEvent::<Pod>::from_protobuf(frame, true);
+                }
+            }
+        }
+        let _ = frames.finish();
     }
 }

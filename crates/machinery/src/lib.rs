@@ -9,6 +9,8 @@
 //! - [`selector`]: label selectors (the full grammar) and field selectors.
 //! - [`status`]: the [`Status`] object and [`ApiError`] with client-go's `Is*` helpers.
 //! - [`watch`]: [`WatchEvent`] and a streaming decoder for newline-delimited watch bodies.
+//! - [`protobuf`]: Kubernetes' protobuf encoding of the built-in types (envelope, lists,
+//!   watch frames, Status), to and from the JSON form.
 //! - [`stream_protocol`]: the WebSocket channel protocols of exec, attach and port-forward.
 //! - [`list`]: a streaming splitter of list bodies into items, and byte-level edits of one
 //!   item (dropping `managedFields`, reading its key and resourceVersion).
@@ -39,6 +41,7 @@ mod error_chain;
 pub mod gvk;
 pub mod list;
 pub mod meta;
+pub mod protobuf;
 pub mod selector;
 pub mod status;
 pub mod stream_protocol;

@@ -34,7 +34,8 @@ use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
-use kubeclient_machinery::{Status, StatusReason};
+use kubeclient_machinery::protobuf;
+use kubeclient_machinery::{ErrorChain, Status, StatusReason};
 use serde_json::json;
 
 use crate::authentication::{self, UserInfo};
@@ -47,6 +48,7 @@ pub(crate) use response::Body;
 pub(crate) fn now_rfc3339() -> String {
     object::now()
 }
+use negotiate::Encoding;
 use response::{HandlerResult, json, status_response, text};
 use route::{ResourcePath, Route, route};
 
@@ -368,8 +370,87 @@ where
     resource_call(state, request, resource, path, query, is_watch).await
 }
 
-/// The object verbs of a resource request (everything but the Pod streams).
+/// The object verbs of a resource request (everything but the Pod streams), answered in
+/// the negotiated encoding.
 async fn resource_call<B>(
+    state: Arc<State>,
+    request: Request<B>,
+    resource: Arc<ResourceDef>,
+    path: ResourcePath,
+    query: query::Query,
+    is_watch: bool,
+) -> Result<Response<Body>, Response<Body>>
+where
+    B: hyper::body::Body + Send,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    // Watches frame their events themselves.
+    let target = if *request.method() == Method::GET && path.name.is_none() {
+        negotiate::Target::List
+    } else {
+        negotiate::Target::Object
+    };
+    let encoding = if is_watch {
+        Encoding::Json
+    } else {
+        response_encoding(
+            header_str(&request, http::header::ACCEPT),
+            target,
+            resource.builtin,
+        )
+    };
+    let answer = json_resource_call(state, request, resource, path, query, is_watch).await;
+    match (answer, encoding) {
+        (answer, Encoding::Json) => answer,
+        (Ok(response), Encoding::Protobuf) => Ok(encode_response(response).await),
+        (Err(response), Encoding::Protobuf) => Err(encode_response(response).await),
+    }
+}
+
+/// The encoding of an object, list, PartialObjectMetadata or Status response (Tables stay
+/// JSON).
+fn response_encoding(accept: Option<&str>, target: negotiate::Target, builtin: bool) -> Encoding {
+    match negotiate::negotiate_encoding(accept, target, builtin) {
+        Ok((negotiate::Output::Table, _)) | Err(_) => Encoding::Json,
+        Ok((_, encoding)) => encoding,
+    }
+}
+
+/// Re-encodes a JSON object, list or Status response as protobuf (apiserver-semantics
+/// §8.3). A body that has no protobuf form is left as JSON, which the client also accepts.
+async fn encode_response(response: Response<Body>) -> Response<Body> {
+    let is_json = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/json");
+    if !is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(collected) = body.collect().await;
+    let bytes = collected.to_bytes();
+    let encoded = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .map_err(|err| err.to_string())
+        .and_then(|value| protobuf::encode(&value).map_err(|err| ErrorChain(&err).to_string()));
+    match encoded {
+        Ok(encoded) => {
+            parts.headers.insert(
+                CONTENT_TYPE,
+                http::HeaderValue::from_static(protobuf::MEDIA_TYPE),
+            );
+            parts.headers.remove(http::header::CONTENT_LENGTH);
+            Response::from_parts(parts, response::full(encoded))
+        }
+        Err(err) => {
+            tracing::warn!(%err, "a response has no protobuf form; sent as JSON");
+            Response::from_parts(parts, response::full(bytes))
+        }
+    }
+}
+
+/// The object verbs of a resource request, answered in JSON.
+async fn json_resource_call<B>(
     state: Arc<State>,
     request: Request<B>,
     resource: Arc<ResourceDef>,

@@ -1,7 +1,9 @@
 //! Content negotiation (apiserver-semantics §8.1): which representation a request gets.
-//! Only JSON is served; protobuf and YAML clauses are skipped, so a client that also
-//! accepts JSON gets JSON, and one that accepts nothing servable gets 406.
+//! JSON is served for every resource and protobuf (§8.3) for built-in ones and for
+//! PartialObjectMetadata of any resource (Tables stay JSON); YAML clauses are skipped, so a
+//! client that also accepts JSON gets JSON, and one that accepts nothing servable gets 406.
 
+use kubeclient_machinery::protobuf::MEDIA_TYPE as PROTOBUF;
 use kubeclient_machinery::{Status, StatusReason};
 
 /// The representation of a response body.
@@ -15,6 +17,15 @@ pub(crate) enum Output {
     PartialObjectMetadata,
     /// `PartialObjectMetadataList` (lists).
     PartialObjectMetadataList,
+}
+
+/// The encoding of a response body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Encoding {
+    /// `application/json`.
+    Json,
+    /// `application/vnd.kubernetes.protobuf` (built-in kinds only).
+    Protobuf,
 }
 
 /// What the request reads, which decides the transformations allowed.
@@ -68,13 +79,18 @@ fn parse_accept(accept: &str) -> Vec<Clause<'_>> {
     clauses
 }
 
-fn acceptable(clause: &Clause<'_>, target: Target) -> Option<Output> {
-    if !matches!(
-        clause.media_type,
-        "application/json" | "application/*" | "*/*"
-    ) {
-        return None;
-    }
+fn acceptable(clause: &Clause<'_>, target: Target, protobuf: bool) -> Option<(Output, Encoding)> {
+    // PartialObjectMetadata is a built-in kind whatever the resource: protobuf is served for
+    // it on custom resources too (client-go's metadata informers ask for it first).
+    let metadata_only = clause
+        .params
+        .iter()
+        .any(|(name, value)| *name == "as" && value.starts_with("PartialObjectMetadata"));
+    let encoding = match clause.media_type {
+        "application/json" | "application/*" | "*/*" => Encoding::Json,
+        PROTOBUF if protobuf || metadata_only => Encoding::Protobuf,
+        _ => return None,
+    };
     let mut output = Output::Json;
     let (mut as_kind, mut group, mut version) = (None, None, None);
     for (name, value) in &clause.params {
@@ -99,33 +115,67 @@ fn acceptable(clause: &Clause<'_>, target: Target) -> Option<Output> {
             ("PartialObjectMetadataList", Target::List) => Output::PartialObjectMetadataList,
             _ => return None,
         };
+        // Tables are JSON (or YAML) only.
+        if encoding == Encoding::Protobuf && output == Output::Table {
+            return None;
+        }
     }
-    Some(output)
+    Some((output, encoding))
 }
 
-/// Picks the representation for an `Accept` header.
+/// Picks the representation for an `Accept` header, for a JSON-only resource.
 ///
 /// # Errors
 ///
 /// A 406 NotAcceptable Status when no clause can be served.
+#[cfg(test)]
 pub(crate) fn negotiate(accept: Option<&str>, target: Target) -> Result<Output, Box<Status>> {
+    negotiate_encoding(accept, target, false).map(|(output, _)| output)
+}
+
+/// Picks the representation and encoding for an `Accept` header; `protobuf` says whether
+/// the resource has a protobuf form (built-in kinds).
+///
+/// # Errors
+///
+/// A 406 NotAcceptable Status when no clause can be served.
+pub(crate) fn negotiate_encoding(
+    accept: Option<&str>,
+    target: Target,
+    protobuf: bool,
+) -> Result<(Output, Encoding), Box<Status>> {
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
-        return Ok(Output::Json);
+        return Ok((Output::Json, Encoding::Json));
     };
     parse_accept(accept)
         .iter()
-        .find_map(|clause| acceptable(clause, target))
+        .find_map(|clause| acceptable(clause, target, protobuf))
         .ok_or_else(|| {
-            let media = if target == Target::Watch {
-                "application/json;stream=watch"
-            } else {
-                "application/json"
+            let media = match (target == Target::Watch, protobuf) {
+                (true, false) => "application/json;stream=watch".to_owned(),
+                (true, true) => format!("application/json;stream=watch, {PROTOBUF};stream=watch"),
+                (false, false) => "application/json".to_owned(),
+                (false, true) => format!("application/json, {PROTOBUF}"),
             };
             Box::new(Status::failure(
                 StatusReason::NotAcceptable,
                 format!("only the following media types are accepted: {media}"),
             ))
         })
+}
+
+impl super::Call {
+    /// The representation and encoding the request's `Accept` header picks for this
+    /// resource (protobuf only for built-in kinds). Plain-object responses are turned into
+    /// protobuf at one place, after the handler (`handlers::encode_response`); watches
+    /// frame their events themselves.
+    ///
+    /// # Errors
+    ///
+    /// 406 when no clause can be served.
+    pub(crate) fn negotiate(&self, target: Target) -> Result<(Output, Encoding), Box<Status>> {
+        negotiate_encoding(self.accept.as_deref(), target, self.resource.builtin)
+    }
 }
 
 #[cfg(test)]
@@ -177,6 +227,39 @@ mod tests {
         assert_eq!(
             negotiate(Some("*/*"), Target::Object).unwrap(),
             Output::Json
+        );
+    }
+
+    #[test]
+    fn built_in_resources_get_protobuf_when_it_comes_first() {
+        let typed = "application/vnd.kubernetes.protobuf,application/json";
+        assert_eq!(
+            negotiate_encoding(Some(typed), Target::List, true).unwrap(),
+            (Output::Json, Encoding::Protobuf)
+        );
+        let json_first = "application/json,application/vnd.kubernetes.protobuf";
+        assert_eq!(
+            negotiate_encoding(Some(json_first), Target::Watch, true).unwrap(),
+            (Output::Json, Encoding::Json)
+        );
+        // PartialObjectMetadata in protobuf, for custom resources too; Tables stay JSON.
+        for builtin in [true, false] {
+            assert_eq!(
+                negotiate_encoding(Some(METADATA_LIST), Target::List, builtin).unwrap(),
+                (Output::PartialObjectMetadataList, Encoding::Protobuf)
+            );
+        }
+        let table =
+            "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json";
+        assert_eq!(
+            negotiate_encoding(Some(table), Target::List, true).unwrap(),
+            (Output::Json, Encoding::Json)
+        );
+        let err = negotiate_encoding(Some(PROTOBUF), Target::Watch, false).unwrap_err();
+        assert_eq!(err.code, 406);
+        assert_eq!(
+            err.message,
+            "only the following media types are accepted: application/json;stream=watch"
         );
     }
 

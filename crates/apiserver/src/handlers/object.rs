@@ -2,9 +2,10 @@
 
 use std::borrow::Cow;
 
+use kubeclient_machinery::protobuf::{self, ProtobufError};
 use kubeclient_machinery::selector::{FieldLookup, JsonFields};
 use kubeclient_machinery::{
-    FieldSelector, GroupResource, LabelSelector, Status, StatusCause, StatusReason,
+    ErrorChain, FieldSelector, GroupResource, LabelSelector, Status, StatusCause, StatusReason,
 };
 use serde_json::Value;
 
@@ -76,10 +77,12 @@ impl Call {
         fail(Status::not_found(&self.group_resource(), name))
     }
 
-    /// The request body as JSON (JSON or YAML bodies; an empty Content-Type is JSON).
+    /// The request body as JSON (JSON or YAML bodies, and protobuf ones for built-in
+    /// kinds; an empty Content-Type is JSON).
     pub(crate) fn decode_body(&self) -> HandlerResult<Value> {
         let media = self.content_type.split(';').next().unwrap_or("").trim();
         let value: Value = match media {
+            protobuf::MEDIA_TYPE if self.resource.builtin => self.decode_protobuf_body()?,
             ""
             | "application/json"
             | "application/merge-patch+json"
@@ -104,12 +107,36 @@ impl Call {
                 return Err(fail(Status::failure(
                     StatusReason::UnsupportedMediaType,
                     format!(
-                        "the body of the request was in an unknown format ({other}) - accepted media types include: application/json, application/yaml"
+                        "the body of the request was in an unknown format ({other}) - accepted media types include: application/json, application/yaml{}",
+                        if self.resource.builtin {
+                            ", application/vnd.kubernetes.protobuf"
+                        } else {
+                            ""
+                        }
                     ),
                 )));
             }
         };
         Ok(value)
+    }
+
+    /// A protobuf body, with the real server's messages for bytes that are not one.
+    fn decode_protobuf_body(&self) -> HandlerResult<Value> {
+        protobuf::decode(&self.body).map_err(|err| {
+            let detail = match err {
+                ProtobufError::MissingMagic => {
+                    let head: String = self.body.iter().take(16).map(|b| format!("{b:02x}")).collect();
+                    format!(
+                        "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0] ({head})"
+                    )
+                }
+                other => ErrorChain(&other).to_string(),
+            };
+            fail(Status::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): {detail}",
+                self.resource.kind
+            )))
+        })
     }
 
     /// `fieldManager`, or the User-Agent up to its first `/` (as the API server defaults it).

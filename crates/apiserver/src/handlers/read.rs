@@ -10,7 +10,7 @@ use kubeclient_machinery::{Status, StatusCause};
 use serde_json::{Value, json};
 
 use super::Call;
-use super::negotiate::{Output, Target, negotiate};
+use super::negotiate::{Output, Target};
 use super::object::store_key;
 use super::response::{Body, HandlerResult, fail, json, json_bytes};
 use super::table::{self, IncludeObject};
@@ -21,7 +21,7 @@ const TOO_LARGE_RV_WAIT: Duration = Duration::from_secs(3);
 
 /// `GET` of one object (or its `status` / `scale` subresource).
 pub(crate) fn get(call: &Call) -> HandlerResult<Response<Body>> {
-    let output = negotiate(call.accept.as_deref(), Target::Object)?;
+    let (output, _) = call.negotiate(Target::Object)?;
     let name = call.path.name.as_deref().unwrap_or("");
     let key = store_key(call.path.namespace.as_deref(), name);
     let object = call
@@ -130,7 +130,7 @@ fn decode_continue(token: &str) -> HandlerResult<ContinueToken> {
 
 /// LIST, with every resourceVersion/resourceVersionMatch rule of §4.1 and §4.2.
 pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
-    let output = negotiate(call.accept.as_deref(), Target::List)?;
+    let (output, _) = call.negotiate(Target::List)?;
     let query = ListQuery::parse(call)?;
     let filter = call.selector_filter()?;
     let (at, start_after, limit) = query.read_point(call).await?;

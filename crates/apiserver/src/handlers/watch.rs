@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
-use kubeclient_machinery::Status;
+use kubeclient_machinery::protobuf;
+use kubeclient_machinery::{ErrorChain, Status};
 use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::Call;
-use super::negotiate::{Output, Target, negotiate};
+use super::negotiate::{Encoding, Output, Target};
 use super::object::ObjectFilter;
 use super::read::{list_options_invalid, parse_rv};
 use super::response::{Body, HandlerResult, fail, streaming, with_body};
@@ -32,11 +33,29 @@ const WATCH_BUFFER: usize = 32;
 /// A 200 response whose body is one ERROR event, then the end (how real servers report
 /// storage errors after a watch has been accepted).
 pub(crate) fn error_stream(status: Status) -> Response<Body> {
+    error_stream_in(status, Encoding::Json)
+}
+
+/// [`error_stream`] in the negotiated encoding.
+fn error_stream_in(status: Status, encoding: Encoding) -> Response<Body> {
     let (sender, receiver) = mpsc::channel(1);
-    let line = error_line(&status);
+    let line = match encoding {
+        Encoding::Json => error_line(&status),
+        Encoding::Protobuf => serde_json::to_value(&status)
+            .ok()
+            .and_then(|status| protobuf::encode_watch_event("ERROR", &status).ok())
+            .map_or_else(|| error_line(&status), Bytes::from),
+    };
     // The channel has room for this one line; the body ends when `sender` drops.
     let _ = sender.try_send(line);
-    with_body(StatusCode::OK, "application/json", streaming(receiver))
+    with_body(StatusCode::OK, content_type(encoding), streaming(receiver))
+}
+
+fn content_type(encoding: Encoding) -> &'static str {
+    match encoding {
+        Encoding::Json => "application/json",
+        Encoding::Protobuf => protobuf::WATCH_MEDIA_TYPE,
+    }
 }
 
 fn error_line(status: &Status) -> Bytes {
@@ -46,7 +65,8 @@ fn error_line(status: &Status) -> Bytes {
 
 /// Serves a watch.
 pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
-    let output = negotiate(call.accept.as_deref(), Target::Watch)?;
+    let (output, encoding) = call.negotiate(Target::Watch)?;
+    let error_stream = |status| error_stream_in(status, encoding);
     let send_initial = call
         .query
         .get("sendInitialEvents")
@@ -142,6 +162,7 @@ pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
         filter,
         encoder: Encoder {
             output,
+            encoding,
             include,
             resource: call.resource.clone(),
             columns_sent: false,
@@ -154,7 +175,7 @@ pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
     tokio::spawn(stream.run(subscription));
     Ok(with_body(
         StatusCode::OK,
-        "application/json",
+        content_type(encoding),
         streaming(receiver),
     ))
 }
@@ -177,6 +198,8 @@ fn watch_timeout(seconds: Option<i64>) -> Duration {
 /// Turns objects into event lines in the negotiated representation.
 struct Encoder {
     output: Output,
+    /// Protobuf frames (plain objects only) or JSON lines.
+    encoding: Encoding,
     include: IncludeObject,
     resource: Arc<ResourceDef>,
     /// Tables carry `columnDefinitions` in the first event only.
@@ -188,9 +211,18 @@ impl Encoder {
     /// representation is plain JSON so every watcher shares one encoding.
     fn line(&mut self, event_type: &str, object: &StoredObject, shared: Option<Bytes>) -> Bytes {
         match self.output {
+            Output::Json if self.encoding == Encoding::Protobuf => {
+                protobuf_frame(event_type, &object.value)
+                    .unwrap_or_else(|| event_line(event_type, &object.bytes))
+            }
             Output::Json => shared.unwrap_or_else(|| event_line(event_type, &object.bytes)),
             Output::PartialObjectMetadata | Output::PartialObjectMetadataList => {
                 let converted = table::partial_object_metadata(&object.value);
+                if self.encoding == Encoding::Protobuf
+                    && let Some(frame) = protobuf_frame(event_type, &converted)
+                {
+                    return frame;
+                }
                 event_line(
                     event_type,
                     &serde_json::to_vec(&converted).unwrap_or_default(),
@@ -230,10 +262,26 @@ impl Encoder {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let object = json!({"kind": kind, "apiVersion": api_version, "metadata": metadata});
+        if self.encoding == Encoding::Protobuf
+            && let Some(frame) = protobuf_frame("BOOKMARK", &object)
+        {
+            return Some(frame);
+        }
         Some(event_line(
             "BOOKMARK",
             &serde_json::to_vec(&object).unwrap_or_default(),
         ))
+    }
+}
+
+/// A protobuf watch frame, or `None` (logged) for an object that does not fit its schema.
+fn protobuf_frame(event_type: &str, object: &serde_json::Value) -> Option<Bytes> {
+    match protobuf::encode_watch_event(event_type, object) {
+        Ok(frame) => Some(Bytes::from(frame)),
+        Err(err) => {
+            tracing::warn!(error = %ErrorChain(&err), "a watched object has no protobuf form; sent as JSON");
+            None
+        }
     }
 }
 

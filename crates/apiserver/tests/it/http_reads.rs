@@ -160,12 +160,27 @@ async fn tables_and_partial_object_metadata_are_served_on_request() {
     assert_eq!(metadata["kind"], "PartialObjectMetadataList");
     assert_eq!(metadata["items"][0]["kind"], "PartialObjectMetadata");
     assert!(metadata["items"][0].get("data").is_none());
-    let refused = t
+    // Protobuf is served for built-in kinds (see `protobuf.rs`); a type nothing serves is 406.
+    let protobuf = t
         .send(
             "GET",
             "/api/v1/namespaces/default/configmaps",
             None,
             Some("application/vnd.kubernetes.protobuf"),
+            "",
+        )
+        .await;
+    assert_eq!(protobuf.status(), 200);
+    assert_eq!(
+        protobuf.headers().get("content-type").unwrap(),
+        "application/vnd.kubernetes.protobuf"
+    );
+    let refused = t
+        .send(
+            "GET",
+            "/api/v1/namespaces/default/configmaps",
+            None,
+            Some("text/plain"),
             "",
         )
         .await;

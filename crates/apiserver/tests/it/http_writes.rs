@@ -104,6 +104,7 @@ async fn bad_writes_get_proper_statuses_and_change_nothing() {
         missing_namespace.json()["message"],
         "namespaces \"nope\" not found"
     );
+    // Bytes that are not protobuf get 400, as from kube-apiserver; an unknown type 415.
     let protobuf = t
         .request(
             "POST",
@@ -112,7 +113,16 @@ async fn bad_writes_get_proper_statuses_and_change_nothing() {
             "x",
         )
         .await;
-    assert_eq!(protobuf.status, 415);
+    assert_eq!(protobuf.status, 400);
+    let unknown = t
+        .request(
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            Some("text/plain"),
+            "x",
+        )
+        .await;
+    assert_eq!(unknown.status, 415);
     let huge = format!(
         "{{\"metadata\":{{\"name\":\"big\"}},\"data\":{{\"k\":\"{}\"}}}}",
         "x".repeat(4 * 1024 * 1024)

@@ -9,9 +9,12 @@
 //!   checked request by request.
 //! - `watch`: watch streams: resume, 410, bookmarks, watch-list, selectors.
 //! - `kubectl`: the real kubectl 1.33 drives the server.
+//! - `kubectl_create`: kubectl's typed `create` commands, which send protobuf bodies.
 //! - `kubectl_streams`: kubectl logs -f, exec, attach against the server's streams.
 //! - `streams`: raw WebSocket checks of exec, attach and port-forward.
 //! - `reviews`: access and token reviews, TokenRequest, eviction, ephemeral containers.
+//! - `protobuf`: protobuf bodies, reads, watch frames and Status, and 406/415 for custom
+//!   resources.
 //! - `python`: the official Python client drives the server.
 
 mod bootstrap;
@@ -22,7 +25,9 @@ mod http_discovery;
 mod http_reads;
 mod http_writes;
 mod kubectl;
+mod kubectl_create;
 mod kubectl_streams;
+mod protobuf;
 mod python;
 mod reviews;
 mod streams;

@@ -57,23 +57,26 @@ impl TestServer {
         method: &str,
         path: &str,
         content_type: Option<&str>,
-        body: &str,
+        body: impl AsRef<[u8]>,
     ) -> Reply {
-        self.exchange(method, path, content_type, None, body).await
+        self.request_accepting(method, path, content_type, None, body)
+            .await
     }
 
     /// GET with an `Accept` header.
     pub(crate) async fn get_accepting(&self, path: &str, accept: &str) -> Reply {
-        self.exchange("GET", path, None, Some(accept), "").await
+        self.request_accepting("GET", path, None, Some(accept), "")
+            .await
     }
 
-    async fn exchange(
+    /// A request with an `Accept` header and a body of any bytes.
+    pub(crate) async fn request_accepting(
         &self,
         method: &str,
         path: &str,
         content_type: Option<&str>,
         accept: Option<&str>,
-        body: &str,
+        body: impl AsRef<[u8]>,
     ) -> Reply {
         let response = self.send(method, path, content_type, accept, body).await;
         let status = response.status().as_u16();
@@ -96,7 +99,7 @@ impl TestServer {
         path: &str,
         content_type: Option<&str>,
         accept: Option<&str>,
-        body: &str,
+        body: impl AsRef<[u8]>,
     ) -> hyper::Response<Incoming> {
         let mut request = hyper::Request::builder()
             .method(method)
@@ -108,7 +111,7 @@ impl TestServer {
             request = request.header("accept", accept);
         }
         let request = request
-            .body(Full::new(Bytes::from(body.to_owned())))
+            .body(Full::new(Bytes::copy_from_slice(body.as_ref())))
             .expect("a valid request");
         tokio::time::timeout(Duration::from_secs(10), self.client.request(request))
             .await

@@ -88,6 +88,9 @@ async fn main() {
     let start = Instant::now();
     let mut config = Config::new(args.url.parse().expect("a URL"));
     config.timeout = None;
+    if args.mode == "typed-pb" {
+        config.content_type = kubeclient::rest::ContentType::Protobuf;
+    }
     let client = Client::new(config).await.expect("a client");
     // LIST + WATCH, like the peer (the load server refuses watch-list).
     let factory = SharedInformerFactory::new(client)
@@ -95,7 +98,9 @@ async fn main() {
         .strip_managed_fields(args.mode == "strip");
     let peer = format!("kubeclient {}", args.mode);
     let report = match args.mode.as_str() {
-        "typed" | "strip" => measure(&factory, factory.informer::<Pod>(), &args, peer, start).await,
+        "typed" | "strip" | "typed-pb" => {
+            measure(&factory, factory.informer::<Pod>(), &args, peer, start).await
+        }
         "dynamic" => {
             measure(
                 &factory,
@@ -111,7 +116,7 @@ async fn main() {
                 factory.metadata_informer(&ApiResource::of::<Pod>());
             measure(&factory, informer, &args, peer, start).await
         }
-        other => panic!("unknown mode {other:?}: typed, strip, dynamic or metadata"),
+        other => panic!("unknown mode {other:?}: typed, typed-pb, strip, dynamic or metadata"),
     };
     println!("{}", report.to_json());
     std::process::exit(0);

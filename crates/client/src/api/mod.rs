@@ -32,7 +32,7 @@ pub use remote_command::{AttachParams, AttachedProcess, ExitStatus, TerminalSize
 
 use crate::error::{Error, Result};
 use crate::rest::watch::WatchStream;
-use crate::rest::{Client, DecodeOptions, JSON, Request, SharedList, decode};
+use crate::rest::{Client, ContentType, DecodeOptions, JSON, Request, SharedList, decode};
 
 /// What metadata-only lists ask for (client-go's metadata client, JSON only).
 const METADATA_LIST_ACCEPT: &str =
@@ -68,6 +68,9 @@ pub struct Api<K> {
     client: Client,
     resource: Arc<ApiResource>,
     namespace: Option<String>,
+    /// Speak protobuf: a built-in kind through a typed constructor, with
+    /// [`ContentType::Protobuf`](crate::rest::ContentType::Protobuf) configured.
+    protobuf: bool,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -77,6 +80,7 @@ impl<K> Clone for Api<K> {
             client: self.client.clone(),
             resource: self.resource.clone(),
             namespace: self.namespace.clone(),
+            protobuf: self.protobuf,
             _kind: PhantomData,
         }
     }
@@ -99,20 +103,29 @@ where
     /// Across all namespaces (or a cluster-scoped resource).
     #[must_use]
     pub fn all(client: Client) -> Self {
-        Api::with_resource(client, None, ApiResource::of::<K>())
+        Api::typed(client, None)
     }
 
     /// In one namespace.
     #[must_use]
     pub fn namespaced(client: Client, namespace: &str) -> Self {
-        Api::with_resource(client, Some(namespace.to_owned()), ApiResource::of::<K>())
+        Api::typed(client, Some(namespace.to_owned()))
     }
 
     /// In the configuration's default namespace.
     #[must_use]
     pub fn default_namespaced(client: Client) -> Self {
         let namespace = client.default_namespace().to_owned();
-        Api::with_resource(client, Some(namespace), ApiResource::of::<K>())
+        Api::typed(client, Some(namespace))
+    }
+
+    /// A typed Api: protobuf when configured and the kind has a protobuf form.
+    fn typed(client: Client, namespace: Option<String>) -> Self {
+        let protobuf = client.content_type() == ContentType::Protobuf
+            && kubeclient_machinery::protobuf::supports(K::API_VERSION, K::KIND);
+        let mut api = Api::with_resource(client, namespace, ApiResource::of::<K>());
+        api.protobuf = protobuf;
+        api
     }
 }
 
@@ -127,6 +140,7 @@ impl<K> Api<K> {
             client,
             resource: Arc::new(resource),
             namespace,
+            protobuf: false,
             _kind: PhantomData,
         }
     }
@@ -156,6 +170,39 @@ impl<K> Api<K> {
     fn item(&self, name: &str, subresource: Option<&str>) -> String {
         self.path(Some(name), subresource)
     }
+
+    /// Whether this Api speaks protobuf (see [`ContentType`]).
+    #[must_use]
+    pub fn uses_protobuf(&self) -> bool {
+        self.protobuf
+    }
+
+    /// A read request, asking for protobuf first when this Api speaks it.
+    fn read(&self, request: Request) -> Request {
+        if self.protobuf {
+            request.accept(ContentType::Protobuf.accept())
+        } else {
+            request
+        }
+    }
+
+    /// A write request with `object` as its body, in protobuf when this Api speaks it.
+    fn with_body<T: Serialize>(&self, request: Request, object: &T) -> Result<Request> {
+        if !self.protobuf {
+            return Ok(request.body(encode(object)?, JSON));
+        }
+        let value = serde_json::to_value(object)
+            .map_err(|err| Error::InvalidRequest(format!("the body does not serialize: {err}")))?;
+        let bytes = kubeclient_machinery::protobuf::encode(&value).map_err(|err| {
+            Error::InvalidRequest(format!(
+                "the body has no protobuf form: {}",
+                kubeclient_machinery::ErrorChain(&err)
+            ))
+        })?;
+        Ok(self
+            .read(request)
+            .body(bytes, ContentType::Protobuf.body_media_type()))
+    }
 }
 
 fn query_pairs<'a>(query: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
@@ -178,7 +225,7 @@ where
     /// [`Error::Api`] (404 if it does not exist), transport and decode errors.
     pub async fn get(&self, name: &str) -> Result<K> {
         self.client
-            .request_json(Request::get(self.item(name, None)))
+            .request_json(self.read(Request::get(self.item(name, None))))
             .await
     }
 
@@ -203,7 +250,9 @@ where
     pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
         let query = params.query();
         self.client
-            .request_json(Request::get(self.path(None, None)).query(&query_pairs(&query)))
+            .request_json(
+                self.read(Request::get(self.path(None, None)).query(&query_pairs(&query))),
+            )
             .await
     }
 
@@ -262,7 +311,7 @@ where
     ) -> Result<WatchStream<K>> {
         let query = params.query(resource_version);
         self.client
-            .watch(Request::get(self.path(None, None)).query(&query_pairs(&query)))
+            .watch(self.read(Request::get(self.path(None, None)).query(&query_pairs(&query))))
             .await
     }
 
@@ -315,7 +364,8 @@ where
         K: Sync,
     {
         let query = params.query();
-        let mut request = Request::get(self.path(None, None)).query(&query_pairs(&query));
+        let mut request =
+            self.read(Request::get(self.path(None, None)).query(&query_pairs(&query)));
         if metadata_only {
             request = request.accept(METADATA_LIST_ACCEPT);
         }
@@ -337,7 +387,8 @@ where
         strip_managed_fields: bool,
     ) -> Result<WatchStream<K>> {
         let query = params.query(resource_version);
-        let mut request = Request::get(self.path(None, None)).query(&query_pairs(&query));
+        let mut request =
+            self.read(Request::get(self.path(None, None)).query(&query_pairs(&query)));
         if metadata_only {
             request = request.accept(METADATA_ACCEPT);
         }
@@ -353,9 +404,10 @@ where
     /// [`Error::Api`] (409 AlreadyExists, 422 Invalid ...).
     pub async fn create(&self, params: &PostParams, object: &K) -> Result<K> {
         let query = params.query();
-        let request = Request::new(Method::POST, self.path(None, None))
-            .query(&query_pairs(&query))
-            .body(encode(object)?, JSON);
+        let request = self.with_body(
+            Request::new(Method::POST, self.path(None, None)).query(&query_pairs(&query)),
+            object,
+        )?;
         self.client.request_json(request).await
     }
 
@@ -376,9 +428,10 @@ where
         object: &T,
     ) -> Result<R> {
         let query = params.query();
-        let request = Request::new(Method::PUT, self.item(name, subresource))
-            .query(&query_pairs(&query))
-            .body(encode(object)?, JSON);
+        let request = self.with_body(
+            Request::new(Method::PUT, self.item(name, subresource)).query(&query_pairs(&query)),
+            object,
+        )?;
         self.client.request_json(request).await
     }
 
@@ -408,9 +461,11 @@ where
             .to_json()
             .map_err(|err| Error::InvalidRequest(format!("the patch does not serialize: {err}")))?;
         let query = params.query();
-        let request = Request::new(Method::PATCH, self.item(name, subresource))
-            .query(&query_pairs(&query))
-            .body(body, patch.content_type());
+        let request = self.read(
+            Request::new(Method::PATCH, self.item(name, subresource))
+                .query(&query_pairs(&query))
+                .body(body, patch.content_type()),
+        );
         self.client.request_json(request).await
     }
 
@@ -460,7 +515,7 @@ where
     /// [`Error::Api`] (404 if the resource has no status subresource).
     pub async fn get_status(&self, name: &str) -> Result<K> {
         self.client
-            .request_json(Request::get(self.item(name, Some("status"))))
+            .request_json(self.read(Request::get(self.item(name, Some("status")))))
             .await
     }
 
@@ -494,7 +549,7 @@ where
     /// [`Error::Api`] (404 if the resource cannot scale).
     pub async fn get_scale(&self, name: &str) -> Result<Scale> {
         self.client
-            .request_json(Request::get(self.item(name, Some("scale"))))
+            .request_json(self.read(Request::get(self.item(name, Some("scale")))))
             .await
     }
 

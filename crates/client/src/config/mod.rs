@@ -129,6 +129,9 @@ pub struct Config {
     /// Where the client reports request latencies, results and rate-limiter waits
     /// (e.g. a [`Metrics`](crate::metrics::Metrics) registry); `None` reports nothing.
     pub metrics: Option<std::sync::Arc<dyn crate::rest::ClientMetrics>>,
+    /// The encoding of built-in kinds (client-go's `ContentConfig`): JSON by default;
+    /// [`ContentType::Protobuf`](crate::rest::ContentType::Protobuf) for protobuf.
+    pub content_type: crate::rest::ContentType,
 }
 
 /// The default [`Config::watch_idle_margin`].
@@ -235,6 +238,7 @@ impl Config {
             watch_idle_margin: DEFAULT_WATCH_IDLE_MARGIN,
             user_agent: None,
             metrics: None,
+            content_type: crate::rest::ContentType::default(),
         }
     }
 

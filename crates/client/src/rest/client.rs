@@ -71,6 +71,7 @@ pub(super) struct Inner {
     metrics: Option<Arc<dyn super::ClientMetrics>>,
     pub(super) timeout: Option<Duration>,
     watch_idle_margin: Duration,
+    content_type: super::ContentType,
 }
 
 impl Client {
@@ -134,6 +135,7 @@ impl Client {
                 metrics: config.metrics.clone(),
                 timeout: config.timeout,
                 watch_idle_margin: config.watch_idle_margin,
+                content_type: config.content_type,
             }),
         })
     }
@@ -148,6 +150,12 @@ impl Client {
     #[must_use]
     pub fn base_url(&self) -> &str {
         &self.inner.base_url
+    }
+
+    /// The encoding of built-in kinds ([`Config::content_type`]).
+    #[must_use]
+    pub fn content_type(&self) -> super::ContentType {
+        self.inner.content_type
     }
 
     /// How long past its `timeoutSeconds` a silent watch is given up.
@@ -324,15 +332,20 @@ impl Client {
         .await
     }
 
-    /// Sends a request and decodes the JSON answer.
+    /// Sends a request and decodes the answer: JSON, or protobuf when the server answered
+    /// `application/vnd.kubernetes.protobuf` (only when the request asked for it).
     ///
     /// # Errors
     ///
     /// As [`request_bytes`](Self::request_bytes), plus [`Error::Decode`].
     pub async fn request_json<T: DeserializeOwned>(&self, request: Request) -> Result<T> {
         let url = self.url(&request);
-        let bytes = self.request_bytes(request).await?;
-        decode(&url, &bytes)
+        let (content_type, bytes) = self.request_with_content_type(request).await?;
+        if super::is_protobuf(content_type.as_deref()) {
+            decode_protobuf(&url, &bytes)
+        } else {
+            decode(&url, &bytes)
+        }
     }
 }
 
@@ -380,6 +393,15 @@ pub(crate) fn decode<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> 
         url: url.to_owned(),
         expected: std::any::type_name::<T>(),
         message: err.to_string(),
+    })
+}
+
+/// Decodes a protobuf body straight into `T`.
+pub(crate) fn decode_protobuf<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> {
+    kubeclient_machinery::protobuf::from_protobuf(bytes).map_err(|err| Error::Decode {
+        url: url.to_owned(),
+        expected: std::any::type_name::<T>(),
+        message: kubeclient_machinery::ErrorChain(&err).to_string(),
     })
 }
 

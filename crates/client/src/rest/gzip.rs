@@ -49,6 +49,35 @@ impl Inflater {
     }
 }
 
+/// The next chunk of a response body, inflated when `inflater` is set, and whether the body
+/// has ended (the last chunk is then what the inflater still held).
+pub(crate) async fn next_chunk(
+    body: &mut hyper::body::Incoming,
+    inflater: &mut Option<Inflater>,
+    url: &str,
+) -> crate::Result<(bytes::Bytes, bool)> {
+    use http_body_util::BodyExt as _;
+    let transport = |cause: String| crate::Error::transport(url, cause);
+    match body.frame().await {
+        None => {
+            let rest = match inflater {
+                Some(inflater) => inflater.finish().map_err(transport)?,
+                None => Vec::new(),
+            };
+            Ok((bytes::Bytes::from(rest), true))
+        }
+        Some(Err(err)) => Err(crate::Error::transport(url, err)),
+        Some(Ok(frame)) => {
+            let data = frame.into_data().unwrap_or_default();
+            let chunk = match inflater {
+                Some(inflater) => bytes::Bytes::from(inflater.inflate(&data).map_err(transport)?),
+                None => data,
+            };
+            Ok((chunk, false))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,14 +6,13 @@
 
 use std::sync::Arc;
 
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use kubeclient_machinery::list::{ItemBatch, ItemMeta, ListStreamDecoder, peek_item_meta};
 use kubeclient_machinery::{ObjectDecodeError, decode_object};
 use serde::de::DeserializeOwned;
 
-use super::gzip::Inflater;
+use super::gzip::{Inflater, next_chunk};
 use super::ordered_decode::OrderedDecoder;
 use super::{Client, Request};
 use crate::error::{Error, Result};
@@ -100,18 +99,33 @@ impl Client {
         let url = format!("{}{}", self.base_url(), request.path);
         self.within_timeout(&request, async {
             let response = self.send(&request).await?;
+            let content_type = response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok());
+            let protobuf = super::is_protobuf(content_type);
             let gzip = response
                 .headers()
                 .get(CONTENT_ENCODING)
                 .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+            if protobuf {
+                return super::protobuf_list::decode_protobuf_list_body(
+                    response.into_body(),
+                    gzip,
+                    &url,
+                    options,
+                )
+                .await;
+            }
             decode_list_body(response.into_body(), gzip, &url, options).await
         })
         .await
     }
 }
 
-/// Start a worker batch once this many bytes of complete items are buffered.
-const BATCH_BYTES: usize = 256 * 1024;
+/// Start a worker batch once this many bytes of complete items are buffered (JSON and
+/// protobuf lists alike).
+pub(super) const BATCH_BYTES: usize = 256 * 1024;
 
 /// Decodes a list body as it arrives.
 pub(crate) async fn decode_list_body<K>(
@@ -123,7 +137,6 @@ pub(crate) async fn decode_list_body<K>(
 where
     K: DeserializeOwned + Send + Sync + 'static,
 {
-    let transport = |cause: String| Error::transport(url, cause);
     let malformed = |err: kubeclient_machinery::list::ListDecodeError| Error::Decode {
         url: url.to_owned(),
         expected: std::any::type_name::<K>(),
@@ -140,25 +153,9 @@ where
     let mut next_index = 0usize;
     let mut ended = false;
     while !ended {
-        match body.frame().await {
-            None => {
-                ended = true;
-                if let Some(inflater) = &mut inflater {
-                    splitter.push(&inflater.finish().map_err(transport)?);
-                }
-            }
-            Some(Err(err)) => return Err(Error::transport(url, err)),
-            Some(Ok(frame)) => {
-                if let Ok(data) = frame.into_data() {
-                    match &mut inflater {
-                        Some(inflater) => {
-                            splitter.push(&inflater.inflate(&data).map_err(transport)?)
-                        }
-                        None => splitter.push(&data),
-                    }
-                }
-            }
-        }
+        let (chunk, end) = next_chunk(&mut body, &mut inflater, url).await?;
+        ended = end;
+        splitter.push(&chunk);
         if (ended || splitter.ready_len().map_err(malformed)? >= BATCH_BYTES)
             && let Some(batch) = splitter.next_batch().map_err(malformed)?
         {

@@ -5,10 +5,12 @@
 mod auth;
 mod client;
 mod connector;
+mod content_config;
 mod gzip;
 mod list_stream;
 mod metrics;
 mod ordered_decode;
+mod protobuf_list;
 mod rate_limit;
 mod request;
 mod tls;
@@ -17,6 +19,8 @@ pub mod watch;
 
 pub use client::Client;
 pub(crate) use client::decode;
+pub use content_config::ContentType;
+pub(crate) use content_config::is_protobuf;
 pub use list_stream::{DecodeOptions, ReuseFn, SharedList};
 pub use metrics::ClientMetrics;
 pub(crate) use rate_limit::MAX_RATE_LIMIT_WAIT;

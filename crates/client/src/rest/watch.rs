@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures_util::{FutureExt as _, Stream};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use kubeclient_machinery::protobuf::WatchFrameDecoder;
 use kubeclient_machinery::{WatchDecodeError, WatchEvent, WatchStreamDecoder};
 use serde::de::DeserializeOwned;
 
@@ -21,15 +22,69 @@ pub type WatchStream<K> = futures_util::stream::BoxStream<'static, Result<WatchE
 /// Read at most this much already-arrived body before handing a batch to the decoders.
 const MAX_BATCH_BYTES: usize = 256 * 1024;
 
-/// Lines of a watch body, copied out of the line splitter so they can go to a worker.
+/// Lines (or protobuf frames) of a watch body, copied out of the splitter so they can go
+/// to a worker.
 struct LineBatch {
     bytes: Vec<u8>,
     lines: Vec<std::result::Result<Range<usize>, WatchDecodeError>>,
+    protobuf: bool,
+}
+
+/// How a watch body is split into events.
+enum Framing {
+    /// Newline-delimited JSON.
+    Lines(WatchStreamDecoder),
+    /// Length-prefixed protobuf frames (`application/vnd.kubernetes.protobuf;stream=watch`).
+    Protobuf(WatchFrameDecoder),
+}
+
+impl Framing {
+    fn push(&mut self, data: &[u8]) {
+        match self {
+            Framing::Lines(lines) => lines.push(data),
+            Framing::Protobuf(frames) => frames.push(data),
+        }
+    }
+
+    /// Moves every complete event into `batch`.
+    fn drain_into(&mut self, batch: &mut LineBatch) {
+        let mut add = |frame: std::result::Result<&[u8], WatchDecodeError>| {
+            batch.lines.push(frame.map(|line| {
+                let start = batch.bytes.len();
+                batch.bytes.extend_from_slice(line);
+                start..batch.bytes.len()
+            }));
+        };
+        match self {
+            Framing::Lines(lines) => {
+                while let Some(frame) = lines.next_frame() {
+                    add(frame);
+                }
+            }
+            Framing::Protobuf(frames) => {
+                while let Some(frame) = frames.next_frame() {
+                    add(frame.map_err(WatchDecodeError::Protobuf));
+                }
+            }
+        }
+    }
+
+    /// What is left at the end of the body: a last unterminated JSON line, or a
+    /// truncated protobuf frame.
+    fn finish<K: DeserializeOwned>(&mut self) -> Option<Result<WatchEvent<K>>> {
+        match self {
+            Framing::Lines(lines) => lines.finish::<K>().map(|last| last.map_err(Error::from)),
+            Framing::Protobuf(frames) => frames
+                .finish()
+                .err()
+                .map(|err| Err(Error::from(WatchDecodeError::Protobuf(err)))),
+        }
+    }
 }
 
 struct State<K> {
     body: Incoming,
-    lines: WatchStreamDecoder,
+    lines: Framing,
     decoding: OrderedDecoder<Result<WatchEvent<K>>>,
     ready: VecDeque<Result<WatchEvent<K>>>,
     url: String,
@@ -46,14 +101,9 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
         let mut batch = LineBatch {
             bytes: Vec::new(),
             lines: Vec::new(),
+            protobuf: matches!(self.lines, Framing::Protobuf(_)),
         };
-        while let Some(frame) = self.lines.next_frame() {
-            batch.lines.push(frame.map(|line| {
-                let start = batch.bytes.len();
-                batch.bytes.extend_from_slice(line);
-                start..batch.bytes.len()
-            }));
-        }
+        self.lines.drain_into(&mut batch);
         self.submit(batch);
     }
 
@@ -64,7 +114,7 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
         let strip = self.strip;
         self.decoding.submit(
             batch.bytes.len(),
-            move || decode_lines(&batch, strip),
+            move || decode_lines(batch, strip),
             |message| Err(Error::InvalidRequest(message)),
         );
     }
@@ -105,7 +155,7 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
                     self.ended = true;
                     self.submit_lines();
                     if let Some(last) = self.lines.finish::<K>() {
-                        self.submit_result(last.map_err(Error::from));
+                        self.submit_result(last);
                     }
                     return;
                 }
@@ -122,31 +172,24 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
     }
 }
 
-fn decode_lines<K: DeserializeOwned>(batch: &LineBatch, strip: bool) -> Vec<Result<WatchEvent<K>>> {
-    batch
-        .lines
-        .iter()
+fn decode_lines<K: DeserializeOwned>(batch: LineBatch, strip: bool) -> Vec<Result<WatchEvent<K>>> {
+    let LineBatch {
+        bytes,
+        lines,
+        protobuf,
+    } = batch;
+    lines
+        .into_iter()
         .map(|line| {
-            let line = match line {
-                Ok(range) => &batch.bytes[range.clone()],
-                Err(err) => return Err(Error::from(clone_decode_error(err))),
-            };
-            let event = if strip {
-                WatchEvent::from_json_stripped(line)
-            } else {
-                WatchEvent::from_json(line)
+            let line = &bytes[line?];
+            let event = match (protobuf, strip) {
+                (true, strip) => WatchEvent::from_protobuf(line, strip),
+                (false, true) => WatchEvent::from_json_stripped(line),
+                (false, false) => WatchEvent::from_json(line),
             };
             event.map_err(Error::from)
         })
         .collect()
-}
-
-/// The splitter's own errors carry no source, so they can be rebuilt for the batch.
-fn clone_decode_error(err: &WatchDecodeError) -> WatchDecodeError {
-    match err {
-        WatchDecodeError::TooLarge { max } => WatchDecodeError::TooLarge { max: *max },
-        other => WatchDecodeError::UnknownType(other.to_string()),
-    }
 }
 
 /// Decodes a watch response body into events as its bytes arrive. A malformed event
@@ -160,12 +203,13 @@ pub fn event_stream<K>(
 where
     K: DeserializeOwned + Send + 'static,
 {
-    decoded_event_stream(body, url, false, None)
+    decoded_event_stream(body, url, false, false, None)
 }
 
 pub(crate) fn decoded_event_stream<K>(
     body: Incoming,
     url: String,
+    protobuf: bool,
     strip: bool,
     idle_limit: Option<Duration>,
 ) -> impl Stream<Item = Result<WatchEvent<K>>> + Send
@@ -174,7 +218,11 @@ where
 {
     let state = State {
         body,
-        lines: WatchStreamDecoder::new(),
+        lines: if protobuf {
+            Framing::Protobuf(WatchFrameDecoder::new())
+        } else {
+            Framing::Lines(WatchStreamDecoder::new())
+        },
         decoding: OrderedDecoder::new(),
         ready: VecDeque::new(),
         url,
@@ -259,9 +307,16 @@ impl Client {
         let idle_limit = timeout_seconds(&request.path)
             .and_then(|seconds| Duration::from_secs(seconds).checked_add(self.watch_idle_margin()));
         let response = self.send(&request).await?;
+        let protobuf = super::is_protobuf(
+            response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok()),
+        );
         Ok(Box::pin(decoded_event_stream(
             response.into_body(),
             url,
+            protobuf,
             strip_managed_fields,
             idle_limit,
         )))

@@ -16,7 +16,7 @@ use kubeclient::machinery::{
     DeletedObject, GroupResource, LabelSelector, Object, meta_namespace_key,
 };
 use kubeclient::rest::watch::WatchStream;
-use kubeclient::rest::{DecodeOptions, SharedList};
+use kubeclient::rest::{ContentType, DecodeOptions, SharedList};
 use kubeclient::{
     Api, Client, DeleteParams, ListParams, ObjectList, Patch, PatchParams, PostParams, WatchParams,
 };
@@ -26,7 +26,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::{
-    Fixture, bulk_create, cache_state, config_of, server_state, start, start_with,
+    Fixture, bulk_create, cache_state, config_of, server_state, start, start_as, start_with,
 };
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -89,6 +89,12 @@ impl Running {
 }
 
 fn informer(client: &Client, watch_list: bool, resync: Duration) -> Running {
+    let api = Api::<ConfigMap>::namespaced(client.clone(), "default");
+    assert_eq!(
+        api.uses_protobuf(),
+        client.content_type() == ContentType::Protobuf,
+        "a typed Api of a built-in kind speaks the configured encoding"
+    );
     let lists = Arc::new(AtomicUsize::new(0));
     let watches = Arc::new(AtomicUsize::new(0));
     let lister_watcher = Counting {
@@ -238,7 +244,16 @@ impl ResourceEventHandler<ConfigMap> for Shared {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousands_of_objects_sync_by_watch_list_and_by_list() {
-    let f = start().await;
+    thousands_of_objects_sync_by_watch_list_and_by_list_as(ContentType::Json).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_objects_sync_by_watch_list_and_by_list_over_protobuf() {
+    thousands_of_objects_sync_by_watch_list_and_by_list_as(ContentType::Protobuf).await;
+}
+
+async fn thousands_of_objects_sync_by_watch_list_and_by_list_as(content: ContentType) {
+    let f = start_as(content).await;
     bulk_create(&f.server, 3000);
     for watch_list in [true, false] {
         let running = run(informer(&f.client, watch_list, Duration::ZERO));
@@ -260,7 +275,16 @@ async fn thousands_of_objects_sync_by_watch_list_and_by_list() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_after_sync_reach_the_cache_and_handlers_in_order() {
-    let f = start().await;
+    events_after_sync_reach_the_cache_and_handlers_in_order_as(ContentType::Json).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_after_sync_reach_the_cache_and_handlers_in_order_over_protobuf() {
+    events_after_sync_reach_the_cache_and_handlers_in_order_as(ContentType::Protobuf).await;
+}
+
+async fn events_after_sync_reach_the_cache_and_handlers_in_order_as(content: ContentType) {
+    let f = start_as(content).await;
     create(&f.client, "before").await;
     let running = informer(&f.client, true, Duration::ZERO);
     let recorder = Arc::new(Recorder::default());
@@ -294,7 +318,16 @@ async fn events_after_sync_reach_the_cache_and_handlers_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_watch_resumes_without_a_relist() {
-    let f = start().await;
+    a_dropped_watch_resumes_without_a_relist_as(ContentType::Json).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_watch_resumes_without_a_relist_over_protobuf() {
+    a_dropped_watch_resumes_without_a_relist_as(ContentType::Protobuf).await;
+}
+
+async fn a_dropped_watch_resumes_without_a_relist_as(content: ContentType) {
+    let f = start_as(content).await;
     let running = run(informer(&f.client, false, Duration::ZERO));
     synced(&running.informer).await;
     create(&f.client, "a").await;
@@ -317,7 +350,22 @@ async fn a_dropped_watch_resumes_without_a_relist() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_410_forces_a_paged_relist_that_reports_missed_deletions_as_tombstones() {
-    let f = start().await;
+    a_410_forces_a_paged_relist_that_reports_missed_deletions_as_tombstones_as(ContentType::Json)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_410_forces_a_paged_relist_that_reports_missed_deletions_as_tombstones_over_protobuf() {
+    a_410_forces_a_paged_relist_that_reports_missed_deletions_as_tombstones_as(
+        ContentType::Protobuf,
+    )
+    .await;
+}
+
+async fn a_410_forces_a_paged_relist_that_reports_missed_deletions_as_tombstones_as(
+    content: ContentType,
+) {
+    let f = start_as(content).await;
     bulk_create(&f.server, 1200);
     let running = informer(&f.client, false, Duration::ZERO);
     let recorder = Arc::new(Recorder::default());
@@ -365,7 +413,18 @@ async fn a_410_forces_a_paged_relist_that_reports_missed_deletions_as_tombstones
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_storm_and_a_malformed_event_do_not_break_convergence() {
-    let f = start().await;
+    a_429_storm_and_a_malformed_event_do_not_break_convergence_as(ContentType::Json).await;
+}
+
+/// The injected malformed event is JSON text inside a protobuf stream: its first four
+/// bytes read as a huge frame length, which ends the stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_storm_and_a_malformed_event_do_not_break_convergence_over_protobuf() {
+    a_429_storm_and_a_malformed_event_do_not_break_convergence_as(ContentType::Protobuf).await;
+}
+
+async fn a_429_storm_and_a_malformed_event_do_not_break_convergence_as(content: ContentType) {
+    let f = start_as(content).await;
     create(&f.client, "a").await;
     f.server.faults().fail_next(
         4,

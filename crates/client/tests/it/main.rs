@@ -17,6 +17,8 @@
 //! - `reflector_rules`: client-go's reflector edge rules (watch-list 429, stop before run,
 //!   page sizes at concrete resourceVersions, paginated results).
 //! - `soak`: seeded random schedules of writes and faults; see the module for the full run.
+//! - `protobuf`: the typed client over protobuf: every verb, the pager, watches, errors
+//!   (the informer tests in `informers` also run over protobuf).
 //! - `proxy`: requests through an HTTP CONNECT proxy.
 //! - `streams`: logs, exec, attach and port-forward over WebSockets (issue 17).
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
@@ -31,6 +33,7 @@ mod informer_pipeline;
 mod informers;
 mod leader_election;
 mod metrics;
+mod protobuf;
 mod proxy;
 mod realapi;
 mod realapi_comparison;

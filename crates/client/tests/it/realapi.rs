@@ -1,7 +1,8 @@
 //! The informer against a **real kube-apiserver** (v1.20 with etcd, from
 //! `../shared/realapi`): sync through the LIST fallback (v1.20 refuses a watch-list with
 //! 422), a 410 after a real etcd compaction, relisting in pages from etcd, resuming after a
-//! connection broken mid-stream, and an informer served by the real watch cache.
+//! connection broken mid-stream, and an informer served by the real watch cache. The first
+//! two also run over protobuf.
 //!
 //! `.ci/run` starts the server with ConfigMaps uncached (`--watch-cache-sizes=configmaps#0`:
 //! their lists and watches go to etcd, as on a server without a watch cache; v1.20's watch
@@ -19,6 +20,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kubeclient::config::{Kubeconfig, KubeconfigOptions};
+use kubeclient::rest::ContentType;
 use kubeclient::{Api, Client, Config, PostParams};
 
 use crate::reflector_rules::{Injected, Recording, fast_backoff, informer_with, run};
@@ -28,6 +30,11 @@ use kubeclient::cache::ReflectorOptions;
 
 /// A client of the real server, or `None` (with a note) when none was started.
 pub(crate) async fn real_server() -> Option<Client> {
+    real_server_as(ContentType::Json).await
+}
+
+/// [`real_server`] speaking `content` for built-in kinds.
+async fn real_server_as(content: ContentType) -> Option<Client> {
     let Ok(path) = std::env::var("KUBECLIENT_REALAPI_KUBECONFIG") else {
         eprintln!(
             "skipped: KUBECLIENT_REALAPI_KUBECONFIG is not set (start ../shared/realapi/start.sh and export its kubeconfig path; .ci/run does)"
@@ -35,8 +42,9 @@ pub(crate) async fn real_server() -> Option<Client> {
         return None;
     };
     let kubeconfig = Kubeconfig::read_from(&path).expect("the real server's kubeconfig reads");
-    let config = Config::from_kubeconfig(&kubeconfig, &KubeconfigOptions::default())
+    let mut config = Config::from_kubeconfig(&kubeconfig, &KubeconfigOptions::default())
         .expect("a usable context");
+    config.content_type = content;
     Some(
         Client::new(config)
             .await
@@ -92,11 +100,29 @@ async fn converged(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_server_an_informer_falls_back_to_list_syncs_and_follows_every_write() {
-    let Some(client) = real_server().await else {
+    real_server_an_informer_falls_back_to_list_syncs_and_follows_every_write_as(ContentType::Json)
+        .await;
+}
+
+/// The same over protobuf: the real server's protobuf lists, watch frames and 410 ERROR
+/// event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_server_an_informer_falls_back_to_list_syncs_and_follows_every_write_over_protobuf() {
+    real_server_an_informer_falls_back_to_list_syncs_and_follows_every_write_as(
+        ContentType::Protobuf,
+    )
+    .await;
+}
+
+async fn real_server_an_informer_falls_back_to_list_syncs_and_follows_every_write_as(
+    content: ContentType,
+) {
+    let Some(client) = real_server_as(content).await else {
         return;
     };
     let namespace = fresh_namespace(&client, "sync").await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    assert_eq!(api.uses_protobuf(), content == ContentType::Protobuf);
     for i in 0..25 {
         create(&api, &format!("before-{i:02}")).await;
     }
@@ -121,11 +147,32 @@ async fn real_server_an_informer_falls_back_to_list_syncs_and_follows_every_writ
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_server_a_watch_from_a_compacted_resource_version_gets_410_and_relists_in_pages() {
-    let Some(client) = real_server().await else {
+    real_server_a_watch_from_a_compacted_resource_version_gets_410_and_relists_in_pages_as(
+        ContentType::Json,
+    )
+    .await;
+}
+
+/// The same over protobuf: the real server's protobuf lists, watch frames and 410 ERROR
+/// event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_server_a_watch_from_a_compacted_resource_version_gets_410_and_relists_in_pages_over_protobuf()
+ {
+    real_server_a_watch_from_a_compacted_resource_version_gets_410_and_relists_in_pages_as(
+        ContentType::Protobuf,
+    )
+    .await;
+}
+
+async fn real_server_a_watch_from_a_compacted_resource_version_gets_410_and_relists_in_pages_as(
+    content: ContentType,
+) {
+    let Some(client) = real_server_as(content).await else {
         return;
     };
     let namespace = fresh_namespace(&client, "gone").await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    assert_eq!(api.uses_protobuf(), content == ContentType::Protobuf);
     for i in 0..20 {
         create(&api, &format!("cm-{i:02}")).await;
     }
@@ -439,4 +486,83 @@ async fn leader_election_and_events_work_against_a_real_kube_apiserver() {
         [Some(3)],
         "one Event, patched to count 3 by the real server"
     );
+}
+
+/// Objects written through protobuf bodies are what the real server stores (read back as
+/// JSON), and its protobuf answers decode into the same structs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_server_typed_writes_and_reads_over_protobuf() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Secret, Service};
+    let (Some(pb), Some(json)) = (
+        real_server_as(ContentType::Protobuf).await,
+        real_server().await,
+    ) else {
+        return;
+    };
+    let namespace = fresh_namespace(&json, "pb-writes").await;
+    let deployment: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+            "strategy": {"rollingUpdate": {"maxSurge": "50%", "maxUnavailable": 1}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                "automountServiceAccountToken": false,
+                "containers": [{"name": "c", "image": "nginx:1.27",
+                    "ports": [{"containerPort": 80}],
+                    "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}},
+                    "readinessProbe": {"httpGet": {"path": "/", "port": "http"}}}],
+                "volumes": [{"name": "cfg", "configMap": {"name": "cfg", "defaultMode": 420}}]}}}}))
+    .unwrap();
+    let pb_deployments: Api<Deployment> = Api::namespaced(pb.clone(), &namespace);
+    assert!(pb_deployments.uses_protobuf());
+    let created = pb_deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("the real server accepts a protobuf Deployment");
+    let stored = Api::<Deployment>::namespaced(json.clone(), &namespace)
+        .get("web")
+        .await
+        .unwrap();
+    assert_eq!(
+        created, stored,
+        "the protobuf answer decodes as the JSON one"
+    );
+    assert_eq!(stored.spec.replicas, Some(0));
+    let spec = stored.spec.template.spec.unwrap();
+    assert_eq!(spec.automount_service_account_token, Some(false));
+    assert_eq!(
+        spec.volumes.unwrap()[0]
+            .config_map
+            .as_ref()
+            .unwrap()
+            .default_mode,
+        Some(420)
+    );
+
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "s"}, "data": {"bin": "AAEC/w=="}, "type": "Opaque"}))
+    .unwrap();
+    Api::<Secret>::namespaced(pb.clone(), &namespace)
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("the real server accepts a protobuf Secret");
+    let stored = Api::<Secret>::namespaced(json.clone(), &namespace)
+        .get("s")
+        .await
+        .unwrap();
+    assert_eq!(stored.data.unwrap()["bin"].0, vec![0, 1, 2, 255]);
+
+    let service: Service = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}))
+    .unwrap();
+    let created = Api::<Service>::namespaced(pb.clone(), &namespace)
+        .create(&PostParams::default(), &service)
+        .await
+        .expect("the real server accepts a protobuf Service");
+    let stored = Api::<Service>::namespaced(json, &namespace)
+        .get("web")
+        .await
+        .unwrap();
+    assert_eq!(created, stored);
 }

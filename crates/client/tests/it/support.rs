@@ -1,6 +1,7 @@
 //! A fresh embedded server per test and a client configured from its kubeconfig.
 
 use kubeclient::config::{Kubeconfig, KubeconfigOptions};
+use kubeclient::rest::ContentType;
 use kubeclient::{Client, Config};
 use kubeclient_apiserver::{ApiServer, ApiServerBuilder};
 
@@ -14,8 +15,25 @@ pub(crate) async fn start() -> Fixture {
 }
 
 pub(crate) async fn start_with(builder: ApiServerBuilder) -> Fixture {
+    start_with_as(builder, ContentType::Json).await
+}
+
+/// A fresh server and a client speaking `content` for built-in kinds.
+pub(crate) async fn start_as(content: ContentType) -> Fixture {
+    start_with_as(ApiServer::builder(), content).await
+}
+
+/// Another client of `server`, speaking `content`.
+pub(crate) async fn start_with_as_client(server: &ApiServer, content: ContentType) -> Client {
+    let mut config = config_of(server);
+    config.content_type = content;
+    Client::new(config).await.expect("a client")
+}
+
+async fn start_with_as(builder: ApiServerBuilder, content: ContentType) -> Fixture {
     let server = builder.start().await.expect("the embedded server starts");
-    let config = config_of(&server);
+    let mut config = config_of(&server);
+    config.content_type = content;
     let client = Client::new(config).await.expect("a client");
     Fixture { server, client }
 }

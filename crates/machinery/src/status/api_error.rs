@@ -61,6 +61,17 @@ impl ApiError {
         body: &[u8],
         retry_after_seconds: Option<i32>,
     ) -> Self {
+        // A protobuf Status (the answer to a client that prefers protobuf).
+        if body.starts_with(crate::protobuf::MAGIC)
+            && let Ok(value) = crate::protobuf::decode(body)
+            && value.get("kind").and_then(serde_json::Value::as_str) == Some("Status")
+            && let Ok(mut status) = serde_json::from_value::<Status>(value)
+        {
+            if status.code == 0 {
+                status.code = code;
+            }
+            return ApiError::from_status(status);
+        }
         if let Ok(mut status) = serde_json::from_slice::<Status>(body)
             && status.kind == "Status"
             && looks_like_status(body)
@@ -373,6 +384,16 @@ fn generic_server_response(code: u16, method: &str, server_message: &str) -> Sta
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_protobuf_status_body_is_read_as_a_status() {
+        let status = serde_json::json!({"apiVersion": "v1", "kind": "Status", "status": "Failure",
+            "message": "configmaps \"x\" not found", "reason": "NotFound", "code": 404});
+        let body = crate::protobuf::encode(&status).unwrap();
+        let err = ApiError::from_response(404, "GET", &body, None);
+        assert!(err.is_not_found());
+        assert_eq!(err.status.message, "configmaps \"x\" not found");
+    }
 
     fn status_error(reason: &str, code: u16) -> ApiError {
         ApiError::from_status(Status {

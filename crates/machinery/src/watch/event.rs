@@ -114,6 +114,10 @@ pub enum WatchDecodeError {
         /// The limit in bytes.
         max: usize,
     },
+    /// A protobuf watch frame (`application/vnd.kubernetes.protobuf;stream=watch`) that
+    /// is oversized or does not decode.
+    #[error("malformed protobuf watch event")]
+    Protobuf(#[source] crate::protobuf::ProtobufError),
 }
 
 /// The envelope, decoded without touching the object (which stays raw JSON text borrowed
@@ -165,6 +169,59 @@ impl<K: DeserializeOwned> WatchEvent<K> {
     /// As [`from_json`](Self::from_json).
     pub fn from_json_stripped(line: &[u8]) -> Result<Self, WatchDecodeError> {
         Self::decode(line, true)
+    }
+
+    /// Decodes one event from a protobuf watch frame (the `WatchEvent` message, without its
+    /// length prefix; see [`WatchFrameDecoder`](crate::protobuf::WatchFrameDecoder)),
+    /// through its JSON form; with `strip_managed_fields`, `metadata.managedFields` are
+    /// dropped before the object is decoded.
+    ///
+    /// # Errors
+    ///
+    /// [`WatchDecodeError::InvalidObject`] for an ADDED, MODIFIED or DELETED event whose
+    /// object does not decode (the stream is intact), [`WatchDecodeError::Protobuf`] for a
+    /// frame that is not a watch event, and the errors of [`from_json`](Self::from_json).
+    pub fn from_protobuf(
+        frame: &[u8],
+        strip_managed_fields: bool,
+    ) -> Result<Self, WatchDecodeError> {
+        let (event_type, raw) =
+            crate::protobuf::split_watch_event(frame).map_err(WatchDecodeError::Protobuf)?;
+        // Objects go straight from the wire into `K`; bookmarks and errors are small and
+        // take the JSON form's path.
+        let (event_type, wrap): (&'static str, fn(K) -> Self) = match event_type {
+            "ADDED" => ("ADDED", WatchEvent::Added),
+            "MODIFIED" => ("MODIFIED", WatchEvent::Modified),
+            "DELETED" => ("DELETED", WatchEvent::Deleted),
+            _ => {
+                let event = crate::protobuf::decode_watch_event(frame)
+                    .map_err(WatchDecodeError::Protobuf)?;
+                let line =
+                    serde_json::to_vec(&event).map_err(|source| WatchDecodeError::Malformed {
+                        source,
+                        snippet: snippet(frame),
+                    })?;
+                return Self::decode(&line, strip_managed_fields);
+            }
+        };
+        let invalid = |source| WatchDecodeError::InvalidObject {
+            event_type,
+            source,
+            snippet: snippet(raw),
+        };
+        if !raw.starts_with(crate::protobuf::MAGIC) {
+            // A JSON object inside a protobuf frame (the RawExtension holds JSON).
+            return crate::decode_object(raw, strip_managed_fields)
+                .map(wrap)
+                .map_err(invalid);
+        }
+        crate::protobuf::from_protobuf_with(raw, strip_managed_fields)
+            .map(wrap)
+            .map_err(|err| {
+                invalid(crate::ObjectDecodeError::new(
+                    crate::ErrorChain(&err).to_string(),
+                ))
+            })
     }
 
     fn decode(line: &[u8], strip: bool) -> Result<Self, WatchDecodeError> {
