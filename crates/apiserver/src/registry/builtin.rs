@@ -502,6 +502,16 @@ const BUILTINS: &[Row] = &[
         CLUSTER,
         Special::Review,
     ),
+    // kubectl before 1.28 asks the beta version (same kind, same answer).
+    (
+        "authentication.k8s.io",
+        "v1beta1",
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        &[],
+        CLUSTER,
+        Special::Review,
+    ),
     (
         "authentication.k8s.io",
         "v1",

@@ -44,6 +44,20 @@ impl Kubectl {
         }
     }
 
+    /// Another kubectl build beside the one found (`kubectl.1.27` ...), if there is one.
+    pub(crate) fn other_version(&self, name: &str) -> Option<Self> {
+        let binary = std::fs::canonicalize(&self.binary)
+            .ok()?
+            .parent()?
+            .join(name);
+        binary.is_file().then(|| Kubectl {
+            binary,
+            kubeconfig: self.kubeconfig.clone(),
+            cache: self.dir.join(format!("cache-{name}")),
+            dir: self.dir.clone(),
+        })
+    }
+
     /// The full command line (binary and arguments) kubectl runs with for `args`.
     pub(crate) fn argv(&self, args: &[&str]) -> Vec<String> {
         let mut argv = vec![
@@ -737,4 +751,33 @@ lastTimestamp: "2026-01-01T00:00:00Z"
         wide.contains("sample-controller") && wide.contains("web.18ed1706"),
         "{wide}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_auth_can_i_whoami_and_create_token_work() {
+    let t = TestServer::start().await;
+    let newest = Kubectl::for_server(&t);
+    let mut kubectls = vec![newest];
+    match kubectls[0].other_version("kubectl.1.27") {
+        Some(older) => kubectls.push(older),
+        None => eprintln!("kubectl.1.27 is not beside kubectl: checked with one kubectl"),
+    }
+    for kubectl in &kubectls {
+        assert_eq!(
+            kubectl
+                .ok(&["auth", "can-i", "create", "pods"])
+                .await
+                .trim(),
+            "yes"
+        );
+        // kubectl 1.27 asks for the v1beta1 SelfSubjectReview, newer ones for v1.
+        let whoami = kubectl.ok(&["auth", "whoami"]).await;
+        assert!(whoami.contains("kubeclient-admin"), "{whoami}");
+        let token = kubectl.ok(&["create", "token", "default"]).await;
+        assert_eq!(
+            token.trim().split('.').count(),
+            3,
+            "a JWT-shaped token: {token}"
+        );
+    }
 }
