@@ -15,6 +15,7 @@ use kubeclient_machinery::GroupResource;
 use serde_json::{Value, json};
 
 use crate::handlers;
+use crate::registry::ALL_VERBS;
 use crate::storage::{Store, Write};
 
 /// The namespaces every cluster starts with.
@@ -211,20 +212,7 @@ fn cluster_roles() -> Vec<Value> {
             .collect();
         rule(group, &writable, WRITE)
     }));
-    edit.push(rule(
-        "",
-        &["secrets"],
-        &[
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ],
-    ));
+    edit.push(rule("", &["secrets"], ALL_VERBS));
     edit.push(rule(
         "",
         &[
@@ -239,16 +227,7 @@ fn cluster_roles() -> Vec<Value> {
     admin.push(rule(
         "rbac.authorization.k8s.io",
         &["roles", "rolebindings"],
-        &[
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ],
+        ALL_VERBS,
     ));
     admin.push(rule(
         "authorization.k8s.io",

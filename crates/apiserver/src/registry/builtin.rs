@@ -5,7 +5,8 @@ use kubeclient_machinery::selector::builtin_field_selectors;
 
 use super::resource::{FieldSelectors, ResourceDef, ScaleSpec, Special, api_resource};
 
-const ALL_VERBS: &[&str] = &[
+/// Every verb of a normal resource.
+pub(crate) const ALL_VERBS: &[&str] = &[
     "create",
     "delete",
     "deletecollection",

@@ -10,6 +10,7 @@ mod resource;
 
 use std::sync::{Arc, RwLock};
 
+pub(crate) use builtin::ALL_VERBS;
 pub(crate) use builtin_types::{BuiltinType, WithType, builtin_type};
 pub(crate) use crd::{crd_resources, crd_status};
 pub(crate) use resource::{
