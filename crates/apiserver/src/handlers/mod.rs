@@ -400,11 +400,45 @@ where
             resource.builtin,
         )
     };
-    let answer = json_resource_call(state, request, resource, path, query, is_watch).await;
+    // Writes answer PartialObjectMetadata too when asked (GETs do it themselves).
+    let metadata_only = !is_watch
+        && *request.method() != Method::GET
+        && matches!(
+            negotiate::negotiate_encoding(
+                header_str(&request, http::header::ACCEPT),
+                negotiate::Target::Object,
+                resource.builtin,
+            ),
+            Ok((negotiate::Output::PartialObjectMetadata, _))
+        );
+    let mut answer = json_resource_call(state, request, resource, path, query, is_watch).await;
+    if metadata_only && let Ok(response) = answer {
+        answer = Ok(metadata_of_response(response).await);
+    }
     match (answer, encoding) {
         (answer, Encoding::Json) => answer,
         (Ok(response), Encoding::Protobuf) => Ok(encode_response(response).await),
         (Err(response), Encoding::Protobuf) => Err(encode_response(response).await),
+    }
+}
+
+/// A write's JSON answer as PartialObjectMetadata (a Status stays as it is).
+async fn metadata_of_response(response: Response<Body>) -> Response<Body> {
+    let (parts, body) = response.into_parts();
+    let Ok(collected) = body.collect().await;
+    let bytes = collected.to_bytes();
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(object) if object.get("kind").and_then(|k| k.as_str()) != Some("Status") => {
+            let status = parts.status;
+            let mut converted = json(status, &table::partial_object_metadata(&object));
+            for (name, value) in &parts.headers {
+                if name != CONTENT_TYPE && name != http::header::CONTENT_LENGTH {
+                    converted.headers_mut().append(name, value.clone());
+                }
+            }
+            converted
+        }
+        _ => Response::from_parts(parts, response::full(bytes)),
     }
 }
 

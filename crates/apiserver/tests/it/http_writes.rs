@@ -767,3 +767,47 @@ async fn a_put_creates_missing_leases_events_and_rbac_objects_and_leases_need_a_
         404
     );
 }
+
+#[tokio::test]
+async fn writes_answer_partial_object_metadata_when_asked() {
+    let t = TestServer::start().await;
+    let accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    let body = r#"{"metadata":{"name":"m","labels":{"a":"b"}},"data":{"k":"v"}}"#;
+    for (method, path, content_type, body) in [
+        ("POST", configmaps.to_owned(), "application/json", body),
+        (
+            "PATCH",
+            format!("{configmaps}/m"),
+            "application/merge-patch+json",
+            r#"{"metadata":{"labels":{"c":"d"}}}"#,
+        ),
+        ("PUT", format!("{configmaps}/m"), "application/json", body),
+    ] {
+        let reply = t
+            .request_accepting(method, &path, Some(content_type), Some(accept), body)
+            .await;
+        assert!(
+            reply.status < 300,
+            "{method}: {}",
+            String::from_utf8_lossy(&reply.body)
+        );
+        let answer = reply.json();
+        assert_eq!(
+            answer["kind"], "PartialObjectMetadata",
+            "{method}: {answer}"
+        );
+        assert_eq!(answer["metadata"]["name"], "m");
+        assert!(answer.get("data").is_none(), "{method}: metadata only");
+    }
+    let missing = t
+        .request_accepting(
+            "PATCH",
+            &format!("{configmaps}/nope"),
+            Some("application/merge-patch+json"),
+            Some(accept),
+            "{}",
+        )
+        .await;
+    assert_eq!(missing.json()["kind"], "Status", "errors stay Status");
+}
