@@ -12,7 +12,7 @@
 //!
 //! Not checked: `pattern`, `format`, `multipleOf`, `uniqueItems`, `oneOf`/`anyOf`/`allOf`/
 //! `not`, CEL rules (`x-kubernetes-validations`), list and map types. Unknown fields are
-//! kept, where kube-apiserver prunes them; defaults are not applied. `metadata`,
+//! pruned and defaults applied before (`write/structural_schema.rs`). `metadata`,
 //! `apiVersion` and `kind` are checked elsewhere.
 
 use kubeclient_machinery::StatusCause;

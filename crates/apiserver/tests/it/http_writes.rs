@@ -811,3 +811,42 @@ async fn writes_answer_partial_object_metadata_when_asked() {
         .await;
     assert_eq!(missing.json()["kind"], "Status", "errors stay Status");
 }
+
+#[tokio::test]
+async fn custom_resources_are_defaulted_and_pruned_by_their_schema() {
+    let t = TestServer::start().await;
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                    "size": {"type": "integer", "default": 3},
+                    "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}}]}});
+    assert_eq!(
+        t.post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd
+        )
+        .await
+        .status,
+        201
+    );
+    let gadget = json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"},
+        "spec": {"colour": "red", "extra": {"kept": true}}, "unknown": 1});
+    let created = t
+        .post("/apis/example.com/v1/namespaces/default/gadgets", &gadget)
+        .await;
+    assert_eq!(
+        created.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let stored = t
+        .get("/apis/example.com/v1/namespaces/default/gadgets/g")
+        .await
+        .json();
+    assert_eq!(stored["spec"], json!({"size": 3, "extra": {"kept": true}}));
+    assert!(stored.get("unknown").is_none(), "{stored}");
+}

@@ -14,6 +14,7 @@ use base64::Engine as _;
 use kubeclient_machinery::GroupResource;
 use serde_json::{Map, Value, json};
 
+use super::structural_schema;
 use crate::registry::ResourceDef;
 use crate::state::State;
 
@@ -31,6 +32,9 @@ pub(super) fn apply(
     current: Option<&Value>,
 ) {
     if !resource.builtin {
+        if let Some(schema) = resource.schema.as_deref() {
+            structural_schema::default_and_prune(schema, object);
+        }
         return;
     }
     let creating = current.is_none();

@@ -16,6 +16,7 @@ mod kind_rules;
 mod patch;
 mod reviews;
 mod scale;
+mod structural_schema;
 mod token_request;
 mod update;
 
