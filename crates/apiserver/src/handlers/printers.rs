@@ -53,6 +53,7 @@ fn columns(group: &str, kind: &str) -> Option<&'static [Column]> {
         ("", "Endpoints") => ENDPOINTS,
         ("", "PersistentVolumeClaim") => PERSISTENT_VOLUME_CLAIM,
         ("coordination.k8s.io", "Lease") => LEASE,
+        ("", "ComponentStatus") => COMPONENT_STATUS,
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => ROLE_BINDING,
         _ => return None,
     })
@@ -774,6 +775,29 @@ const PERSISTENT_VOLUME_CLAIM: &[Column] = &[
     }),
 ];
 
+const COMPONENT_STATUS: &[Column] = &[
+    col("Status", "string", |o| {
+        let healthy = items(o, "/conditions")
+            .iter()
+            .any(|c| text(c, "/type") == "Healthy" && text(c, "/status") == "True");
+        json!(if healthy { "Healthy" } else { "Unhealthy" })
+    }),
+    col("Message", "string", |o| {
+        json!(component_condition(o, "/message"))
+    }),
+    col("Error", "string", |o| {
+        json!(component_condition(o, "/error"))
+    }),
+];
+
+/// A field of a ComponentStatus's `Healthy` condition.
+fn component_condition<'a>(status: &'a Value, pointer: &str) -> &'a str {
+    items(status, "/conditions")
+        .iter()
+        .find(|c| text(c, "/type") == "Healthy")
+        .map_or("", |c| text(c, pointer))
+}
+
 const LEASE: &[Column] = &[
     col("Holder", "string", |o| {
         or_none(text(o, "/spec/holderIdentity"))
@@ -943,10 +967,21 @@ mod tests {
             ("apps", "Deployment"),
             ("", "Event"),
             ("batch", "CronJob"),
+            ("", "ComponentStatus"),
         ] {
             let definitions = column_definitions(group, kind).unwrap();
             let cells = cells(group, kind, &json!({})).unwrap();
             assert_eq!(definitions.len(), cells.len(), "{kind}");
         }
+    }
+
+    #[test]
+    fn component_statuses_print_their_health() {
+        let status = json!({"metadata": {"name": "etcd-0"},
+            "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]});
+        assert_eq!(
+            cells("", "ComponentStatus", &status).unwrap(),
+            [json!("etcd-0"), json!("Healthy"), json!("ok"), json!("")]
+        );
     }
 }
