@@ -233,6 +233,11 @@ async fn an_explicit_page_size_is_used_for_relists_at_a_concrete_resource_versio
     let informer = informer(&lw, false, Some(7));
     let stop = run(&informer);
     until("the informer syncs", || informer.has_synced()).await;
+    // The re-watch after the drop gets a 410 for certain (a compaction alone leaves a watch
+    // from the newest revision valid when nothing was written since the list).
+    f.server
+        .faults()
+        .fail_next(1, kubeclient_apiserver::Fault::Expired);
     force_relist(&f.server);
     until("a relist", || {
         lw.lists.lock().unwrap().iter().any(|l| {
@@ -264,6 +269,10 @@ async fn after_a_paginated_first_list_later_relists_keep_paginating() {
         let stop = run(&informer);
         until("the informer syncs", || informer.has_synced()).await;
         assert_eq!(informer.indexer().len(), 1200);
+        // As above: the re-watch gets a 410 for certain.
+        f.server
+            .faults()
+            .fail_next(1, kubeclient_apiserver::Fault::Expired);
         force_relist(&f.server);
         until("a relist", || {
             relist_limit(&lw.lists.lock().unwrap()).is_some()
