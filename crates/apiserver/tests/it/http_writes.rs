@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::TestServer;
+use crate::support::{Reply, TestServer};
 
 #[tokio::test]
 async fn create_fills_system_fields_and_returns_201() {
@@ -394,6 +394,100 @@ async fn generation_tracks_spec_changes_and_status_goes_through_its_subresource(
         .json();
     assert_eq!(rescaled["spec"]["replicas"], 4);
     assert_eq!(t.get(path).await.json()["spec"]["replicas"], 4);
+}
+
+/// The generation bumps measured on kube-apiserver: a Deployment's annotations count (they
+/// are copied to its ReplicaSets), a custom resource's status counts when it has no status
+/// subresource, and the start of a deletion bumps once.
+#[tokio::test]
+async fn generation_follows_each_types_strategy() {
+    let t = TestServer::start().await;
+    let merge = "application/merge-patch+json";
+    let generation = |reply: Reply| {
+        let body = reply.json();
+        assert_eq!(reply.status / 100, 2, "{body}");
+        body["metadata"]["generation"].as_i64()
+    };
+    let deployment = json!({"metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+    let path = "/apis/apps/v1/namespaces/default/deployments/web";
+    let created = t
+        .post("/apis/apps/v1/namespaces/default/deployments", &deployment)
+        .await;
+    assert_eq!(generation(created), Some(1));
+    let annotated = t
+        .patch(path, merge, r#"{"metadata":{"annotations":{"x":"y"}}}"#)
+        .await;
+    assert_eq!(
+        generation(annotated),
+        Some(2),
+        "annotations bump a Deployment"
+    );
+    let labelled = t
+        .patch(path, merge, r#"{"metadata":{"labels":{"x":"y"}}}"#)
+        .await;
+    assert_eq!(generation(labelled), Some(2), "labels do not");
+    let replica_sets = "/apis/apps/v1/namespaces/default/replicasets";
+    let replica_set =
+        json!({"metadata": {"name": "rs", "annotations": {"x": "y"}}, "spec": deployment["spec"]});
+    assert_eq!(
+        generation(t.post(replica_sets, &replica_set).await),
+        Some(1)
+    );
+    let annotated = t
+        .patch(
+            &format!("{replica_sets}/rs"),
+            merge,
+            r#"{"metadata":{"annotations":{"x":"z"}}}"#,
+        )
+        .await;
+    assert_eq!(generation(annotated), Some(1), "a ReplicaSet's do not");
+
+    for (plural, subresources) in [("withs", json!({"status": {}})), ("nos", json!({}))] {
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.example.com")},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": plural, "kind": plural.to_uppercase()},
+                "versions": [{"name": "v1", "served": true, "storage": true, "subresources": subresources,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+        let crd_created = t
+            .post(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                &crd,
+            )
+            .await;
+        assert_eq!(crd_created.status, 201);
+        let collection = format!("/apis/example.com/v1/namespaces/default/{plural}");
+        let object = json!({"apiVersion": "example.com/v1", "kind": plural.to_uppercase(),
+            "metadata": {"name": "o"}, "spec": {"a": 1}});
+        assert_eq!(generation(t.post(&collection, &object).await), Some(1));
+        let path = format!("{collection}/o");
+        let annotated = t
+            .patch(&path, merge, r#"{"metadata":{"annotations":{"x":"y"}}}"#)
+            .await;
+        assert_eq!(generation(annotated), Some(1), "{plural}: metadata");
+        let status = t.patch(&path, merge, r#"{"status":{"s":1}}"#).await;
+        let expected = if plural == "nos" { 2 } else { 1 };
+        assert_eq!(generation(status), Some(expected), "{plural}: status");
+        let finalized = t
+            .patch(
+                &path,
+                merge,
+                r#"{"metadata":{"finalizers":["example.com/x"]}}"#,
+            )
+            .await;
+        assert_eq!(generation(finalized), Some(expected));
+        assert_eq!(
+            generation(t.delete(&path).await),
+            Some(expected + 1),
+            "{plural}: deletion starts"
+        );
+        assert_eq!(
+            generation(t.delete(&path).await),
+            Some(expected + 1),
+            "{plural}: once"
+        );
+    }
 }
 
 #[tokio::test]

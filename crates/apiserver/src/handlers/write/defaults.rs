@@ -167,6 +167,11 @@ pub(super) fn apply(
                 set(object, field, Value::Null);
             }
         }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            if let Some(spec) = child(object, "spec") {
+                set(spec, "conversion", json!({"strategy": "None"}));
+            }
+        }
         ("", "PersistentVolumeClaim") => {
             if let Some(spec) = child(object, "spec") {
                 set(spec, "volumeMode", json!("Filesystem"));

@@ -309,19 +309,45 @@ fn carry_over(call: &Call, current: &Value, mut new: Map<String, Value>) -> Map<
     let old_generation = old_metadata.get("generation").and_then(Value::as_i64);
     metadata.remove("generation");
     if resource.tracks_generation {
-        let strip = |object: &Value| -> Value {
-            let mut object = object.as_object().cloned().unwrap_or_default();
-            object.remove("metadata");
-            object.remove("status");
-            Value::Object(object)
-        };
-        let changed = strip(current) != strip(&Value::Object(new.clone()));
+        let changed = generation_changes(resource, current, &new);
         let generation = old_generation.unwrap_or(1) + i64::from(changed);
         metadata_mut(&mut new).insert("generation".to_owned(), json!(generation));
     } else if let Some(generation) = old_generation {
         metadata_mut(&mut new).insert("generation".to_owned(), json!(generation));
     }
     new
+}
+
+/// Whether an update from `current` to `new` bumps `metadata.generation`, as the type's
+/// strategy in kube-apiserver decides: a change of anything but `metadata` and `status`
+/// (custom resources without a status subresource: anything but `metadata`, their status
+/// being part of what they declare); a Deployment's annotations count too (they are copied
+/// to its ReplicaSets).
+fn generation_changes(resource: &ResourceDef, current: &Value, new: &Map<String, Value>) -> bool {
+    let status_counts = !resource.builtin && !resource.status_subresource;
+    let content = |object: &Map<String, Value>| -> Map<String, Value> {
+        let mut object = object.clone();
+        object.remove("metadata");
+        if !status_counts {
+            object.remove("status");
+        }
+        object
+    };
+    let current = current.as_object().cloned().unwrap_or_default();
+    if content(&current) != content(new) {
+        return true;
+    }
+    let annotations = |object: &Map<String, Value>| {
+        object
+            .get("metadata")
+            .and_then(|metadata| metadata.get("annotations"))
+            .filter(|annotations| annotations.as_object().is_some_and(|a| !a.is_empty()))
+            .cloned()
+    };
+    resource.builtin
+        && resource.group == "apps"
+        && resource.kind == "Deployment"
+        && annotations(&current) != annotations(new)
 }
 
 /// The API server's message for a stale resourceVersion.
