@@ -2,11 +2,13 @@
 
 use std::borrow::Cow;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
 use kubeclient_machinery::protobuf::{self, ProtobufError};
 use kubeclient_machinery::selector::{FieldLookup, JsonFields};
 use kubeclient_machinery::{
     ErrorChain, FieldSelector, GroupResource, LabelSelector, Status, StatusCause, StatusReason,
 };
+use serde::Deserialize as _;
 use serde_json::Value;
 
 use super::Call;
@@ -31,6 +33,22 @@ pub(crate) fn store_key(namespace: Option<&str>, name: &str) -> String {
 }
 
 /// A string under `metadata`.
+/// The API's `metav1.LabelSelector` at `selector` (absent or `null`: none, which selects
+/// nothing) as a [`LabelSelector`] (Go's `metav1.LabelSelectorAsSelector`).
+///
+/// # Errors
+///
+/// The decoding or conversion error, as text.
+pub(crate) fn label_selector(selector: Option<&Value>) -> Result<LabelSelector, String> {
+    let api = match selector {
+        None | Some(Value::Null) => None,
+        Some(selector) => {
+            Some(metav1::LabelSelector::deserialize(selector).map_err(|err| err.to_string())?)
+        }
+    };
+    LabelSelector::from_api(api.as_ref()).map_err(|err| err.to_string())
+}
+
 pub(crate) fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {
     object
         .get("metadata")

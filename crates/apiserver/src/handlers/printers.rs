@@ -6,6 +6,8 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
+use super::object::label_selector;
+
 /// One column: its definition and how to compute its cell.
 struct Column {
     name: &'static str,
@@ -235,38 +237,10 @@ fn images(object: &Value) -> Value {
     template_containers(object, "image")
 }
 
-/// A label selector as text (`app=web,tier in (a,b)`), `<none>` when empty.
+/// A `metav1.LabelSelector` as text (`app=web,tier in (a,b)`), as Go's
+/// `metav1.FormatLabelSelector` prints it: `<error>` when it does not convert.
 fn selector_text(selector: &Value) -> String {
-    let mut parts: Vec<String> = selector
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-        .collect();
-    for expression in selector
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = expression.get("key").and_then(Value::as_str).unwrap_or("");
-        let values: Vec<&str> = expression
-            .get("values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        parts.push(match expression.get("operator").and_then(Value::as_str) {
-            Some("In") => format!("{key} in ({})", values.join(",")),
-            Some("NotIn") => format!("{key} notin ({})", values.join(",")),
-            Some("Exists") => key.to_owned(),
-            Some("DoesNotExist") => format!("!{key}"),
-            _ => continue,
-        });
-    }
-    parts.join(",")
+    label_selector(Some(selector)).map_or_else(|_| "<error>".to_owned(), |s| s.to_string())
 }
 
 fn selector(object: &Value) -> Value {

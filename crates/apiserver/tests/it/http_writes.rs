@@ -490,6 +490,113 @@ async fn generation_follows_each_types_strategy() {
     }
 }
 
+/// Workloads need a selector that matches their template's labels, a pod template with
+/// containers, and the restart policy they run Pods with (kube-apiserver's causes).
+#[tokio::test]
+async fn workloads_without_a_usable_spec_are_invalid_with_the_api_servers_causes() {
+    let t = TestServer::start().await;
+    let causes = |reply: Reply| -> Vec<(String, String)> {
+        let body = reply.json();
+        assert_eq!(reply.status, 422, "{body}");
+        body["details"]["causes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                (
+                    c["field"].as_str().unwrap_or("").to_owned(),
+                    c["message"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect()
+    };
+    let empty = t
+        .post(
+            "/apis/apps/v1/namespaces/default/deployments",
+            &json!({"metadata": {"name": "d"}, "spec": {}}),
+        )
+        .await;
+    let body = empty.json();
+    assert_eq!(
+        body["message"],
+        "Deployment.apps \"d\" is invalid: [spec.selector: Required value, spec.template.metadata.labels: Invalid value: map[string]string(nil): `selector` does not match template `labels`, spec.template.spec.containers: Required value]"
+    );
+    let bad = t
+        .post(
+            "/apis/apps/v1/namespaces/default/replicasets",
+            &json!({"metadata": {"name": "r"}, "spec": {
+                "selector": {"matchExpressions": [{"key": "a", "operator": "Bad"}]},
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c"}]}}}}),
+        )
+        .await;
+    assert_eq!(
+        causes(bad),
+        [
+            (
+                "spec.selector.matchExpressions[0].operator".to_owned(),
+                "Invalid value: \"Bad\": not a valid selector operator".to_owned()
+            ),
+            (
+                "spec.selector".to_owned(),
+                "Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:\"a\", Operator:\"Bad\", Values:[]string(nil)}}}: invalid label selector".to_owned()
+            ),
+        ]
+    );
+    let never = t
+        .post(
+            "/apis/apps/v1/namespaces/default/daemonsets",
+            &json!({"metadata": {"name": "ds"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}},
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c"}]}}}}),
+        )
+        .await;
+    assert_eq!(
+        causes(never),
+        [
+            (
+                "spec.template.spec.containers[0].image".to_owned(),
+                "Required value".to_owned()
+            ),
+            (
+                "spec.template.spec.restartPolicy".to_owned(),
+                "Unsupported value: \"Never\": supported values: \"Always\"".to_owned()
+            ),
+        ]
+    );
+    let statefulset = t
+        .post(
+            "/apis/apps/v1/namespaces/default/statefulsets",
+            &json!({"metadata": {"name": "s"}, "spec": {"selector": {}}}),
+        )
+        .await;
+    assert_eq!(
+        causes(statefulset),
+        [(
+            "spec.selector".to_owned(),
+            "Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for statefulset".to_owned()
+        )]
+    );
+    let job = t
+        .post(
+            "/apis/batch/v1/namespaces/default/jobs",
+            &json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": {}}}}),
+        )
+        .await;
+    assert_eq!(
+        causes(job),
+        [
+            (
+                "spec.template.spec.containers".to_owned(),
+                "Required value".to_owned()
+            ),
+            (
+                "spec.template.spec.restartPolicy".to_owned(),
+                "Required value: valid values: \"OnFailure\", \"Never\"".to_owned()
+            ),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn finalizers_hold_a_deleted_object_until_removed() {
     let t = TestServer::start().await;

@@ -542,6 +542,50 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
             ],
         ),
         (
+            "workloads with empty or inconsistent specs",
+            vec![
+                step(
+                    Method::POST,
+                    "/apis/apps/v1/namespaces/{ns}/deployments",
+                    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "empty"}, "spec": {}}),
+                ),
+                step(
+                    Method::POST,
+                    "/apis/apps/v1/namespaces/{ns}/deployments",
+                    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "e"},
+                    "spec": {"selector": {}, "template": {"spec": {"restartPolicy": "Never", "activeDeadlineSeconds": 3, "containers": container}}}}),
+                ),
+                step(
+                    Method::POST,
+                    "/apis/apps/v1/namespaces/{ns}/replicasets",
+                    json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "e"},
+                    "spec": {"selector": {"matchExpressions": [{"key": "a", "operator": "Bad"}, {"key": "b", "operator": "In"}]},
+                        "template": {"spec": {"containers": [{"name": "", "image": ""}]}}}}),
+                ),
+                step(
+                    Method::POST,
+                    "/apis/apps/v1/namespaces/{ns}/statefulsets",
+                    json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "e"}, "spec": {}}),
+                ),
+                step(
+                    Method::POST,
+                    "/apis/apps/v1/namespaces/{ns}/daemonsets",
+                    json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "e"}, "spec": {}}),
+                ),
+                step(
+                    Method::POST,
+                    "/api/v1/namespaces/{ns}/replicationcontrollers",
+                    json!({"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "e"}, "spec": {}}),
+                ),
+                step(
+                    Method::POST,
+                    "/apis/batch/v1/namespaces/{ns}/jobs",
+                    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "e"},
+                    "spec": {"template": {"spec": {"containers": container}}}}),
+                ),
+            ],
+        ),
+        (
             "access review",
             vec![
                 step(

@@ -159,7 +159,7 @@ fn statefulset_spec_changed(current: &Value, desired: &Value) -> bool {
 }
 
 /// A label selector as Go's `%#v` prints `v1.LabelSelector` (the API server's message).
-fn go_label_selector(selector: &Value) -> String {
+pub(super) fn go_label_selector(selector: &Value) -> String {
     let quote = |v: &Value| format!("{:?}", v.as_str().unwrap_or(""));
     let labels = match selector.get("matchLabels").and_then(Value::as_object) {
         Some(map) if !map.is_empty() => {

@@ -1,7 +1,7 @@
 //! Validation rules of particular built-in kinds, with kube-apiserver's messages: Events
 //! (the involved object's namespace; for `events.k8s.io` an `eventTime`, a `type` of
 //! Normal or Warning, a note of at most 1 kB), Services (port names unique) and workloads
-//! (the selector matches the template's labels).
+//! ([`workloads`](super::workloads): selectors, templates, pod specs).
 
 use super::*;
 
@@ -71,10 +71,7 @@ pub(super) fn check(
                 }
             }
         }
-        ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") => {
-            selector_matches_template(object, &mut causes);
-        }
-        _ => {}
+        (group, kind) => causes.extend(workloads::causes(group, kind, object)),
     }
     causes.extend(update_causes);
     if causes.is_empty() {
@@ -106,63 +103,6 @@ fn event_namespace(object: &Value, involved: &str, causes: &mut Vec<StatusCause>
             "FieldValueInvalid",
             &format!("Invalid value: {involved_namespace:?}: does not match event.namespace"),
             "involvedObject.namespace",
-        ));
-    }
-}
-
-/// A workload's `spec.selector` selects its template's labels.
-fn selector_matches_template(object: &Value, causes: &mut Vec<StatusCause>) {
-    let Some(selector) = object.pointer("/spec/selector") else {
-        return;
-    };
-    let labels = object
-        .pointer("/spec/template/metadata/labels")
-        .and_then(Value::as_object);
-    let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-    let matches_labels = selector
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .all(|(key, value)| label(key) == value.as_str());
-    let matches_expressions = selector
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .all(|expression| {
-            let key = expression.get("key").and_then(Value::as_str).unwrap_or("");
-            let values: Vec<&str> = expression
-                .get("values")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            match (
-                expression.get("operator").and_then(Value::as_str),
-                label(key),
-            ) {
-                (Some("In"), Some(value)) => values.contains(&value),
-                (Some("NotIn"), value) => value.is_none_or(|v| !values.contains(&v)),
-                (Some("Exists"), value) => value.is_some(),
-                (Some("DoesNotExist"), value) => value.is_none(),
-                _ => false,
-            }
-        });
-    if !(matches_labels && matches_expressions) {
-        let shown: Vec<String> = labels
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| format!("{k:?}:{:?}", v.as_str().unwrap_or("")))
-            .collect();
-        causes.push(StatusCause::new(
-            "FieldValueInvalid",
-            &format!(
-                "Invalid value: map[string]string{{{}}}: `selector` does not match template `labels`",
-                shown.join(", ")
-            ),
-            "spec.template.metadata.labels",
         ));
     }
 }

@@ -19,6 +19,7 @@ mod scale;
 mod structural_schema;
 mod token_request;
 mod update;
+mod workloads;
 
 pub(crate) use create::create;
 pub(crate) use delete::{
