@@ -123,18 +123,10 @@ pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
         // Like 1.34+ servers: a plain watch from "" or "0" gets the initial state, then
         // (when bookmarks are allowed) the initial-events-end bookmark.
         (None, None | Some(0)) => (WatchFrom::Now { initial: true }, bookmarks),
-        (_, Some(rv)) => {
-            // A resourceVersion the store has not reached (e.g. after the server restarted
-            // empty): wait briefly as the watch cache does, then report it too large so
-            // the client relists instead of waiting forever.
-            if store.revision() < rv && !store.wait_for_revision(rv, TOO_LARGE_RV_WAIT).await {
-                return Ok(error_stream(Status::resource_version_too_large(
-                    &rv.to_string(),
-                    &store.revision().to_string(),
-                )));
-            }
-            (WatchFrom::After(rv), false)
-        }
+        // A resourceVersion the store has not reached is no error: as from kube-apiserver's
+        // watch cache (apiserver-semantics §5.4), the watch starts and delivers the changes
+        // after it, once there are any (only a watch-list waits for it, above).
+        (_, Some(rv)) => (WatchFrom::After(rv), false),
     };
     let prefix = call.namespace_prefix();
     let subscription = match store.watch(&call.group_resource(), &prefix, from) {

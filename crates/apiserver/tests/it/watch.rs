@@ -98,6 +98,38 @@ async fn a_too_old_resource_version_gets_a_410_error_event_in_a_200_stream() {
     );
 }
 
+/// A plain watch from a resourceVersion the server has not reached starts (as from
+/// kube-apiserver's watch cache) and delivers only the changes after it; a watch-list
+/// from one waits briefly, then ends with a 504 `ResourceVersionTooLarge` ERROR event.
+#[tokio::test]
+async fn a_watch_from_a_resource_version_not_reached_yet_waits_for_the_changes_after_it() {
+    let t = TestServer::start().await;
+    let ahead = t.server.store().revision() + 2;
+    let mut watch = t
+        .watch(&format!(
+            "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={ahead}"
+        ))
+        .await;
+    t.create_configmap("a", json!({})).await;
+    t.create_configmap("b", json!({})).await;
+    t.create_configmap("c", json!({})).await;
+    let first = watch.next().await.expect("an event");
+    assert_eq!(describe(&first), pair("ADDED", "c"), "{first}");
+    let far = t.server.store().revision() + 1000;
+    let mut watch_list = t
+        .watch(&format!(
+            "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={far}"
+        ))
+        .await;
+    let error = watch_list.next().await.expect("an error event");
+    assert_eq!(error["type"], "ERROR", "{error}");
+    assert_eq!(error["object"]["code"], 504);
+    assert_eq!(
+        error["object"]["details"]["causes"][0]["reason"],
+        "ResourceVersionTooLarge"
+    );
+}
+
 #[tokio::test]
 async fn timeout_seconds_ends_the_stream_cleanly() {
     let t = TestServer::start().await;

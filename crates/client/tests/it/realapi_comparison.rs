@@ -586,6 +586,18 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
             ],
         ),
         (
+            "watch from a resourceVersion not reached yet",
+            vec![
+                // The stream starts and waits for later changes (none come): an empty body
+                // when timeoutSeconds ends it.
+                step(
+                    Method::GET,
+                    "/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion=999999999&timeoutSeconds=2",
+                    Value::Null,
+                ),
+            ],
+        ),
+        (
             "access review",
             vec![
                 step(
