@@ -319,6 +319,57 @@ async fn server_side_apply_conflicts_are_409_until_forced() {
     assert_eq!(forced.json()["data"]["mode"], "slow");
 }
 
+/// managedFields as kube-apiserver records them: defaulted fields belong to the writer,
+/// allocated addresses and node ports to nobody, and a Service's ports are keyed by port
+/// and protocol, so an apply conflict names both.
+#[tokio::test]
+async fn managed_fields_own_defaults_but_not_allocations_and_key_ports_by_protocol() {
+    let t = TestServer::start().await;
+    let service = json!({"metadata": {"name": "s"}, "spec": {"type": "NodePort",
+        "ports": [{"port": 80, "targetPort": 8080}]}});
+    let created = t
+        .post(
+            "/api/v1/namespaces/default/services?fieldManager=a",
+            &service,
+        )
+        .await
+        .json();
+    assert!(created["spec"]["clusterIP"].is_string(), "{created}");
+    assert!(created["spec"]["ports"][0]["nodePort"].is_number());
+    let spec = &created["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"];
+    let port = &spec["f:ports"][r#"k:{"port":80,"protocol":"TCP"}"#];
+    assert_eq!(
+        port,
+        &json!({".": {}, "f:port": {}, "f:protocol": {}, "f:targetPort": {}}),
+        "{spec}"
+    );
+    assert_eq!(spec["f:ports"]["."], json!({}));
+    assert_eq!(spec["f:type"], json!({}));
+    assert_eq!(spec["f:sessionAffinity"], json!({}), "a default");
+    for allocated in [
+        "f:clusterIP",
+        "f:clusterIPs",
+        "f:ipFamilies",
+        "f:ipFamilyPolicy",
+    ] {
+        assert!(spec.get(allocated).is_none(), "{allocated}: {spec}");
+    }
+    let apply = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80, "targetPort": 9090}]}});
+    let conflict = t
+        .patch(
+            "/api/v1/namespaces/default/services/s?fieldManager=b",
+            "application/apply-patch+yaml",
+            &apply.to_string(),
+        )
+        .await;
+    assert_eq!(conflict.status, 409);
+    assert_eq!(
+        conflict.json()["message"],
+        r#"Apply failed with 1 conflict: conflict with "a" using v1: .spec.ports[port=80,protocol="TCP"].targetPort"#
+    );
+}
+
 #[tokio::test]
 async fn generation_tracks_spec_changes_and_status_goes_through_its_subresource() {
     let t = TestServer::start().await;

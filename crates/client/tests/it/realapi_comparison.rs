@@ -170,6 +170,8 @@ fn normalize(mut value: Value, namespace: &str, kept: &[&str]) -> Value {
                     if !kept.contains(&noisy) {
                         map.remove(noisy);
                     }
+                    // The same fields in managedFields' fieldsV1.
+                    map.remove(&format!("f:{noisy}"));
                 }
                 map.retain(|k, _| {
                     !k.starts_with("batch.kubernetes.io/") && k != "kubernetes.io/metadata.name"
@@ -594,6 +596,41 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
                     Method::GET,
                     "/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion=999999999&timeoutSeconds=2",
                     Value::Null,
+                ),
+            ],
+        ),
+        (
+            "managedFields: defaults owned, allocations not, ports keyed by port and protocol",
+            vec![
+                keeping(
+                    &["managedFields"],
+                    step(
+                        Method::POST,
+                        "/api/v1/namespaces/{ns}/services?fieldManager=a",
+                        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                        "spec": {"type": "NodePort", "selector": {"a": "b"},
+                            "ports": [{"name": "a", "port": 80, "targetPort": 8080}, {"name": "b", "port": 81, "protocol": "UDP"}]}}),
+                    ),
+                ),
+                keeping(
+                    &["managedFields"],
+                    Step {
+                        content_type: "application/apply-patch+yaml",
+                        ..step(
+                            Method::PATCH,
+                            "/api/v1/namespaces/{ns}/services/s?fieldManager=b",
+                            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                            "spec": {"ports": [{"name": "a", "port": 80, "protocol": "TCP", "targetPort": 9090}]}}),
+                        )
+                    },
+                ),
+                keeping(
+                    &["managedFields"],
+                    step(
+                        Method::POST,
+                        "/api/v1/namespaces/{ns}/configmaps?fieldManager=a",
+                        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"x": "y"}}, "data": {"k": "v"}}),
+                    ),
                 ),
             ],
         ),

@@ -103,6 +103,7 @@ pub(super) fn create_object(
         }
         Special::None | Special::Review | Special::ReadOnly => {}
     }
+    let requested = defaults::allocates(&resource).then(|| object.clone());
     defaults::apply(&call.state, &resource, &mut object, None);
     let mut value = Value::Object(object);
     let warnings = call.validate_fields(&mut value, Decoding::Body)?;
@@ -112,11 +113,22 @@ pub(super) fn create_object(
     if !ownership_recorded {
         let (manager, api_version) = (call.field_manager(), resource.api_version());
         let keys = list_key(&resource.kind);
-        managed_fields::record_update(
-            None,
-            &mut value,
-            &write_context(call, &manager, &api_version, &time, &keys),
-        );
+        let context = write_context(call, &manager, &api_version, &time, &keys);
+        match &requested {
+            Some(requested) => {
+                // Allocated fields belong to nobody: ownership is computed without them.
+                let mut owned = defaults::without_allocated(requested, &value);
+                managed_fields::record_update(None, &mut owned, &context);
+                let entries = owned.pointer("/metadata/managedFields").cloned();
+                if let (Some(entries), Some(metadata)) = (
+                    entries,
+                    value.get_mut("metadata").and_then(Value::as_object_mut),
+                ) {
+                    metadata.insert("managedFields".to_owned(), entries);
+                }
+            }
+            None => managed_fields::record_update(None, &mut value, &context),
+        }
     }
     validate::check_size(&resource, &value, call.state.config.limits.max_object_bytes)?;
     for attempt in 0..8 {

@@ -482,6 +482,55 @@ fn service(state: &State, object: &mut Map<String, Value>, current: Option<&Valu
     set(child_or_insert(object, "status"), "loadBalancer", json!({}));
 }
 
+/// Whether creating a `resource` allocates fields (a Service's addresses and node ports),
+/// which kube-apiserver's registry fills after the field manager ran: they belong to no
+/// manager unless the request set them.
+pub(super) fn allocates(resource: &ResourceDef) -> bool {
+    resource.builtin && resource.group.is_empty() && resource.kind == "Service"
+}
+
+/// `object` (a Service as created) without the allocated fields `requested` (the request's
+/// object) did not set: what the creating manager owns.
+pub(super) fn without_allocated(requested: &Map<String, Value>, object: &Value) -> Value {
+    let mut owned = object.clone();
+    let requested_spec = requested.get("spec");
+    let requested_has = |field: &str| {
+        requested_spec
+            .and_then(|spec| spec.get(field))
+            .is_some_and(|value| !value.is_null() && value != "")
+    };
+    let Some(spec) = owned.get_mut("spec").and_then(Value::as_object_mut) else {
+        return owned;
+    };
+    for field in [
+        "clusterIP",
+        "clusterIPs",
+        "ipFamilies",
+        "ipFamilyPolicy",
+        "healthCheckNodePort",
+    ] {
+        if !requested_has(field) {
+            spec.remove(field);
+        }
+    }
+    let requested_ports = requested_spec
+        .and_then(|spec| spec.get("ports"))
+        .and_then(Value::as_array);
+    if let Some(Value::Array(ports)) = spec.get_mut("ports") {
+        for (index, port) in ports.iter_mut().enumerate() {
+            let requested_node_port = requested_ports
+                .and_then(|ports| ports.get(index))
+                .and_then(|port| port.get("nodePort"))
+                .and_then(Value::as_i64)
+                .is_some_and(|node_port| node_port != 0);
+            if !requested_node_port && let Some(port) = port.as_object_mut() {
+                port.remove("nodePort");
+            }
+        }
+    }
+    owned
+}
+
 /// Every ClusterIP and NodePort in use, read from the stored Services.
 fn stored_services(state: &State) -> Vec<std::sync::Arc<crate::storage::StoredObject>> {
     state

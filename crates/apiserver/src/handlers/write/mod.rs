@@ -48,7 +48,9 @@ use super::object::{
 use super::response::{Body, HandlerResult, fail, json, json_bytes, with_warnings};
 use super::validate;
 use crate::patch::managed_fields;
-use crate::patch::strategic_merge::{ListStrategy, builtin_list_strategy, strategic_merge};
+use crate::patch::strategic_merge::{
+    builtin_list_map_keys, builtin_list_strategy, strategic_merge,
+};
 use crate::registry::{ResourceDef, Special, crd_resources, crd_status};
 use crate::storage::{StoredObject, Write};
 
@@ -101,7 +103,7 @@ fn write_context<'a>(
     manager: &'a str,
     api_version: &'a str,
     time: &'a str,
-    list_key: &'a dyn Fn(&[&str]) -> Option<&'static str>,
+    list_key: &'a dyn Fn(&[&str]) -> Option<managed_fields::ListKeys>,
 ) -> managed_fields::WriteContext<'a> {
     let scope = if call.subresource() == Some("status") {
         managed_fields::FieldScope::OnlyStatus
@@ -120,12 +122,9 @@ fn write_context<'a>(
     }
 }
 
-/// The list merge key of a field path, for strategic merge and field ownership.
-fn list_key(kind: &str) -> impl Fn(&[&str]) -> Option<&'static str> + '_ {
-    move |path| match builtin_list_strategy(kind, path) {
-        ListStrategy::MergeByKey(key) => Some(key),
-        _ => None,
-    }
+/// The key fields of the list at a field path, for field ownership.
+fn list_key(kind: &str) -> impl Fn(&[&str]) -> Option<managed_fields::ListKeys> + '_ {
+    move |path| builtin_list_map_keys(kind, path)
 }
 
 impl Call {

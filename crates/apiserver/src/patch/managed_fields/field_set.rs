@@ -21,9 +21,21 @@ pub(crate) enum PathElement {
 }
 
 impl PathElement {
-    /// Builds the key element of an item of a list merged by `field` whose value is `value`.
+    /// Builds the key element of an item of a list keyed by `field` whose value is `value`.
+    #[cfg(test)]
     pub(crate) fn key(field: &str, value: &Value) -> Self {
-        PathElement::Key(vec![(field.to_owned(), canonical_json(value))])
+        PathElement::keyed(&[(field, value)])
+    }
+
+    /// Builds the key element of an item of a list keyed by several fields, given as
+    /// `(field, value)` pairs.
+    pub(crate) fn keyed(pairs: &[(&str, &Value)]) -> Self {
+        let mut pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(field, value)| ((*field).to_owned(), canonical_json(value)))
+            .collect();
+        pairs.sort();
+        PathElement::Key(pairs)
     }
 
     /// The FieldsV1 object key for this element (`f:name`, `k:{...}`, `v:...`, `i:0`).

@@ -49,6 +49,10 @@ pub(crate) use field_set::{FieldSet, PathElement, path_to_string};
 use paths::*;
 use walk::*;
 
+/// The fields that key the items of a list (`x-kubernetes-list-map-keys`), e.g.
+/// `["port", "protocol"]` for a Service's ports.
+pub(crate) type ListKeys = &'static [&'static str];
+
 /// Metadata fields that upstream never records as owned (its "strip set"), because the
 /// server controls them or they identify the object rather than describe it.
 const STRIPPED_METADATA: &[&str] = &[
@@ -291,9 +295,9 @@ pub(crate) struct WriteContext<'a> {
     /// Which fields this write may own.
     pub scope: FieldScope,
     /// For a list at the given field-name path from the root (list indices and keys
-    /// left out), the field its items merge by, e.g.
-    /// `["spec","template","spec","containers"] -> Some("name")`; `None` means atomic.
-    pub list_key: &'a dyn Fn(&[&str]) -> Option<&'static str>,
+    /// left out), the fields its items are keyed by, e.g.
+    /// `["spec","template","spec","containers"] -> Some(&["name"])`; `None` means atomic.
+    pub list_key: &'a dyn Fn(&[&str]) -> Option<ListKeys>,
 }
 
 impl WriteContext<'_> {
@@ -314,10 +318,7 @@ impl WriteContext<'_> {
 /// never records (name, namespace, uid, resourceVersion, generation, creationTimestamp,
 /// selfLink, clusterName, managedFields). A non-object `obj` has no fields.
 #[cfg(test)]
-pub(crate) fn fields_of(
-    obj: &Value,
-    list_key: &dyn Fn(&[&str]) -> Option<&'static str>,
-) -> FieldSet {
+pub(crate) fn fields_of(obj: &Value, list_key: &dyn Fn(&[&str]) -> Option<ListKeys>) -> FieldSet {
     walk_object(obj, list_key)
         .into_iter()
         .filter(|(_, (kind, _))| *kind != NodeKind::Object)

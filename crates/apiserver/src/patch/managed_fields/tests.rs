@@ -5,10 +5,11 @@ const T1: &str = "2024-05-01T10:00:00Z";
 const T2: &str = "2024-05-01T10:05:00Z";
 const T3: &str = "2024-05-01T10:10:00Z";
 
-fn list_key(path: &[&str]) -> Option<&'static str> {
+fn list_key(path: &[&str]) -> Option<ListKeys> {
     match path {
-        ["spec", "containers"] | ["spec", "template", "spec", "containers"] => Some("name"),
-        ["spec", "template", "spec", "containers", "ports"] => Some("containerPort"),
+        ["spec", "containers"] | ["spec", "template", "spec", "containers"] => Some(&["name"]),
+        ["spec", "template", "spec", "containers", "ports"] => Some(&["containerPort"]),
+        ["spec", "ports"] => Some(&["port", "protocol"]),
         _ => None,
     }
 }
@@ -48,7 +49,7 @@ fn merge(live: &Value, patch: &Value) -> Value {
             }
             (Value::Array(live_items), Value::Array(patch_items)) => {
                 let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                let Some(key) = list_key(&refs) else {
+                let Some(&[key, ..]) = list_key(&refs) else {
                     return patch.clone();
                 };
                 let mut out = live_items.clone();

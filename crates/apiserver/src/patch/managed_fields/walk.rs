@@ -9,9 +9,14 @@ pub(super) enum NodeKind {
     Leaf,
     /// An item of a keyed list: changed only when it appears.
     Item,
-    /// An object: owned as a node only by the non-apply write that creates it.
+    /// An object or keyed list: owned as a node only by the non-apply write that creates
+    /// it.
     Object,
 }
+
+/// The default of a port's `protocol`, which keys ports lists with the port.
+static DEFAULT_PROTOCOL: std::sync::LazyLock<Value> =
+    std::sync::LazyLock::new(|| Value::String("TCP".to_owned()));
 
 type NodeMap<'v> = BTreeMap<Vec<PathElement>, (NodeKind, &'v Value)>;
 
@@ -21,7 +26,7 @@ type KeyedItem<'v> = (PathElement, &'v Value, &'v Map<String, Value>);
 /// Every ownable node of an object, with its kind and value.
 pub(super) fn walk_object<'v>(
     obj: &'v Value,
-    list_key: &dyn Fn(&[&str]) -> Option<&'static str>,
+    list_key: &dyn Fn(&[&str]) -> Option<ListKeys>,
 ) -> NodeMap<'v> {
     let mut out = NodeMap::new();
     let Some(root) = obj.as_object() else {
@@ -69,7 +74,7 @@ pub(super) fn walk_value<'v>(
     value: &'v Value,
     path: &mut Vec<PathElement>,
     names: &mut Vec<&'v str>,
-    list_key: &dyn Fn(&[&str]) -> Option<&'static str>,
+    list_key: &dyn Fn(&[&str]) -> Option<ListKeys>,
     out: &mut NodeMap<'v>,
 ) {
     match value {
@@ -83,6 +88,12 @@ pub(super) fn walk_value<'v>(
         }
         Value::Array(items) => match keyed_items(items, names, list_key) {
             Some(keyed) => {
+                // A keyed list is owned as a node by the write that brings it into
+                // existence, as upstream (which compares with the type's empty value)
+                // shows for every such list except a pod's `containers`, always present.
+                if names.last() != Some(&"containers") {
+                    out.insert(path.clone(), (NodeKind::Object, value));
+                }
                 for (element, item, fields) in keyed {
                     path.push(element);
                     out.insert(path.clone(), (NodeKind::Item, item));
@@ -106,7 +117,7 @@ pub(super) fn walk_fields<'v>(
     fields: &'v Map<String, Value>,
     path: &mut Vec<PathElement>,
     names: &mut Vec<&'v str>,
-    list_key: &dyn Fn(&[&str]) -> Option<&'static str>,
+    list_key: &dyn Fn(&[&str]) -> Option<ListKeys>,
     out: &mut NodeMap<'v>,
 ) {
     for (field, child) in fields {
@@ -124,9 +135,9 @@ pub(super) fn walk_fields<'v>(
 pub(super) fn keyed_items<'v>(
     items: &'v [Value],
     names: &[&str],
-    list_key: &dyn Fn(&[&str]) -> Option<&'static str>,
+    list_key: &dyn Fn(&[&str]) -> Option<ListKeys>,
 ) -> Option<Vec<KeyedItem<'v>>> {
-    let key = list_key(names)?;
+    let keys = list_key(names)?;
     if items.is_empty() {
         return None;
     }
@@ -134,14 +145,23 @@ pub(super) fn keyed_items<'v>(
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         let fields = item.as_object()?;
-        let key_value = fields.get(key)?;
-        if !matches!(
-            key_value,
-            Value::String(_) | Value::Number(_) | Value::Bool(_)
-        ) {
-            return None;
+        let mut pairs = Vec::with_capacity(keys.len());
+        for key in keys {
+            let key_value = match fields.get(*key) {
+                Some(value) => value,
+                // A key field with a schema default (a port's protocol) keys by it.
+                None if *key == "protocol" => &DEFAULT_PROTOCOL,
+                None => return None,
+            };
+            if !matches!(
+                key_value,
+                Value::String(_) | Value::Number(_) | Value::Bool(_)
+            ) {
+                return None;
+            }
+            pairs.push((*key, key_value));
         }
-        let element = PathElement::key(key, key_value);
+        let element = PathElement::keyed(&pairs);
         if !seen.insert(element.clone()) {
             return None;
         }
@@ -172,7 +192,9 @@ pub(super) fn diff_nodes(
             }
             NodeKind::Item => !old_nodes.contains_key(*path),
             // An object is owned as a node only by the write that brings it into being.
-            NodeKind::Object => !resolve(old_obj, path).is_some_and(Value::is_object),
+            NodeKind::Object => {
+                !resolve(old_obj, path).is_some_and(|old| old.is_object() || old.is_array())
+            }
         })
         .map(|(path, _)| path.clone())
         .collect();

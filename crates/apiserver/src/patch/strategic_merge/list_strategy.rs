@@ -30,6 +30,47 @@ pub(crate) fn builtin_list_strategy(kind: &str, path: &[&str]) -> ListStrategy {
     kind_list_strategy(kind, path)
 }
 
+/// The fields that key the items of a list of a built-in kind for server-side apply and
+/// managedFields (`x-kubernetes-list-map-keys`): the strategic-merge key, except for the
+/// ports lists, keyed by port and protocol (`k:{"port":80,"protocol":"TCP"}`). `None`:
+/// the list is atomic.
+#[must_use]
+pub(crate) fn builtin_list_map_keys(kind: &str, path: &[&str]) -> Option<&'static [&'static str]> {
+    let in_pod_spec = pod_spec_prefix(kind).and_then(|prefix| path.strip_prefix(prefix));
+    if let Some(
+        [
+            "containers" | "initContainers" | "ephemeralContainers",
+            "ports",
+        ],
+    ) = in_pod_spec
+    {
+        return Some(&["containerPort", "protocol"]);
+    }
+    if (kind, path) == ("Service", &["spec", "ports"][..]) {
+        return Some(&["port", "protocol"]);
+    }
+    match builtin_list_strategy(kind, path) {
+        ListStrategy::MergeByKey(key) => single_key(key),
+        _ => None,
+    }
+}
+
+/// A merge key as a list of key fields.
+fn single_key(key: &str) -> Option<&'static [&'static str]> {
+    const KEYS: &[&[&str]] = &[
+        &["name"],
+        &["uid"],
+        &["ip"],
+        &["type"],
+        &["topologyKey"],
+        &["containerPort"],
+        &["mountPath"],
+        &["devicePath"],
+        &["port"],
+    ];
+    KEYS.iter().copied().find(|keys| keys[0] == key)
+}
+
 /// Where a kind keeps its pod spec.
 pub(super) fn pod_spec_prefix(kind: &str) -> Option<&'static [&'static str]> {
     match kind {

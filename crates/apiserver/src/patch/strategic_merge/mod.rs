@@ -41,7 +41,7 @@ mod list_strategy;
 mod merger;
 
 use identity::*;
-pub(crate) use list_strategy::builtin_list_strategy;
+pub(crate) use list_strategy::{builtin_list_map_keys, builtin_list_strategy};
 use merger::*;
 
 /// Key of the directive that replaces or deletes the map (or list) it appears in.
