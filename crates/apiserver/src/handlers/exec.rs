@@ -26,7 +26,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::builtin_commands::{self, BUILTIN_COMMANDS, NotFound, Output, Stdio};
-use super::pod_target::{PodTarget, resolve};
+use super::pod_target::{PodTarget, require_host, resolve};
 use super::response::{Body, HandlerResult, fail};
 use super::websocket::{self, ChannelWriter, Incoming};
 use crate::sessions::stopped;
@@ -95,6 +95,7 @@ pub(crate) fn handle<B>(
 ) -> HandlerResult<Response<Body>> {
     let options = Options::parse(request.uri().query());
     let target = resolve(state, namespace, name, options.container.as_deref())?;
+    require_host(&target)?;
     let argv = match kind {
         Kind::Exec => options.command.clone(),
         Kind::Attach => attached_command(&target),

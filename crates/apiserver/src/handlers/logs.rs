@@ -19,7 +19,7 @@ use http_body_util::{BodyExt as _, Limited};
 use kubeclient_machinery::{Status, StatusCause, StatusReason};
 use tokio::sync::mpsc;
 
-use super::pod_target::{PodTarget, find_pod, resolve};
+use super::pod_target::{PodTarget, find_pod, node_name, resolve};
 use super::query::Query;
 use super::response::{self, Body, HandlerResult, fail, json};
 use crate::pod_logs::LogLine;
@@ -119,6 +119,14 @@ pub(crate) fn get<B>(
     let query = Query::parse(request.uri().query());
     let target = resolve(state, namespace, name, query.non_empty("container"))?;
     let options = Options::parse(&query, name)?;
+    if node_name(&target).is_none() {
+        // No node holds the Pod, so no kubelet has a log: kube-apiserver answers 204.
+        return Ok(response::with_body(
+            StatusCode::NO_CONTENT,
+            "text/plain",
+            response::full(Vec::new()),
+        ));
+    }
     if query.flag("previous") {
         return Err(fail(Status::bad_request(format!(
             "previous terminated container {:?} in pod {name:?} not found",

@@ -48,6 +48,32 @@ pub(crate) fn find_pod(state: &State, namespace: &str, name: &str) -> HandlerRes
     })
 }
 
+/// The node the Pod is bound to, if any.
+pub(crate) fn node_name(target: &PodTarget) -> Option<&str> {
+    target
+        .pod
+        .value
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .filter(|node| !node.is_empty())
+}
+
+/// Exec, attach and port-forward reach a Pod through its node.
+///
+/// # Errors
+///
+/// 400 `pod X does not have a host assigned` for a Pod no node holds (kube-apiserver's
+/// answer, before any upgrade).
+pub(crate) fn require_host(target: &PodTarget) -> HandlerResult<()> {
+    match node_name(target) {
+        Some(_) => Ok(()),
+        None => Err(fail(Status::bad_request(format!(
+            "pod {} does not have a host assigned",
+            target.name
+        )))),
+    }
+}
+
 /// Looks the Pod up and resolves `container` (the only container when empty).
 ///
 /// # Errors

@@ -27,7 +27,7 @@ use tokio::task::JoinSet;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-use super::pod_target::{PodTarget, find_pod};
+use super::pod_target::{PodTarget, find_pod, require_host};
 use super::response::{Body, HandlerResult, fail};
 use super::websocket::{self, ChannelWriter, Incoming, MAX_OUTGOING_CHUNK};
 use crate::sessions::stopped;
@@ -54,6 +54,7 @@ pub(crate) fn handle<B>(
     name: &str,
 ) -> HandlerResult<Response<Body>> {
     let target = find_pod(state, namespace, name)?;
+    require_host(&target)?;
     // The kubelet reads `ports` from the query of WebSocket requests only (SPDY clients
     // name ports per stream), so the upgrade is checked first.
     let accepted = websocket::accept(&mut request, &[PORT_FORWARD_PROTOCOL_V4])?;

@@ -27,7 +27,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::pod_target::find_pod;
+use super::pod_target::{find_pod, require_host};
 use super::port_forward::port_target;
 use super::response::{Body, HandlerResult, fail, full};
 use super::spdy::{self, Frame, HeaderDecoder, HeaderEncoder};
@@ -67,6 +67,7 @@ pub(crate) fn handle<B>(
     name: &str,
 ) -> HandlerResult<Response<Body>> {
     let pod = find_pod(state, namespace, name)?;
+    require_host(&pod)?;
     let offered: Vec<String> = request
         .headers()
         .get_all(PROTOCOL_HEADER)

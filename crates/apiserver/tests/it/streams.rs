@@ -259,3 +259,50 @@ async fn admin_path_appends_log_lines_only_when_enabled() {
         .await;
     assert_eq!(refused.status, 404, "admin paths are off by default");
 }
+
+/// A Pod no node holds (it waits for another scheduler) has no streams: exec, attach and
+/// port-forward answer kube-apiserver's 400 before any upgrade, its log is empty (204);
+/// the embedded scheduler binds every other Pod.
+#[tokio::test]
+async fn an_unscheduled_pod_has_no_host_for_its_streams() {
+    let t = TestServer::start().await;
+    let created = t
+        .post(
+            "/api/v1/namespaces/default/pods",
+            &json!({"metadata": {"name": "waiting"}, "spec": {"schedulerName": "elsewhere",
+                "containers": [{"name": "main", "image": "x"}]}}),
+        )
+        .await
+        .json();
+    assert!(created["spec"].get("nodeName").is_none(), "{created}");
+    for path in [
+        "exec?command=ls&stdout=true",
+        "attach?stdout=true",
+        "portforward?ports=80",
+    ] {
+        let url = format!("/api/v1/namespaces/default/pods/waiting/{path}");
+        let answer = t.get(&url).await;
+        assert_eq!(answer.status, 400, "{path}");
+        assert_eq!(
+            answer.json()["message"],
+            "pod waiting does not have a host assigned",
+            "{path}"
+        );
+        let upgraded = open(&t, &url, "v4.channel.k8s.io").await;
+        assert!(
+            matches!(&upgraded, Err((400, status)) if status["message"] == "pod waiting does not have a host assigned"),
+            "{path}: {:?}",
+            upgraded.err()
+        );
+    }
+    let log = t.get("/api/v1/namespaces/default/pods/waiting/log").await;
+    assert_eq!((log.status, log.body.len()), (204, 0));
+    with_pod(&t).await;
+    let bound = t.get("/api/v1/namespaces/default/pods/web").await.json();
+    assert_eq!(bound["spec"]["nodeName"], "kubeclient-node");
+    let owners = bound["metadata"]["managedFields"].to_string();
+    assert!(
+        !owners.contains("nodeName"),
+        "the scheduler's binding: {owners}"
+    );
+}

@@ -21,6 +21,8 @@ use crate::state::State;
 /// The ClusterIP range Services get addresses from (kubeadm's default, 10.96.0.0/12;
 /// the first address belongs to `default/kubernetes`).
 const SERVICE_IP_PREFIX: [u8; 2] = [10, 96];
+/// The scheduler Pods wait for unless they name another.
+const DEFAULT_SCHEDULER: &str = "default-scheduler";
 /// The NodePort range (kube-apiserver's default).
 const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
 
@@ -45,6 +47,9 @@ pub(super) fn apply(
                 pod_admission(spec);
             }
             if creating {
+                if let Some(spec) = child(object, "spec") {
+                    schedule(spec);
+                }
                 let qos = object.get("spec").map_or("BestEffort", qos_class);
                 let status = child_or_insert(object, "status");
                 set(status, "phase", json!("Pending"));
@@ -234,7 +239,7 @@ fn pod_spec(spec: &mut Map<String, Value>) {
     set(spec, "terminationGracePeriodSeconds", json!(30));
     set(spec, "dnsPolicy", json!("ClusterFirst"));
     set(spec, "securityContext", json!({}));
-    set(spec, "schedulerName", json!("default-scheduler"));
+    set(spec, "schedulerName", json!(DEFAULT_SCHEDULER));
 }
 
 /// What the admission plugins of every cluster add to a Pod (not to templates).
@@ -482,18 +487,56 @@ fn service(state: &State, object: &mut Map<String, Value>, current: Option<&Valu
     set(child_or_insert(object, "status"), "loadBalancer", json!({}));
 }
 
-/// Whether creating a `resource` allocates fields (a Service's addresses and node ports),
-/// which kube-apiserver's registry fills after the field manager ran: they belong to no
-/// manager unless the request set them.
-pub(super) fn allocates(resource: &ResourceDef) -> bool {
-    resource.builtin && resource.group.is_empty() && resource.kind == "Service"
+/// The node the embedded server's scheduler binds Pods to (it has no kubelet: the
+/// streams of a bound Pod are served by the server itself).
+pub(crate) const NODE_NAME: &str = "kubeclient-node";
+
+/// Binds a Pod being created to [`NODE_NAME`], as kube-scheduler would, unless it names a
+/// node already, waits for another scheduler or has scheduling gates: those stay
+/// unscheduled (their exec, attach and port-forward answer 400, their log is empty).
+fn schedule(spec: &mut Map<String, Value>) {
+    let named = spec
+        .get("nodeName")
+        .and_then(Value::as_str)
+        .is_some_and(|node| !node.is_empty());
+    let default_scheduler =
+        spec.get("schedulerName").and_then(Value::as_str) == Some(DEFAULT_SCHEDULER);
+    let gated = spec
+        .get("schedulingGates")
+        .and_then(Value::as_array)
+        .is_some_and(|gates| !gates.is_empty());
+    if !named && default_scheduler && !gated {
+        spec.insert("nodeName".to_owned(), json!(NODE_NAME));
+    }
 }
 
-/// `object` (a Service as created) without the allocated fields `requested` (the request's
-/// object) did not set: what the creating manager owns.
+/// Whether creating a `resource` allocates fields (a Service's addresses and node ports,
+/// a Pod's node), which kube-apiserver's registry (or kube-scheduler) fills after the field
+/// manager ran: they belong to no manager unless the request set them.
+pub(super) fn allocates(resource: &ResourceDef) -> bool {
+    resource.builtin
+        && resource.group.is_empty()
+        && matches!(resource.kind.as_str(), "Service" | "Pod")
+}
+
+/// `object` (a Service or Pod as created) without the allocated fields `requested` (the
+/// request's object) did not set: what the creating manager owns.
 pub(super) fn without_allocated(requested: &Map<String, Value>, object: &Value) -> Value {
     let mut owned = object.clone();
     let requested_spec = requested.get("spec");
+    if object.get("kind").and_then(Value::as_str) == Some("Pod") {
+        let requested_node = requested_spec
+            .and_then(|spec| spec.get("nodeName"))
+            .and_then(Value::as_str)
+            .is_some_and(|node| !node.is_empty());
+        if let (false, Some(spec)) = (
+            requested_node,
+            owned.get_mut("spec").and_then(Value::as_object_mut),
+        ) {
+            spec.remove("nodeName");
+        }
+        return owned;
+    }
     let requested_has = |field: &str| {
         requested_spec
             .and_then(|spec| spec.get(field))
