@@ -2,13 +2,16 @@
 //! (dependents of a deleted owner go, or are orphaned, by their `ownerReferences` and the
 //! owner's propagation policy) and the namespace controller (a deleted namespace is
 //! emptied, then removed), and the service-account controller (a `default` ServiceAccount
-//! in every namespace). Deleting marks objects (finalizers `foregroundDeletion` and
-//! `orphan`, a Namespace's `Terminating` phase) and answers at once; these controllers
-//! finish the work right after, in the background, as on a real cluster.
+//! in every namespace); with them, apiextensions-apiserver's CRD finalizer (a deleted
+//! CustomResourceDefinition's custom resources go before it does). Deleting marks objects
+//! (finalizers `foregroundDeletion`, `orphan` and `customresourcecleanup`, a Namespace's
+//! `Terminating` phase) and answers at once; these controllers finish the work right
+//! after, in the background, as on a real cluster.
 //!
 //! They run on one task, woken by writes that can concern them (a delete, an object with
 //! owner references or a deletion mark), and repeat their passes until nothing changes.
 
+mod crd_cleanup_controller;
 mod garbage_collector;
 mod graph;
 mod namespace_controller;
@@ -93,6 +96,7 @@ fn sync_once(state: &State) -> bool {
     let graph = graph::Graph::load(state);
     let mut changed = namespace_controller::sync(state, &graph);
     changed |= service_account_controller::sync(state, &graph);
+    changed |= crd_cleanup_controller::sync(state, &graph);
     if state.controllers.garbage_collector {
         changed |= garbage_collector::sync(state, &graph);
     }

@@ -1,7 +1,7 @@
 //! Turning a CustomResourceDefinition into served resources, and the status the server
 //! gives it.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::resource::{
     FieldSelectors, PrinterColumn, ResourceDef, ScaleSpec, Special, api_resource,
@@ -188,6 +188,45 @@ pub(crate) fn crd_status(crd: &Value, now: &str) -> Value {
         "acceptedNames": names,
         "storedVersions": storage_versions,
     })
+}
+
+/// The finalizer that holds a deleted CustomResourceDefinition until its custom resources
+/// are gone (apiextensions-apiserver's `customresourcecleanup.apiextensions.k8s.io`).
+pub(crate) const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// Sets the `Terminating` condition of a CustomResourceDefinition being deleted (replacing
+/// an earlier one; its transition time stays while its status does).
+pub(crate) fn set_terminating(
+    crd: &mut Map<String, Value>,
+    reason: &str,
+    message: &str,
+    now: &str,
+) {
+    let status = crd.entry("status").or_insert_with(|| json!({}));
+    let Value::Object(status) = status else {
+        return;
+    };
+    let conditions = status
+        .entry("conditions")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !conditions.is_array() {
+        *conditions = Value::Array(Vec::new());
+    }
+    let Value::Array(conditions) = conditions else {
+        return;
+    };
+    let since = conditions
+        .iter()
+        .find(|c| {
+            c.get("type") == Some(&json!("Terminating")) && c.get("status") == Some(&json!("True"))
+        })
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(now));
+    conditions.retain(|c| c.get("type") != Some(&json!("Terminating")));
+    conditions.push(
+        json!({"type": "Terminating", "status": "True", "lastTransitionTime": since,
+        "reason": reason, "message": message}),
+    );
 }
 
 #[cfg(test)]

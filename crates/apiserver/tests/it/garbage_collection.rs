@@ -9,7 +9,7 @@ use kubeclient_apiserver::ApiServer;
 use serde_json::{Value, json};
 
 use crate::kubectl::Kubectl;
-use crate::support::TestServer;
+use crate::support::{TestServer, eventually_status};
 
 const CM: &str = "/api/v1/namespaces/default/configmaps";
 const SECRETS: &str = "/api/v1/namespaces/default/secrets";
@@ -43,24 +43,6 @@ async fn dependent(t: &TestServer, name: &str, owner: &str, uid: &str, extra: Va
         "{}",
         String::from_utf8_lossy(&reply.body)
     );
-}
-
-/// Waits until GET `path` answers `status` (the controllers work in the background).
-async fn eventually_status(t: &TestServer, path: &str, status: u16) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let reply = t.get(path).await;
-        if reply.status == status {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "GET {path} answers {status} within 10 s; still {}: {}",
-            reply.status,
-            String::from_utf8_lossy(&reply.body)
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 async fn delete_with(t: &TestServer, path: &str, options: Value) -> Value {
@@ -382,4 +364,83 @@ async fn kubectl_delete_cascades_in_all_three_modes() {
         404,
         "kubectl waited for it"
     );
+}
+
+/// A deleted CustomResourceDefinition is marked (the `customresourcecleanup` finalizer, a
+/// `Terminating` condition) and refuses new custom resources; its custom resources are
+/// deleted, and it goes once the last of them (held by a finalizer) is gone, as with
+/// apiextensions-apiserver.
+#[tokio::test]
+async fn a_deleted_crd_deletes_its_custom_resources_before_it_goes() {
+    let t = TestServer::start().await;
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "things", "kind": "Thing"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.example.com";
+    assert_eq!(
+        t.post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd
+        )
+        .await
+        .status,
+        201
+    );
+    let things = "/apis/example.com/v1/namespaces/default/things";
+    for (name, finalizers) in [("free", json!([])), ("held", json!(["example.com/hold"]))] {
+        let thing = json!({"apiVersion": "example.com/v1", "kind": "Thing",
+            "metadata": {"name": name, "finalizers": finalizers}});
+        assert_eq!(t.post(things, &thing).await.status, 201);
+    }
+    let marked = t.delete(crd_path).await.json();
+    assert_eq!(
+        marked["metadata"]["finalizers"],
+        json!(["customresourcecleanup.apiextensions.k8s.io"])
+    );
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    let terminating = &marked["status"]["conditions"][2];
+    assert_eq!(
+        (
+            terminating["type"].as_str(),
+            terminating["reason"].as_str(),
+            terminating["message"].as_str()
+        ),
+        (
+            Some("Terminating"),
+            Some("InstanceDeletionPending"),
+            Some(
+                "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"
+            )
+        )
+    );
+    let late = t
+        .post(
+            things,
+            &json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "late"}}),
+        )
+        .await;
+    assert_eq!(late.status, 405);
+    assert_eq!(
+        late.json()["message"],
+        "create not allowed while custom resource definition is terminating"
+    );
+    eventually_status(&t, &format!("{things}/free"), 404).await;
+    let held = t.get(&format!("{things}/held")).await.json();
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+    let crd_now = t.get(crd_path).await.json();
+    assert_eq!(
+        crd_now["status"]["conditions"][2]["reason"], "InstanceDeletionInProgress",
+        "{crd_now}"
+    );
+    t.patch(
+        &format!("{things}/held"),
+        "application/merge-patch+json",
+        r#"{"metadata":{"finalizers":null}}"#,
+    )
+    .await;
+    eventually_status(&t, crd_path, 404).await;
+    eventually_status(&t, things, 404).await;
 }

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::TestServer;
+use crate::support::{TestServer, eventually_status};
 
 #[tokio::test]
 async fn lists_paginate_at_one_snapshot_with_selectors() {
@@ -257,12 +257,8 @@ async fn custom_resources_are_served_once_their_crd_exists() {
     );
     t.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com")
         .await;
-    assert_eq!(
-        t.get("/apis/example.com/v1/namespaces/default/widgets")
-            .await
-            .status,
-        404
-    );
+    // The CRD goes once its cleanup finalizer is done, and with it the resource.
+    eventually_status(&t, "/apis/example.com/v1/namespaces/default/widgets", 404).await;
 }
 
 #[tokio::test]

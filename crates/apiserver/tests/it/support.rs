@@ -230,3 +230,21 @@ pub(crate) fn describe(event: &Value) -> (String, String) {
             .to_owned(),
     )
 }
+
+/// Waits until GET `path` answers `status` (the controllers work in the background).
+pub(crate) async fn eventually_status(t: &TestServer, path: &str, status: u16) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = t.get(path).await;
+        if reply.status == status {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "GET {path} answers {status} within 10 s; still {}: {}",
+            reply.status,
+            String::from_utf8_lossy(&reply.body)
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -535,14 +535,11 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
                         json!({"metadata": {"labels": {"x": "y"}}}),
                     ),
                 ),
-                Step {
-                    compared: false,
-                    ..step(
-                        Method::DELETE,
-                        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/plains.{ns}.example.com",
-                        Value::Null,
-                    )
-                },
+                step(
+                    Method::DELETE,
+                    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/plains.{ns}.example.com",
+                    Value::Null,
+                ),
             ],
         ),
         (
@@ -666,6 +663,44 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
                     "/api/v1/namespaces/{ns}/pods/p/log",
                     Value::Null,
                 ),
+            ],
+        ),
+        (
+            "crd deletion through its cleanup finalizer",
+            vec![
+                Step {
+                    compared: false,
+                    ..step(
+                        Method::POST,
+                        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                        crd_body("things", "Thing", true),
+                    )
+                },
+                step(
+                    Method::POST,
+                    "/apis/{ns}.example.com/v1/namespaces/{ns}/things",
+                    json!({"apiVersion": "{ns}.example.com/v1", "kind": "Thing",
+                        "metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
+                ),
+                // Marked, not removed: the answer carries the finalizer and `Terminating`.
+                step(
+                    Method::DELETE,
+                    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.{ns}.example.com",
+                    Value::Null,
+                ),
+                step(
+                    Method::POST,
+                    "/apis/{ns}.example.com/v1/namespaces/{ns}/things",
+                    json!({"apiVersion": "{ns}.example.com/v1", "kind": "Thing", "metadata": {"name": "late"}}),
+                ),
+                // (What follows depends on when the real server's finalizer controller runs.)
+                Step {
+                    compared: false,
+                    ..merge_patch(
+                        "/apis/{ns}.example.com/v1/namespaces/{ns}/things/held",
+                        json!({"metadata": {"finalizers": null}}),
+                    )
+                },
             ],
         ),
         (

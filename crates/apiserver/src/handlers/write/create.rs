@@ -10,9 +10,34 @@ pub(crate) fn create(call: &Call) -> HandlerResult<Response<Body>> {
             "the server does not allow this method on the requested resource",
         )));
     }
+    if !call.resource.builtin && definition_terminating(call) {
+        let resource = &call.resource;
+        return Err(fail(
+            Status::failure(
+                StatusReason::MethodNotAllowed,
+                "create not allowed while custom resource definition is terminating",
+            )
+            .with_details(StatusDetails {
+                group: resource.group.clone(),
+                kind: resource.plural.clone(),
+                ..StatusDetails::default()
+            }),
+        ));
+    }
     let dry_run = call.dry_run()?;
     let object = as_object(call.decode_body()?)?;
     create_object(call, object, dry_run, false)
+}
+
+/// Whether the CustomResourceDefinition of the custom resource `call` writes is being
+/// deleted.
+fn definition_terminating(call: &Call) -> bool {
+    let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+    let name = format!("{}.{}", call.resource.plural, call.resource.group);
+    call.state
+        .store
+        .get(&crds, &name)
+        .is_some_and(|crd| crd.value.pointer("/metadata/deletionTimestamp").is_some())
 }
 
 /// Creates `object`. `ownership_recorded` is set for server-side apply creates, whose

@@ -4,7 +4,7 @@
 //! and the namespace controller, in [`crate::controllers`]).
 
 use super::*;
-use crate::registry::Propagation;
+use crate::registry::{CRD_CLEANUP_FINALIZER, Propagation, set_terminating};
 use crate::state::State;
 
 /// Delete options from the body (if any) or the query.
@@ -178,6 +178,8 @@ pub(crate) fn delete_object(
         }
         let added_finalizer = match resource.special {
             Special::Namespace => None,
+            // A CRD waits for its custom resources to go, whatever the propagation.
+            Special::CustomResourceDefinition => Some(CRD_CLEANUP_FINALIZER),
             _ => propagation.finalizer(),
         };
         let mut marked = current.value.as_object().cloned().unwrap_or_default();
@@ -217,9 +219,20 @@ pub(crate) fn delete_object(
                 list.push(json!(finalizer));
             }
         }
-        if resource.tracks_generation {
+        let is_crd = resource.special == Special::CustomResourceDefinition;
+        // (apiextensions-apiserver marks a CRD by an update, which keeps its generation.)
+        if resource.tracks_generation && !is_crd {
             let generation = metadata.get("generation").and_then(Value::as_i64).unwrap_or(1);
             metadata.insert("generation".to_owned(), json!(generation.saturating_add(1)));
+        }
+        if is_crd {
+            metadata_mut(&mut marked).remove("deletionGracePeriodSeconds");
+            set_terminating(
+                &mut marked,
+                "InstanceDeletionPending",
+                "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+                &now(),
+            );
         }
         if is_namespace {
             marked.insert("status".to_owned(), json!({"phase": "Terminating"}));
