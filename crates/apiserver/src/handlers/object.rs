@@ -1,6 +1,7 @@
 //! Helpers shared by the verb handlers: body decoding, keys, names, selectors, options.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
 use kubeclient_machinery::protobuf::{self, ProtobufError};
@@ -13,7 +14,7 @@ use serde_json::Value;
 
 use super::Call;
 use super::response::{HandlerResult, fail};
-use crate::registry::{FieldSelectors, ResourceDef};
+use crate::registry::{FieldSelectors, ResourceDef, event_versions};
 use crate::storage::StoredObject;
 
 /// The current time as the API server writes `metav1.Time`: RFC 3339, UTC, seconds.
@@ -78,6 +79,16 @@ impl Call {
     /// The group and resource, for Status messages.
     pub(crate) fn group_resource(&self) -> GroupResource {
         self.resource.group_resource()
+    }
+
+    /// Where the resource's objects are stored (`events.k8s.io` Events with core Events).
+    pub(crate) fn storage(&self) -> GroupResource {
+        event_versions::storage_of(&self.resource)
+    }
+
+    /// A stored object as the request's resource presents it.
+    pub(crate) fn presented(&self, stored: Arc<StoredObject>) -> Arc<StoredObject> {
+        event_versions::presented(&self.resource, stored)
     }
 
     /// The storage key prefix of the request's namespace (`ns/`), or `""` for every

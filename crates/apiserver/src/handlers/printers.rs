@@ -7,6 +7,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::object::label_selector;
+use crate::registry::event_versions::events_v1_as_core;
 
 /// One column: its definition and how to compute its cell.
 struct Column {
@@ -94,8 +95,10 @@ pub(crate) fn name_column(priority: i64) -> Value {
 pub(crate) fn cells(group: &str, kind: &str, object: &Value) -> Option<Vec<Value>> {
     let columns = columns(group, kind)?;
     let converted;
+    // An `events.k8s.io/v1` Event prints under its core/v1 field names (the two are one
+    // type inside kube-apiserver, printed by one printer).
     let object = if group == "events.k8s.io" {
-        converted = events_as_core(object);
+        converted = events_v1_as_core(object);
         &converted
     } else {
         object
@@ -828,26 +831,6 @@ const EVENT: &[Column] = &[
     wide("First Seen", "string", |o| event_time(o, "/firstTimestamp")),
     wide("Count", "string", |o| json!(int(o, "/count").max(1))),
 ];
-
-/// An `events.k8s.io/v1` Event under its core/v1 field names (the two are one type inside
-/// kube-apiserver, printed by one printer).
-fn events_as_core(event: &Value) -> Value {
-    let mut core = event.as_object().cloned().unwrap_or_default();
-    for (from, to) in [
-        ("regarding", "involvedObject"),
-        ("note", "message"),
-        ("reportingController", "reportingComponent"),
-        ("deprecatedSource", "source"),
-        ("deprecatedFirstTimestamp", "firstTimestamp"),
-        ("deprecatedLastTimestamp", "lastTimestamp"),
-        ("deprecatedCount", "count"),
-    ] {
-        if let Some(value) = core.remove(from) {
-            core.insert(to.to_owned(), value);
-        }
-    }
-    Value::Object(core)
-}
 
 fn event_time(event: &Value, pointer: &str) -> Value {
     match field(event, pointer).as_str() {

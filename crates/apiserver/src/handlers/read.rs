@@ -27,7 +27,8 @@ pub(crate) fn get(call: &Call) -> HandlerResult<Response<Body>> {
     let object = call
         .state
         .store
-        .get(&call.group_resource(), &key)
+        .get(&call.storage(), &key)
+        .map(|stored| call.presented(stored))
         .ok_or_else(|| call.not_found(name))?;
     if call.path.subresource.as_deref() == Some("scale") {
         return Ok(json(
@@ -148,7 +149,7 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
         limit,
         filter: &matches,
     };
-    let page = match call.state.store.list(&call.group_resource(), &request) {
+    let page = match call.state.store.list(&call.storage(), &request) {
         Ok(page) => page,
         Err(StorageError::Expired { .. }) => return Err(fail(expired(start_after))),
         Err(StorageError::TooLarge { requested, current }) => {
@@ -165,7 +166,12 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
             metadata["remainingItemCount"] = json!(page.remaining);
         }
     }
-    list_response(call, output, &page.items, metadata)
+    let items: Vec<_> = page
+        .items
+        .into_iter()
+        .map(|stored| call.presented(stored))
+        .collect();
+    list_response(call, output, &items, metadata)
 }
 
 /// The resourceVersion, match rule, continue token and limit of a list, validated as

@@ -17,7 +17,7 @@ use super::object::ObjectFilter;
 use super::read::{list_options_invalid, parse_rv};
 use super::response::{Body, HandlerResult, fail, streaming, with_body};
 use super::table::{self, IncludeObject};
-use crate::registry::ResourceDef;
+use crate::registry::{ResourceDef, event_versions};
 use crate::state::State;
 use crate::storage::{
     Change, ChangeKind, StorageError, StoredObject, WatchFrom, WatchSubscription, event_line,
@@ -129,7 +129,7 @@ pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
         (_, Some(rv)) => (WatchFrom::After(rv), false),
     };
     let prefix = call.namespace_prefix();
-    let subscription = match store.watch(&call.group_resource(), &prefix, from) {
+    let subscription = match store.watch(&call.storage(), &prefix, from) {
         Ok(subscription) => subscription,
         Err(StorageError::Expired { requested, oldest }) => {
             return Ok(error_stream(Status::expired(format!(
@@ -202,6 +202,19 @@ impl Encoder {
     /// The line for an event; `shared` is the pre-encoded JSON line, used when the
     /// representation is plain JSON so every watcher shares one encoding.
     fn line(&mut self, event_type: &str, object: &StoredObject, shared: Option<Bytes>) -> Bytes {
+        if let Some(presented) = event_versions::converted(&self.resource, object) {
+            // Stored in another resource's form: the shared line does not fit.
+            return self.encoded_line(event_type, &presented, None);
+        }
+        self.encoded_line(event_type, object, shared)
+    }
+
+    fn encoded_line(
+        &mut self,
+        event_type: &str,
+        object: &StoredObject,
+        shared: Option<Bytes>,
+    ) -> Bytes {
         match self.output {
             Output::Json if self.encoding == Encoding::Protobuf => {
                 protobuf_frame(event_type, &object.value)

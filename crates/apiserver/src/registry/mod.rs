@@ -5,6 +5,7 @@ mod builtin;
 mod builtin_types;
 mod crd;
 pub(crate) mod discovery;
+pub(crate) mod event_versions;
 pub(crate) mod openapi;
 mod resource;
 

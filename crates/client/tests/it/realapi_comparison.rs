@@ -704,6 +704,68 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
             ],
         ),
         (
+            "one storage for both event APIs",
+            vec![
+                step(
+                    Method::POST,
+                    "/api/v1/namespaces/{ns}/events",
+                    json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "core"},
+                        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "{ns}"},
+                        "reason": "Started", "message": "m", "type": "Normal", "count": 2,
+                        "source": {"component": "kubelet", "host": "h"}, "firstTimestamp": "2026-01-01T00:00:00Z",
+                        "related": {"kind": "Node", "name": "n"}, "action": "A", "reportingComponent": "rc", "reportingInstance": "ri"}),
+                ),
+                step(
+                    Method::GET,
+                    "/apis/events.k8s.io/v1/namespaces/{ns}/events/core",
+                    Value::Null,
+                ),
+                step(
+                    Method::POST,
+                    "/apis/events.k8s.io/v1/namespaces/{ns}/events",
+                    json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "v1"},
+                        "eventTime": "2026-01-01T00:00:00.123456Z", "reportingController": "example.com/c",
+                        "reportingInstance": "c-1", "action": "Reconcile", "reason": "Done", "type": "Warning",
+                        "regarding": {"kind": "Pod", "name": "p", "namespace": "{ns}"}, "note": "n",
+                        "series": {"count": 2, "lastObservedTime": "2026-01-01T00:02:00.000000Z"},
+                        "deprecatedCount": 3, "deprecatedSource": {"component": "x"}}),
+                ),
+                step(
+                    Method::POST,
+                    "/apis/events.k8s.io/v1/namespaces/{ns}/events",
+                    json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "v1"},
+                        "eventTime": "2026-01-01T00:00:00.123456Z", "reportingController": "example.com/c",
+                        "reportingInstance": "c-1", "action": "Reconcile", "reason": "Done", "type": "Warning",
+                        "regarding": {"kind": "Pod", "name": "p", "namespace": "{ns}"}, "note": "n",
+                        "series": {"count": 2, "lastObservedTime": "2026-01-01T00:02:00.000000Z"}}),
+                ),
+                step(
+                    Method::GET,
+                    "/api/v1/namespaces/{ns}/events/v1",
+                    Value::Null,
+                ),
+                merge_patch(
+                    "/apis/events.k8s.io/v1/namespaces/{ns}/events/core",
+                    json!({"note": "changed"}),
+                ),
+                step(
+                    Method::GET,
+                    "/api/v1/namespaces/{ns}/events/core",
+                    Value::Null,
+                ),
+                step(
+                    Method::DELETE,
+                    "/apis/events.k8s.io/v1/namespaces/{ns}/events/v1",
+                    Value::Null,
+                ),
+                step(
+                    Method::GET,
+                    "/api/v1/namespaces/{ns}/events/v1",
+                    Value::Null,
+                ),
+            ],
+        ),
+        (
             "access review",
             vec![
                 step(

@@ -133,7 +133,7 @@ pub(super) fn create_object(
     let mut value = Value::Object(object);
     let warnings = call.validate_fields(&mut value, Decoding::Body)?;
     validate::check_object(&resource, &value)?;
-    kind_rules::check(&resource, &value, Vec::new())?;
+    kind_rules::check(&resource, &value, true, Vec::new())?;
     call.check_namespace_exists()?;
     if !ownership_recorded {
         let (manager, api_version) = (call.field_manager(), resource.api_version());
@@ -173,25 +173,22 @@ pub(super) fn create_object(
             }
         }
         let key = call.key_for(&name);
-        let outcome = call
-            .state
-            .store
-            .update(&call.group_resource(), &key, |current| {
-                if current.is_some() {
-                    return Err(fail(Status::already_exists(&call.group_resource(), &name)));
-                }
-                Ok(if dry_run {
-                    Write::Unchanged
-                } else {
-                    Write::Create(value.clone())
-                })
-            });
+        let outcome = call.state.store.update(&call.storage(), &key, |current| {
+            if current.is_some() {
+                return Err(fail(Status::already_exists(&call.group_resource(), &name)));
+            }
+            Ok(if dry_run {
+                Write::Unchanged
+            } else {
+                Write::Create(event_versions::to_storage(&resource, value.clone()))
+            })
+        });
         match outcome {
             Ok(outcome) => {
                 if dry_run {
                     return Ok(with_warnings(json(StatusCode::CREATED, &value), &warnings));
                 }
-                let Some(created) = outcome.object else {
+                let Some(created) = outcome.object.map(|stored| call.presented(stored)) else {
                     return Err(fail(Status::internal_error("create stored nothing")));
                 };
                 if resource.special == Special::CustomResourceDefinition {

@@ -4,7 +4,7 @@
 //! and the namespace controller, in [`crate::controllers`]).
 
 use super::*;
-use crate::registry::{CRD_CLEANUP_FINALIZER, Propagation, set_terminating};
+use crate::registry::{CRD_CLEANUP_FINALIZER, Propagation, event_versions, set_terminating};
 use crate::state::State;
 
 /// Delete options from the body (if any) or the query.
@@ -155,7 +155,8 @@ pub(crate) fn delete_object(
     let propagation = options
         .propagation
         .unwrap_or_else(|| resource.default_propagation());
-    let outcome = state.store.write(&group_resource, &store_key(namespace, name), |current| {
+    let storage = event_versions::storage_of(resource);
+    let outcome = state.store.write(&storage, &store_key(namespace, name), |current| {
         let current = current.ok_or_else(|| fail(Status::not_found(&group_resource, name)))?;
         let uid = meta_str(&current.value, "uid");
         if let Some(expected) = &options.precondition_uid
@@ -300,10 +301,11 @@ pub(crate) fn delete(call: &Call) -> HandlerResult<Response<Body>> {
     let options = delete_options(call)?;
     let name = call.name().to_owned();
     let namespace = call.path.namespace.as_deref();
+    let presented = |object| event_versions::presented_value(&call.resource, object);
     match delete_object(&call.state, &call.resource, namespace, &name, &options)? {
-        Deleted::Marked(object) => Ok(json(StatusCode::OK, &object)),
+        Deleted::Marked(object) => Ok(json(StatusCode::OK, &presented(object))),
         Deleted::Removed(object) if call.resource.returns_deleted_object() => {
-            Ok(json(StatusCode::OK, &object))
+            Ok(json(StatusCode::OK, &presented(object)))
         }
         Deleted::Removed(object) => {
             let group_resource = call.group_resource();
@@ -327,7 +329,7 @@ pub(crate) fn delete_collection(call: &Call) -> HandlerResult<Response<Body>> {
     let options = delete_options(call)?;
     let filter = call.selector_filter()?;
     let prefix = call.namespace_prefix();
-    let snapshot = call.state.store.snapshot(&call.group_resource(), &prefix);
+    let snapshot = call.state.store.snapshot(&call.storage(), &prefix);
     let mut items = Vec::new();
     for object in snapshot.objects.iter().filter(|o| filter.matches(o)) {
         let namespace = Some(object.namespace()).filter(|ns| !ns.is_empty());
@@ -338,7 +340,10 @@ pub(crate) fn delete_collection(call: &Call) -> HandlerResult<Response<Body>> {
             object.name(),
             &options,
         ) {
-            Ok(_) => items.push(object.value.clone()),
+            Ok(_) => items.push(event_versions::presented_value(
+                &call.resource,
+                object.value.clone(),
+            )),
             Err(status) if status.code == 404 => {}
             Err(status) => return Err(status),
         }

@@ -17,6 +17,7 @@ const NOTE_LENGTH_LIMIT: usize = 1024;
 pub(super) fn check(
     resource: &ResourceDef,
     object: &Value,
+    creating: bool,
     update_causes: Vec<StatusCause>,
 ) -> HandlerResult<()> {
     let mut causes = Vec::new();
@@ -30,20 +31,8 @@ pub(super) fn check(
         ("events.k8s.io", "Event") => {
             message_group = "";
             event_namespace(object, "regarding", &mut causes);
-            if object.get("eventTime").is_none_or(Value::is_null) {
-                causes.push(StatusCause::new(
-                    "FieldValueRequired",
-                    "Required value",
-                    "eventTime",
-                ));
-            }
-            let event_type = object.get("type").and_then(Value::as_str).unwrap_or("");
-            if !matches!(event_type, "Normal" | "Warning") {
-                causes.push(StatusCause::new(
-                    "FieldValueInvalid",
-                    &format!("Invalid value: {event_type:?}: has invalid value: {event_type}"),
-                    "type",
-                ));
+            if creating {
+                events_v1_create_rules(object, &mut causes);
             }
             let note = object.get("note").and_then(Value::as_str).unwrap_or("");
             if note.len() > NOTE_LENGTH_LIMIT {
@@ -83,6 +72,51 @@ pub(super) fn check(
         meta_str(object, "name"),
         causes,
     )))
+}
+
+/// What an Event created through `events.k8s.io/v1` needs (kube-apiserver's strict
+/// validation, on its internal Event: the deprecated fields carry their core/v1 names).
+fn events_v1_create_rules(object: &Value, causes: &mut Vec<StatusCause>) {
+    if object.get("eventTime").is_none_or(Value::is_null) {
+        causes.push(StatusCause::new(
+            "FieldValueRequired",
+            "Required value",
+            "eventTime",
+        ));
+    }
+    let event_type = object.get("type").and_then(Value::as_str).unwrap_or("");
+    if !matches!(event_type, "Normal" | "Warning") {
+        causes.push(StatusCause::new(
+            "FieldValueInvalid",
+            &format!("Invalid value: \"\": has invalid value: {event_type}"),
+            "type",
+        ));
+    }
+    let set = |field: &str| match object.get(field) {
+        None | Some(Value::Null) => false,
+        Some(Value::Number(count)) => count.as_i64() != Some(0),
+        Some(Value::Object(source)) => ["component", "host"].iter().any(|key| {
+            source
+                .get(*key)
+                .and_then(Value::as_str)
+                .is_some_and(|v| !v.is_empty())
+        }),
+        Some(_) => true,
+    };
+    for (field, core_field) in [
+        ("deprecatedFirstTimestamp", "firstTimestamp"),
+        ("deprecatedLastTimestamp", "lastTimestamp"),
+        ("deprecatedCount", "count"),
+        ("deprecatedSource", "source"),
+    ] {
+        if set(field) {
+            causes.push(StatusCause::new(
+                "FieldValueInvalid",
+                "Invalid value: \"\": needs to be unset",
+                core_field,
+            ));
+        }
+    }
 }
 
 /// The involved object of an Event is in the Event's namespace (or unset, for Events in

@@ -51,7 +51,7 @@ use crate::patch::managed_fields;
 use crate::patch::strategic_merge::{
     builtin_list_map_keys, builtin_list_strategy, strategic_merge,
 };
-use crate::registry::{ResourceDef, Special, crd_resources, crd_status};
+use crate::registry::{ResourceDef, Special, crd_resources, crd_status, event_versions};
 use crate::storage::{StoredObject, Write};
 
 /// The most JSON patch operations one request may carry.
@@ -389,8 +389,10 @@ fn write_existing(
     } else {
         Decoding::Body
     };
-    let outcome = call.state.store.update(&call.group_resource(), &call.key_for(&name), |current| {
-        let current = current.ok_or_else(|| call.not_found(&name))?;
+    let outcome = call.state.store.update(&call.storage(), &call.key_for(&name), |stored| {
+        let stored = stored.ok_or_else(|| call.not_found(&name))?;
+        let presented = event_versions::converted(&call.resource, stored);
+        let current = presented.as_ref().unwrap_or(stored);
         let mut desired = compute(current)?;
         call.check_type_meta(&mut desired)?;
         call.check_namespace(&mut desired)?;
@@ -437,9 +439,13 @@ fn write_existing(
             );
         }
         validate::check_object(&call.resource, &result)?;
-        kind_rules::check(&call.resource, &result, immutable_causes)?;
+        kind_rules::check(&call.resource, &result, false, immutable_causes)?;
         validate::check_size(&call.resource, &result, call.state.config.limits.max_object_bytes)?;
-        let write = if finalized(&result) { Write::Delete } else { Write::Update(result.clone()) };
+        let write = if finalized(&result) {
+            Write::Delete
+        } else {
+            Write::Update(event_versions::to_storage(&call.resource, result.clone()))
+        };
         if dry_run {
             // Nothing is written, so the answer keeps the live resourceVersion, as the
             // real server's does (`kubectl diff` compares against it).
@@ -456,7 +462,8 @@ fn write_existing(
         }
         call.state.controllers.wake_for(result);
     }
-    respond_after_update(call, outcome.object.as_deref(), response_object)
+    let stored = outcome.object.map(|stored| call.presented(stored));
+    respond_after_update(call, stored.as_deref(), response_object)
         .map(|response| with_warnings(response, &warnings))
 }
 

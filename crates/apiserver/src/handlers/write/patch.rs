@@ -163,7 +163,7 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     if call
         .state
         .store
-        .get(&call.group_resource(), &call.key_for(&name))
+        .get(&call.storage(), &call.key_for(&name))
         .is_none()
     {
         let created = managed_fields::apply(None, &applied, force, &context, &merge)

@@ -23,7 +23,7 @@ pub(crate) fn update(call: &Call) -> HandlerResult<Response<Body>> {
         let missing = call
             .state
             .store
-            .get(&call.group_resource(), &call.key_for(name))
+            .get(&call.storage(), &call.key_for(name))
             .is_none();
         if missing {
             let mut body = body;
