@@ -446,6 +446,20 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
                     "/api/v1/namespaces/{ns}/secrets?as=Table",
                     Value::Null,
                 ),
+                // The selector column prints requirements sorted by key, as Go's selectors.
+                step(
+                    Method::POST,
+                    "/apis/apps/v1/namespaces/{ns}/deployments",
+                    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                        "spec": {"selector": {"matchLabels": {"z": "1", "a": "b"},
+                            "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db", "cache"]}, {"key": "env", "operator": "Exists"}]},
+                        "template": {"metadata": {"labels": {"a": "b", "z": "1", "env": "x"}}, "spec": {"containers": container}}}}),
+                ),
+                step(
+                    Method::GET,
+                    "/apis/apps/v1/namespaces/{ns}/deployments?as=Table",
+                    Value::Null,
+                ),
             ],
         ),
         (
