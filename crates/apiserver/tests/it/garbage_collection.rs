@@ -380,15 +380,7 @@ async fn a_deleted_crd_deletes_its_custom_resources_before_it_goes() {
             "versions": [{"name": "v1", "served": true, "storage": true,
                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
     let crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.example.com";
-    assert_eq!(
-        t.post(
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            &crd
-        )
-        .await
-        .status,
-        201
-    );
+    t.create_crd(&crd).await;
     let things = "/apis/example.com/v1/namespaces/default/things";
     for (name, finalizers) in [("free", json!([])), ("held", json!(["example.com/hold"]))] {
         let thing = json!({"apiVersion": "example.com/v1", "kind": "Thing",

@@ -501,13 +501,7 @@ async fn generation_follows_each_types_strategy() {
                 "names": {"plural": plural, "kind": plural.to_uppercase()},
                 "versions": [{"name": "v1", "served": true, "storage": true, "subresources": subresources,
                     "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
-        let crd_created = t
-            .post(
-                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                &crd,
-            )
-            .await;
-        assert_eq!(crd_created.status, 201);
+        t.create_crd(&crd).await;
         let collection = format!("/apis/example.com/v1/namespaces/default/{plural}");
         let object = json!({"apiVersion": "example.com/v1", "kind": plural.to_uppercase(),
             "metadata": {"name": "o"}, "spec": {"a": 1}});
@@ -1161,15 +1155,7 @@ async fn custom_resources_are_defaulted_and_pruned_by_their_schema() {
                 "type": "object", "properties": {"spec": {"type": "object", "properties": {
                     "size": {"type": "integer", "default": 3},
                     "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}}]}});
-    assert_eq!(
-        t.post(
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            &crd
-        )
-        .await
-        .status,
-        201
-    );
+    t.create_crd(&crd).await;
     let gadget = json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"},
         "spec": {"colour": "red", "extra": {"kept": true}}, "unknown": 1});
     let created = t

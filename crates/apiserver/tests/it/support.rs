@@ -162,6 +162,22 @@ impl TestServer {
     }
 
     /// Opens a watch and returns a reader of its events.
+    /// Creates a CustomResourceDefinition (it must be accepted).
+    pub(crate) async fn create_crd(&self, crd: &Value) {
+        let reply = self
+            .post(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                crd,
+            )
+            .await;
+        assert_eq!(
+            reply.status,
+            201,
+            "the CRD is created: {}",
+            String::from_utf8_lossy(&reply.body)
+        );
+    }
+
     pub(crate) async fn watch(&self, path: &str) -> WatchReader {
         self.watch_accepting(path, None).await
     }

@@ -85,6 +85,43 @@ fn crd_body(plural: &str, kind: &str, status_subresource: bool) -> Value {
                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
 }
 
+/// Creates an object `empty` of `kind` with an empty spec under `path`.
+fn empty_spec(path: &'static str, api_version: &str, kind: &str) -> Step {
+    step(
+        Method::POST,
+        path,
+        json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "empty"}, "spec": {}}),
+    )
+}
+
+/// `object` with the fields of `more` added.
+fn with_fields(object: &Value, more: Value) -> Value {
+    let mut object = object.clone();
+    if let (Some(fields), Value::Object(more)) = (object.as_object_mut(), more) {
+        fields.extend(more);
+    }
+    object
+}
+
+/// Creates Pod `p` with `spec`.
+fn create_pod(spec: Value) -> Step {
+    step(
+        Method::POST,
+        "/api/v1/namespaces/{ns}/pods",
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}),
+    )
+}
+
+/// Creates Deployment `d` selecting `a=b` with `template`.
+fn create_deployment(template: &Value) -> Step {
+    step(
+        Method::POST,
+        "/apis/apps/v1/namespaces/{ns}/deployments",
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": template}}),
+    )
+}
+
 /// What an answer is compared by.
 async fn answer(client: &Client, namespace: &str, step: &Step) -> Value {
     let path = step.path.replace("{ns}", namespace);
@@ -216,28 +253,23 @@ fn normalize(mut value: Value, namespace: &str, kept: &[&str]) -> Value {
 fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
     let container = json!([{"name": "c", "image": "nginx:1", "ports": [{"containerPort": 80}]}]);
     let template = json!({"metadata": {"labels": {"a": "b"}}, "spec": {"containers": container}});
+    let event_v1 = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "v1"},
+        "eventTime": "2026-01-01T00:00:00.123456Z", "reportingController": "example.com/c",
+        "reportingInstance": "c-1", "action": "Reconcile", "reason": "Done", "type": "Warning",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "{ns}"}, "note": "n",
+        "series": {"count": 2, "lastObservedTime": "2026-01-01T00:02:00.000000Z"}});
     vec![
         (
             "pod defaults",
             vec![
                 service_account_set_up(),
-                step(
-                    Method::POST,
-                    "/api/v1/namespaces/{ns}/pods",
-                    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-                "spec": {"automountServiceAccountToken": false, "containers": container}}),
-                ),
+                create_pod(json!({"automountServiceAccountToken": false, "containers": container})),
             ],
         ),
         (
             "deployment defaults and immutable selector",
             vec![
-                step(
-                    Method::POST,
-                    "/apis/apps/v1/namespaces/{ns}/deployments",
-                    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-                    "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": template}}),
-                ),
+                create_deployment(&template),
                 merge_patch(
                     "/apis/apps/v1/namespaces/{ns}/deployments/d",
                     json!({"spec": {"selector": {"matchLabels": {"x": "y"}}}}),
@@ -365,12 +397,7 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
             "deletion answers",
             vec![
                 service_account_set_up(),
-                step(
-                    Method::POST,
-                    "/api/v1/namespaces/{ns}/pods",
-                    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-                "spec": {"automountServiceAccountToken": false, "containers": container}}),
-                ),
+                create_pod(json!({"automountServiceAccountToken": false, "containers": container})),
                 step(
                     Method::DELETE,
                     "/api/v1/namespaces/{ns}/pods/p",
@@ -465,15 +492,7 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
         (
             "generation bumps",
             vec![
-                keeping(
-                    &["generation"],
-                    step(
-                        Method::POST,
-                        "/apis/apps/v1/namespaces/{ns}/deployments",
-                        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-                        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": template}}),
-                    ),
-                ),
+                keeping(&["generation"], create_deployment(&template)),
                 keeping(
                     &["generation"],
                     merge_patch(
@@ -559,10 +578,10 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
         (
             "workloads with empty or inconsistent specs",
             vec![
-                step(
-                    Method::POST,
+                empty_spec(
                     "/apis/apps/v1/namespaces/{ns}/deployments",
-                    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "empty"}, "spec": {}}),
+                    "apps/v1",
+                    "Deployment",
                 ),
                 step(
                     Method::POST,
@@ -577,20 +596,20 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
                     "spec": {"selector": {"matchExpressions": [{"key": "a", "operator": "Bad"}, {"key": "b", "operator": "In"}]},
                         "template": {"spec": {"containers": [{"name": "", "image": ""}]}}}}),
                 ),
-                step(
-                    Method::POST,
+                empty_spec(
                     "/apis/apps/v1/namespaces/{ns}/statefulsets",
-                    json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "e"}, "spec": {}}),
+                    "apps/v1",
+                    "StatefulSet",
                 ),
-                step(
-                    Method::POST,
+                empty_spec(
                     "/apis/apps/v1/namespaces/{ns}/daemonsets",
-                    json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "e"}, "spec": {}}),
+                    "apps/v1",
+                    "DaemonSet",
                 ),
-                step(
-                    Method::POST,
+                empty_spec(
                     "/api/v1/namespaces/{ns}/replicationcontrollers",
-                    json!({"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "e"}, "spec": {}}),
+                    "v1",
+                    "ReplicationController",
                 ),
                 step(
                     Method::POST,
@@ -651,11 +670,8 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
             "streams of an unscheduled pod",
             vec![
                 service_account_set_up(),
-                step(
-                    Method::POST,
-                    "/api/v1/namespaces/{ns}/pods",
-                    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-                    "spec": {"schedulerName": "elsewhere", "automountServiceAccountToken": false, "containers": container}}),
+                create_pod(
+                    json!({"schedulerName": "elsewhere", "automountServiceAccountToken": false, "containers": container}),
                 ),
                 step(
                     Method::GET,
@@ -734,24 +750,19 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
                     "/apis/events.k8s.io/v1/namespaces/{ns}/events/core",
                     Value::Null,
                 ),
+                // The deprecated fields are refused through events.k8s.io.
                 step(
                     Method::POST,
                     "/apis/events.k8s.io/v1/namespaces/{ns}/events",
-                    json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "v1"},
-                        "eventTime": "2026-01-01T00:00:00.123456Z", "reportingController": "example.com/c",
-                        "reportingInstance": "c-1", "action": "Reconcile", "reason": "Done", "type": "Warning",
-                        "regarding": {"kind": "Pod", "name": "p", "namespace": "{ns}"}, "note": "n",
-                        "series": {"count": 2, "lastObservedTime": "2026-01-01T00:02:00.000000Z"},
-                        "deprecatedCount": 3, "deprecatedSource": {"component": "x"}}),
+                    with_fields(
+                        &event_v1,
+                        json!({"deprecatedCount": 3, "deprecatedSource": {"component": "x"}}),
+                    ),
                 ),
                 step(
                     Method::POST,
                     "/apis/events.k8s.io/v1/namespaces/{ns}/events",
-                    json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "v1"},
-                        "eventTime": "2026-01-01T00:00:00.123456Z", "reportingController": "example.com/c",
-                        "reportingInstance": "c-1", "action": "Reconcile", "reason": "Done", "type": "Warning",
-                        "regarding": {"kind": "Pod", "name": "p", "namespace": "{ns}"}, "note": "n",
-                        "series": {"count": 2, "lastObservedTime": "2026-01-01T00:02:00.000000Z"}}),
+                    event_v1,
                 ),
                 step(
                     Method::GET,

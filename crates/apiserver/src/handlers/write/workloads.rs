@@ -57,18 +57,10 @@ pub(super) fn causes(group: &str, kind: &str, object: &Value) -> Vec<StatusCause
                 .and_then(Value::as_object)
                 .filter(|s| !s.is_empty());
             if selector.is_none() {
-                causes.push(StatusCause::new(
-                    "FieldValueRequired",
-                    "Required value",
-                    "spec.selector",
-                ));
+                causes.push(required("spec.selector"));
             }
             match spec.get("template").filter(|t| !t.is_null()) {
-                None => causes.push(StatusCause::new(
-                    "FieldValueRequired",
-                    "Required value",
-                    "spec.template",
-                )),
+                None => causes.push(required("spec.template")),
                 Some(_) => {
                     if let Some(selector) = selector {
                         let labels = selector
@@ -101,11 +93,7 @@ fn required_selector(
     causes: &mut Vec<StatusCause>,
 ) -> Result<LabelSelector, ()> {
     match spec.get("selector").filter(|s| !s.is_null()) {
-        None => causes.push(StatusCause::new(
-            "FieldValueRequired",
-            "Required value",
-            "spec.selector",
-        )),
+        None => causes.push(required("spec.selector")),
         Some(selector) => {
             selector_requirements(selector, causes);
             if selector_is_empty(selector) {
@@ -308,11 +296,7 @@ fn pod_spec(spec: Option<&Value>, path: &str, causes: &mut Vec<StatusCause>) {
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
     if containers.is_empty() {
-        causes.push(StatusCause::new(
-            "FieldValueRequired",
-            "Required value",
-            &format!("{path}.containers"),
-        ));
+        causes.push(required(&format!("{path}.containers")));
     }
     for (index, container) in containers.iter().enumerate() {
         for field in ["name", "image"] {
@@ -321,12 +305,13 @@ fn pod_spec(spec: Option<&Value>, path: &str, causes: &mut Vec<StatusCause>) {
                 .and_then(Value::as_str)
                 .is_none_or(str::is_empty)
             {
-                causes.push(StatusCause::new(
-                    "FieldValueRequired",
-                    "Required value",
-                    &format!("{path}.containers[{index}].{field}"),
-                ));
+                causes.push(required(&format!("{path}.containers[{index}].{field}")));
             }
         }
     }
+}
+
+/// A `Required value` cause of `field`.
+fn required(field: &str) -> StatusCause {
+    StatusCause::new("FieldValueRequired", "Required value", field)
 }
