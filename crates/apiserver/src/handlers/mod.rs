@@ -15,6 +15,7 @@ mod query;
 mod read;
 mod response;
 mod route;
+mod schema_formats;
 mod spdy;
 mod table;
 mod validate;

@@ -850,3 +850,64 @@ async fn custom_resources_are_defaulted_and_pruned_by_their_schema() {
     assert_eq!(stored["spec"], json!({"size": 3, "extra": {"kept": true}}));
     assert!(stored.get("unknown").is_none(), "{stored}");
 }
+
+#[tokio::test]
+async fn custom_resources_are_checked_against_patterns_formats_and_junctors() {
+    let t = TestServer::start().await;
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                    "name": {"type": "string", "pattern": "^[a-z]+$"},
+                    "when": {"type": "string", "format": "date-time"},
+                    "ports": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                        "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}}}}}}}]}});
+    let created = t
+        .post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd,
+        )
+        .await;
+    assert_eq!(created.status, 201);
+    let widgets = "/apis/example.com/v1/namespaces/default/widgets";
+    let widget = |spec: serde_json::Value| json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec});
+    let rejected = t
+        .post(
+            widgets,
+            &widget(json!({"name": "ABC", "when": "yesterday", "ports": {}})),
+        )
+        .await;
+    assert_eq!(rejected.status, 422);
+    let causes: Vec<String> = rejected.json()["details"]["causes"]
+        .as_array()
+        .map(|causes| {
+            causes
+                .iter()
+                .map(|c| format!("{} {}", c["field"], c["message"]))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        causes,
+        [
+            r#""spec.name" "Invalid value: \"ABC\": spec.name in body should match '^[a-z]+$'""#,
+            r#""<nil>" "Invalid value: \"\": \"spec.ports\" must validate at least one schema (anyOf)""#,
+            r#""spec.ports.a" "Required value""#,
+            r#""spec.when" "Invalid value: \"yesterday\": spec.when in body must be of type date-time: \"yesterday\"""#,
+        ]
+    );
+    let accepted = t
+        .post(
+            widgets,
+            &widget(json!({"name": "abc", "when": "2020-01-02T03:04:05Z", "ports": {"b": "x"}})),
+        )
+        .await;
+    assert_eq!(
+        accepted.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&accepted.body)
+    );
+}
