@@ -18,6 +18,7 @@ mod route;
 mod schema_formats;
 mod spdy;
 mod table;
+mod type_errors;
 mod validate;
 mod validate_schema;
 mod watch;
