@@ -14,6 +14,7 @@ use super::negotiate::{Output, Target};
 use super::object::store_key;
 use super::response::{Body, HandlerResult, fail, json, json_bytes};
 use super::table::{self, IncludeObject};
+use super::version_conversion;
 use crate::storage::{ListRequest, StorageError, StoredObject};
 
 /// How long a list waits for a resourceVersion newer than the store (as the watch cache does).
@@ -36,7 +37,10 @@ pub(crate) fn get(call: &Call) -> HandlerResult<Response<Body>> {
         ));
     }
     Ok(match output {
-        Output::Json => json_bytes(StatusCode::OK, object.bytes.clone()),
+        Output::Json => json_bytes(
+            StatusCode::OK,
+            version_conversion::served_bytes(&call.resource, &object),
+        ),
         Output::PartialObjectMetadata => json(
             StatusCode::OK,
             &table::partial_object_metadata(&object.value),
@@ -317,7 +321,7 @@ fn list_response(
                 if i > 0 {
                     body.put_u8(b',');
                 }
-                body.put_slice(&object.bytes);
+                body.put_slice(&version_conversion::served_bytes(resource, object));
             }
             body.put_slice(b"]}\n");
             json_bytes(StatusCode::OK, body.freeze())

@@ -288,10 +288,14 @@ pub(crate) fn delete(call: &Call) -> HandlerResult<Response<Body>> {
     let name = call.name().to_owned();
     let namespace = call.path.namespace.as_deref();
     match delete_object(&call.state, &call.resource, namespace, &name, &options)? {
-        Deleted::Marked(object) => Ok(json(StatusCode::OK, &object)),
-        Deleted::Removed(object) if call.resource.returns_deleted_object() => {
-            Ok(json(StatusCode::OK, &object))
-        }
+        Deleted::Marked(object) => Ok(json(
+            StatusCode::OK,
+            &*version_conversion::served_value(&call.resource, &object),
+        )),
+        Deleted::Removed(object) if call.resource.returns_deleted_object() => Ok(json(
+            StatusCode::OK,
+            &*version_conversion::served_value(&call.resource, &object),
+        )),
         Deleted::Removed(object) => {
             let group_resource = call.group_resource();
             Ok(json(
@@ -325,7 +329,8 @@ pub(crate) fn delete_collection(call: &Call) -> HandlerResult<Response<Body>> {
             object.name(),
             &options,
         ) {
-            Ok(_) => items.push(object.value.clone()),
+            Ok(_) => items
+                .push(version_conversion::served_value(&call.resource, &object.value).into_owned()),
             Err(status) if status.code == 404 => {}
             Err(status) => return Err(status),
         }
