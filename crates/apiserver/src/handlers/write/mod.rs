@@ -117,6 +117,7 @@ fn write_context<'a>(
         time,
         scope,
         list_key,
+        custom_resource: !call.resource.builtin,
     }
 }
 
