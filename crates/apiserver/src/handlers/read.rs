@@ -305,6 +305,22 @@ fn list_response(
     Ok(match output {
         Output::Json => {
             let resource = &call.resource;
+            // Items of built-in kinds carry no kind or apiVersion (kube-apiserver's typed
+            // encoder sets them on the list only); custom resources' items keep them.
+            let type_meta = resource.builtin.then(|| {
+                format!(
+                    "{{\"kind\":{},\"apiVersion\":{},",
+                    json!(resource.kind),
+                    json!(resource.api_version())
+                )
+            });
+            // Unstructured lists always say `continue`, empty on the last page.
+            let mut metadata = metadata;
+            if !resource.builtin
+                && let Some(fields) = metadata.as_object_mut()
+            {
+                fields.entry("continue").or_insert_with(|| json!(""));
+            }
             let mut body = BytesMut::with_capacity(
                 129 + items.iter().map(|o| o.bytes.len() + 1).sum::<usize>(),
             );
@@ -321,7 +337,17 @@ fn list_response(
                 if i > 0 {
                     body.put_u8(b',');
                 }
-                body.put_slice(&version_conversion::served_bytes(resource, object));
+                let bytes = version_conversion::served_bytes(resource, object);
+                match type_meta
+                    .as_deref()
+                    .and_then(|prefix| bytes.strip_prefix(prefix.as_bytes()))
+                {
+                    Some(rest) => {
+                        body.put_u8(b'{');
+                        body.put_slice(rest);
+                    }
+                    None => body.put_slice(&bytes),
+                }
             }
             body.put_slice(b"]}\n");
             json_bytes(StatusCode::OK, body.freeze())

@@ -446,7 +446,7 @@ async fn delete_returns_a_success_status_and_checks_preconditions() {
         wrong_uid.json()["message"]
             .as_str()
             .unwrap()
-            .contains("Precondition failed: UID in precondition: nope")
+            .starts_with(r#"Operation cannot be fulfilled on ConfigMap "a": the UID in the precondition (nope) does not match the UID in record ("#)
     );
     let deleted = t.delete(path).await.json();
     assert_eq!(
