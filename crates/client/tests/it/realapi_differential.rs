@@ -79,7 +79,7 @@ fn object(kind: &str, api_version: &str, name: &str, variant: u8) -> Value {
             "spec": {"selector": {"app": name},
                 "ports": [{"name": "http", "port": 80 + u16::from(variant), "protocol": "TCP"}]}}),
         _ => json!({"apiVersion": api_version, "kind": kind, "metadata": metadata,
-            "spec": {"size": variant, "colour": if variant % 2 == 0 { "red" } else { "blue" }}}),
+            "spec": {"size": variant, "colour": if variant.is_multiple_of(2) { "red" } else { "blue" }}}),
     }
 }
 
