@@ -86,9 +86,9 @@ impl Call {
         event_versions::storage_of(&self.resource)
     }
 
-    /// A stored object as the request's resource presents it.
+    /// A stored object as the request's resource serves it (the version asked for).
     pub(crate) fn presented(&self, stored: Arc<StoredObject>) -> Arc<StoredObject> {
-        event_versions::presented(&self.resource, stored)
+        super::version_conversion::served_object(&self.resource, &stored).map_or(stored, Arc::new)
     }
 
     /// The storage key prefix of the request's namespace (`ns/`), or `""` for every

@@ -17,7 +17,8 @@ use super::object::ObjectFilter;
 use super::read::{list_options_invalid, parse_rv};
 use super::response::{Body, HandlerResult, fail, streaming, with_body};
 use super::table::{self, IncludeObject};
-use crate::registry::{ResourceDef, event_versions};
+use super::version_conversion;
+use crate::registry::ResourceDef;
 use crate::state::State;
 use crate::storage::{
     Change, ChangeKind, StorageError, StoredObject, WatchFrom, WatchSubscription, event_line,
@@ -202,9 +203,9 @@ impl Encoder {
     /// The line for an event; `shared` is the pre-encoded JSON line, used when the
     /// representation is plain JSON so every watcher shares one encoding.
     fn line(&mut self, event_type: &str, object: &StoredObject, shared: Option<Bytes>) -> Bytes {
-        if let Some(presented) = event_versions::converted(&self.resource, object) {
-            // Stored in another resource's form: the shared line does not fit.
-            return self.encoded_line(event_type, &presented, None);
+        if let Some(served) = version_conversion::served_object(&self.resource, object) {
+            // Stored in another form: the shared line does not fit.
+            return self.encoded_line(event_type, &served, None);
         }
         self.encoded_line(event_type, object, shared)
     }
@@ -220,7 +221,15 @@ impl Encoder {
                 protobuf_frame(event_type, &object.value)
                     .unwrap_or_else(|| event_line(event_type, &object.bytes))
             }
-            Output::Json => shared.unwrap_or_else(|| event_line(event_type, &object.bytes)),
+            Output::Json => match version_conversion::served_value(&self.resource, &object.value) {
+                std::borrow::Cow::Owned(converted) => event_line(
+                    event_type,
+                    &serde_json::to_vec(&converted).unwrap_or_default(),
+                ),
+                std::borrow::Cow::Borrowed(_) => {
+                    shared.unwrap_or_else(|| event_line(event_type, &object.bytes))
+                }
+            },
             Output::PartialObjectMetadata | Output::PartialObjectMetadataList => {
                 let converted = table::partial_object_metadata(&object.value);
                 if self.encoding == Encoding::Protobuf

@@ -6,13 +6,10 @@
 //! `firstTimestamp`, `lastTimestamp` and `count`), so an Event written through one API is
 //! read, watched and changed through the other.
 
-use std::sync::Arc;
-
 use kubeclient_machinery::GroupResource;
 use serde_json::{Map, Value, json};
 
 use super::ResourceDef;
-use crate::storage::StoredObject;
 
 /// `(events.k8s.io/v1 field, core/v1 field)` pairs that differ only by name.
 const RENAMED: [(&str, &str); 7] = [
@@ -37,34 +34,6 @@ pub(crate) fn storage_of(resource: &ResourceDef) -> GroupResource {
     } else {
         resource.group_resource()
     }
-}
-
-/// `object`, in `resource`'s form, as it is stored.
-pub(crate) fn to_storage(resource: &ResourceDef, object: Value) -> Value {
-    if converts(resource) {
-        events_v1_as_core(&object)
-    } else {
-        object
-    }
-}
-
-/// A stored object as `resource` presents it.
-pub(crate) fn presented(resource: &ResourceDef, stored: Arc<StoredObject>) -> Arc<StoredObject> {
-    converted(resource, &stored).map_or(stored, Arc::new)
-}
-
-/// A stored object's value as `resource` presents it.
-pub(crate) fn presented_value(resource: &ResourceDef, stored: Value) -> Value {
-    if converts(resource) {
-        core_as_events_v1(&stored)
-    } else {
-        stored
-    }
-}
-
-/// A stored object converted to `resource`'s form; `None` when it is stored in that form.
-pub(crate) fn converted(resource: &ResourceDef, stored: &StoredObject) -> Option<StoredObject> {
-    converts(resource).then(|| StoredObject::new(core_as_events_v1(&stored.value), stored.rv))
 }
 
 /// A core/v1 Event as an `events.k8s.io/v1` Event, with the fields Go always writes.

@@ -155,6 +155,7 @@ pub(super) fn create_object(
             None => managed_fields::record_update(None, &mut value, &context),
         }
     }
+    version_conversion::to_storage_version(&resource, &mut value);
     validate::check_size(&resource, &value, call.state.config.limits.max_object_bytes)?;
     for attempt in 0..8 {
         let name = if explicit_name.is_empty() {
@@ -180,15 +181,19 @@ pub(super) fn create_object(
             Ok(if dry_run {
                 Write::Unchanged
             } else {
-                Write::Create(event_versions::to_storage(&resource, value.clone()))
+                Write::Create(value.clone())
             })
         });
         match outcome {
             Ok(outcome) => {
                 if dry_run {
-                    return Ok(with_warnings(json(StatusCode::CREATED, &value), &warnings));
+                    let served = version_conversion::served_value(&resource, &value);
+                    return Ok(with_warnings(
+                        json(StatusCode::CREATED, &*served),
+                        &warnings,
+                    ));
                 }
-                let Some(created) = outcome.object.map(|stored| call.presented(stored)) else {
+                let Some(created) = outcome.object else {
                     return Err(fail(Status::internal_error("create stored nothing")));
                 };
                 if resource.special == Special::CustomResourceDefinition {
@@ -198,7 +203,10 @@ pub(super) fn create_object(
                     call.state.controllers.wake(); // its `default` ServiceAccount
                 }
                 call.state.controllers.wake_for(&created.value);
-                let response = json_bytes(StatusCode::CREATED, created.bytes.clone());
+                let response = json_bytes(
+                    StatusCode::CREATED,
+                    version_conversion::served_bytes(&resource, &created),
+                );
                 return Ok(with_warnings(response, &warnings));
             }
             Err(status)

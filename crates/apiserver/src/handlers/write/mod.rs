@@ -16,7 +16,7 @@ mod kind_rules;
 mod patch;
 mod reviews;
 mod scale;
-mod structural_schema;
+pub(crate) mod structural_schema;
 mod token_request;
 mod update;
 mod workloads;
@@ -47,11 +47,12 @@ use super::object::{
 };
 use super::response::{Body, HandlerResult, fail, json, json_bytes, with_warnings};
 use super::validate;
+use super::version_conversion;
 use crate::patch::managed_fields;
 use crate::patch::strategic_merge::{
     builtin_list_map_keys, builtin_list_strategy, strategic_merge,
 };
-use crate::registry::{ResourceDef, Special, crd_resources, crd_status, event_versions};
+use crate::registry::{ResourceDef, Special, crd_resources, crd_status};
 use crate::storage::{StoredObject, Write};
 
 /// The most JSON patch operations one request may carry.
@@ -119,6 +120,7 @@ fn write_context<'a>(
         time,
         scope,
         list_key,
+        custom_resource: !call.resource.builtin,
     }
 }
 
@@ -389,10 +391,11 @@ fn write_existing(
     } else {
         Decoding::Body
     };
-    let outcome = call.state.store.update(&call.storage(), &call.key_for(&name), |stored| {
-        let stored = stored.ok_or_else(|| call.not_found(&name))?;
-        let presented = event_versions::converted(&call.resource, stored);
-        let current = presented.as_ref().unwrap_or(stored);
+    let outcome = call.state.store.update(&call.storage(), &call.key_for(&name), |current| {
+        let current = current.ok_or_else(|| call.not_found(&name))?;
+        // Patches and updates apply to the object as the request's version serves it.
+        let converted = version_conversion::served_object(&call.resource, current);
+        let current = converted.as_ref().unwrap_or(current);
         let mut desired = compute(current)?;
         call.check_type_meta(&mut desired)?;
         call.check_namespace(&mut desired)?;
@@ -440,12 +443,9 @@ fn write_existing(
         }
         validate::check_object(&call.resource, &result)?;
         kind_rules::check(&call.resource, &result, false, immutable_causes)?;
+        version_conversion::to_storage_version(&call.resource, &mut result);
         validate::check_size(&call.resource, &result, call.state.config.limits.max_object_bytes)?;
-        let write = if finalized(&result) {
-            Write::Delete
-        } else {
-            Write::Update(event_versions::to_storage(&call.resource, result.clone()))
-        };
+        let write = if finalized(&result) { Write::Delete } else { Write::Update(result.clone()) };
         if dry_run {
             // Nothing is written, so the answer keeps the live resourceVersion, as the
             // real server's does (`kubectl diff` compares against it).
@@ -462,8 +462,7 @@ fn write_existing(
         }
         call.state.controllers.wake_for(result);
     }
-    let stored = outcome.object.map(|stored| call.presented(stored));
-    respond_after_update(call, stored.as_deref(), response_object)
+    respond_after_update(call, outcome.object.as_deref(), response_object)
         .map(|response| with_warnings(response, &warnings))
 }
 
@@ -479,12 +478,20 @@ fn respond_after_update(
             .unwrap_or(Value::Null);
         return Ok(json(StatusCode::OK, &scale_of(call, &object)));
     }
+    let resource = &call.resource;
     match (stored, computed) {
-        (Some(stored), _) if !call.dry_run()? => {
-            Ok(json_bytes(StatusCode::OK, stored.bytes.clone()))
-        }
-        (_, Some(computed)) => Ok(json(StatusCode::OK, &computed)),
-        (Some(stored), None) => Ok(json_bytes(StatusCode::OK, stored.bytes.clone())),
+        (Some(stored), _) if !call.dry_run()? => Ok(json_bytes(
+            StatusCode::OK,
+            version_conversion::served_bytes(resource, stored),
+        )),
+        (_, Some(computed)) => Ok(json(
+            StatusCode::OK,
+            &*version_conversion::served_value(resource, &computed),
+        )),
+        (Some(stored), None) => Ok(json_bytes(
+            StatusCode::OK,
+            version_conversion::served_bytes(resource, stored),
+        )),
         (None, None) => Err(fail(Status::internal_error("update produced no object"))),
     }
 }
