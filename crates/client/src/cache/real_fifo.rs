@@ -6,15 +6,14 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use kubeclient_machinery::{DeletedFinalStateUnknown, DeletedObject, Object};
 
 use super::delta::{Delta, Deltas, deleted_key, deltas_key};
-use super::error::{Error, Result};
-use super::queue::{PopFuture, Population, ProcessFn, Queue, Waiters};
+use super::error::Result;
+use super::queue::{FifoCore, FifoEntries, PopFuture, ProcessFn, Queue};
 use super::store::{KeyFunc, KnownObjects, TransformFunc, key_of, transform};
-use crate::sync::lock;
 
 /// Options for [`RealFIFO`]; every field has client-go's default. The known objects are a
 /// constructor argument because the non-atomic mode requires them (client-go panics without).
@@ -78,26 +77,31 @@ impl<K> RealFifoOptions<K> {
 /// assert_eq!(fifo.len(), 2); // two pops, in order
 /// ```
 pub struct RealFIFO<K> {
-    name: String,
     key_func: Option<KeyFunc<K>>,
     known_objects: Arc<dyn KnownObjects<K>>,
     transformer: Option<TransformFunc<K>>,
-    /// Guards every field of [`Inner`] together.
-    inner: Mutex<Inner<K>>,
-    waiters: Waiters,
-    /// Notified after every pop, for writers waiting in `wait_for_room`.
-    room: tokio::sync::Notify,
+    core: FifoCore<Entries<K>>,
 }
 
-/// The locked state of a [`RealFIFO`].
+/// The queued changes of a [`RealFIFO`].
 ///
 /// Invariants (asserted by `check_invariants` in tests): each entry's key is the key of its
-/// delta; `population`'s initial count is at most `items.len()`.
-struct Inner<K> {
+/// delta; the population's initial count is at most `items.len()`.
+struct Entries<K> {
     /// (key, change) in write order.
     items: VecDeque<(String, Delta<K>)>,
-    population: Population,
-    closed: bool,
+}
+
+impl<K: Send + Sync> FifoEntries for Entries<K> {
+    type Item = Delta<K>;
+
+    fn pop_head(&mut self) -> Option<Option<Delta<K>>> {
+        self.items.pop_front().map(|(_, delta)| Some(delta))
+    }
+
+    fn len(&self) -> usize {
+        self.items.len()
+    }
 }
 
 impl<K: Object> RealFIFO<K> {
@@ -106,17 +110,15 @@ impl<K: Object> RealFIFO<K> {
     #[must_use]
     pub fn new(known_objects: Arc<dyn KnownObjects<K>>, options: RealFifoOptions<K>) -> Self {
         RealFIFO {
-            name: options.name,
             key_func: options.key_func,
             known_objects,
             transformer: options.transformer,
-            inner: Mutex::new(Inner {
-                items: VecDeque::new(),
-                population: Population::default(),
-                closed: false,
-            }),
-            waiters: Waiters::default(),
-            room: tokio::sync::Notify::new(),
+            core: FifoCore::new(
+                options.name,
+                Entries {
+                    items: VecDeque::new(),
+                },
+            ),
         }
     }
 
@@ -151,30 +153,17 @@ impl<K: Object> RealFIFO<K> {
     fn append(&self, obj: Arc<K>, make: fn(Arc<K>) -> Delta<K>) -> Result<()> {
         let key = key_of(self.key_func.as_ref(), &obj)?;
         let obj = transform(self.transformer.as_ref(), obj)?;
-        let mut inner = lock(&self.inner);
-        inner.population.write();
-        inner.items.push_back((key, make(obj)));
-        drop(inner);
-        self.waiters.wake_all();
+        self.core.write(|inner| {
+            inner.population.write();
+            inner.items.push_back((key, make(obj)));
+        });
         Ok(())
-    }
-
-    fn pop_locked(&self, inner: &mut Inner<K>, process: ProcessFn<'_, K>) -> Option<Result<bool>> {
-        let Some((_, delta)) = inner.items.pop_front() else {
-            return inner.closed.then(|| Err(Error::Closed(self.name.clone())));
-        };
-        let is_in_initial_list = !inner.population.has_synced();
-        process(Deltas::one(delta), is_in_initial_list);
-        // After processing: `has_synced` flips only once the last initial item is in the cache.
-        inner.population.popped();
-        self.room.notify_waiters();
-        Some(Ok(true))
     }
 
     /// Asserts the invariants of [`Inner`].
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
-        let inner = lock(&self.inner);
+        let inner = self.core.lock();
         for (key, delta) in &inner.items {
             assert_eq!(&delta.key(self.key_func.as_ref()).unwrap(), key);
         }
@@ -197,18 +186,8 @@ fn tombstone<K>(key: &str, obj: Option<Arc<K>>) -> (String, Delta<K>) {
 impl<K: Object> Queue<K> for RealFIFO<K> {
     fn wait_for_room<'a>(&'a self, max: usize) -> PopFuture<'a> {
         Box::pin(async move {
-            loop {
-                let room = self.room.notified();
-                tokio::pin!(room);
-                room.as_mut().enable();
-                {
-                    let inner = lock(&self.inner);
-                    if inner.items.len() < max || inner.closed {
-                        return Ok(());
-                    }
-                }
-                room.await;
-            }
+            self.core.wait_for_room(max).await;
+            Ok(())
         })
     }
 
@@ -238,7 +217,7 @@ impl<K: Object> Queue<K> for RealFIFO<K> {
             })
             .collect::<Result<_>>()?;
         let listed: HashSet<&str> = items.iter().map(|(key, _)| key.as_str()).collect();
-        let mut inner = lock(&self.inner);
+        let mut inner = self.core.lock();
 
         // The last queued change of every queued key, keys in order of first appearance.
         let mut last: HashMap<&str, &Delta<K>> = HashMap::new();
@@ -273,14 +252,14 @@ impl<K: Object> Queue<K> for RealFIFO<K> {
         let queued = inner.items.len();
         inner.population.replace(queued);
         drop(inner);
-        self.waiters.wake_all();
+        self.core.write(|_| ());
         Ok(())
     }
 
     /// Appends `Sync` for every known object whose key is nowhere in the queue. Not
     /// transformed.
     fn resync(&self) -> Result<()> {
-        let mut inner = lock(&self.inner);
+        let mut inner = self.core.lock();
         let queued: HashSet<String> = inner.items.iter().map(|(key, _)| key.clone()).collect();
         let mut syncs = Vec::new();
         for known_key in self.known_objects.list_keys() {
@@ -299,27 +278,19 @@ impl<K: Object> Queue<K> for RealFIFO<K> {
         inner.items.extend(syncs);
         drop(inner);
         if any {
-            self.waiters.wake_all();
+            self.core.write(|_| ());
         }
         Ok(())
     }
 
-    super::queue::fifo_pop_and_lifecycle!();
-
-    fn len(&self) -> usize {
-        lock(&self.inner).items.len()
-    }
-
-    fn name(&self) -> &str {
-        &self.name
-    }
+    super::queue::forward_queue_to_core!(Deltas::one);
 }
 
 impl<K: Object> fmt::Debug for RealFIFO<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let inner = lock(&self.inner);
+        let inner = self.core.lock();
         f.debug_struct("RealFIFO")
-            .field("name", &self.name)
+            .field("name", &self.core.name())
             .field("len", &inner.items.len())
             .field("closed", &inner.closed)
             .finish_non_exhaustive()

@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 
 use super::*;
 use crate::cache::test_util::{ScriptedKnown, cm, drain, pop};
-use crate::cache::{Cache, CacheOptions, KnownObjects, Store, TransformFunc};
+use crate::cache::{Cache, CacheOptions, Error, KnownObjects, Store, TransformFunc};
 
 fn fifo(known: Arc<ScriptedKnown>) -> RealFIFO<ConfigMap> {
     RealFIFO::new(known, RealFifoOptions::default())
