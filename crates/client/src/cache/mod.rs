@@ -52,6 +52,7 @@ mod backoff;
 mod delta;
 mod delta_fifo;
 mod error;
+mod fifo;
 mod handler;
 mod index;
 mod list_watch;
@@ -71,6 +72,7 @@ pub use backoff::Backoff;
 pub use delta::{Delta, DeltaType, Deltas};
 pub use delta_fifo::{DeltaFIFO, DeltaFifoOptions};
 pub use error::{BoxError, Error, Result};
+pub use fifo::{FIFO, PopError, PopProcessFn, ProcessError};
 pub use handler::{
     FilteringResourceEventHandler, Notification, ResourceEventHandler, ResourceEventHandlerFuncs,
 };
