@@ -67,7 +67,12 @@ pub enum Error {
         source: BoxError,
     },
 
-    /// The queue is closed and empty (Go's `ErrFIFOClosed`); the consumer should stop.
+    /// [`Heap::delete`](super::Heap::delete) found no object under this key.
+    #[error("object {0:?} not found")]
+    NotFound(String),
+
+    /// The queue is closed and empty (Go's `ErrFIFOClosed`); the consumer should stop. A
+    /// closed [`Heap`](super::Heap) also refuses writes with it.
     #[error("{0}: manipulating with closed queue")]
     Closed(String),
 }

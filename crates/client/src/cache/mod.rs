@@ -54,6 +54,7 @@ mod delta_fifo;
 mod error;
 mod fifo;
 mod handler;
+mod heap;
 mod index;
 mod list_watch;
 mod lister;
@@ -76,6 +77,7 @@ pub use fifo::{FIFO, PopError, PopProcessFn, ProcessError};
 pub use handler::{
     FilteringResourceEventHandler, Notification, ResourceEventHandler, ResourceEventHandlerFuncs,
 };
+pub use heap::{Heap, LessFunc};
 pub use index::{IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, meta_namespace_index_func};
 pub use list_watch::{ApiListWatch, BoxFuture, ListWatchMode, ListerWatcher, TweakListOptions};
 pub use lister::{Lister, NamespaceLister};
