@@ -52,6 +52,7 @@ mod backoff;
 mod delta;
 mod delta_fifo;
 mod error;
+mod expiration_cache;
 mod fifo;
 mod handler;
 mod heap;
@@ -68,11 +69,13 @@ mod retry_with_deadline;
 mod shared_informer;
 mod store;
 mod thread_safe_store;
+mod undelta_store;
 
 pub use backoff::Backoff;
 pub use delta::{Delta, DeltaType, Deltas};
 pub use delta_fifo::{DeltaFIFO, DeltaFifoOptions};
 pub use error::{BoxError, Error, Result};
+pub use expiration_cache::{ExpirationCache, ExpirationPolicy, TimestampedEntry, TtlPolicy};
 pub use fifo::{FIFO, PopError, PopProcessFn, ProcessError};
 pub use handler::{
     FilteringResourceEventHandler, Notification, ResourceEventHandler, ResourceEventHandlerFuncs,
@@ -92,6 +95,7 @@ pub use representation::{ArcRepr, Representation};
 pub use shared_informer::{InformerError, InformerOptions, SharedIndexInformer};
 pub use store::{Cache, CacheOptions, KeyFunc, KnownObjects, Store, TransformFunc};
 pub use thread_safe_store::ThreadSafeStore;
+pub use undelta_store::{PushFunc, UndeltaStore};
 
 #[cfg(test)]
 mod pipeline_tests;
