@@ -67,6 +67,12 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// [`MutationCache::by_index`](super::MutationCache::by_index) was called on a cache
+    /// built without an indexer. Pass one in
+    /// [`MutationCacheOptions::indexer`](super::MutationCacheOptions::indexer).
+    #[error("no indexer has been provided to the mutation cache")]
+    NoIndexer,
+
     /// [`Heap::delete`](super::Heap::delete) found no object under this key.
     #[error("object {0:?} not found")]
     NotFound(String),

@@ -19,6 +19,7 @@
 //! - `soak`: seeded random schedules of writes and faults; see the module for the full run.
 //! - `protobuf`: the typed client over protobuf: every verb, the pager, watches, errors
 //!   (the informer tests in `informers` also run over protobuf).
+//! - `mutation_cache`: a controller's writes overlaid on a running informer's cache.
 //! - `proxy`: requests through an HTTP CONNECT proxy.
 //! - `streams`: logs, exec, attach and port-forward over WebSockets (issue 17).
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
@@ -33,6 +34,7 @@ mod informer_pipeline;
 mod informers;
 mod leader_election;
 mod metrics;
+mod mutation_cache;
 mod protobuf;
 mod proxy;
 mod realapi;
