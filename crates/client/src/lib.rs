@@ -48,6 +48,7 @@ pub mod metrics;
 pub mod record;
 pub mod rest;
 mod sync;
+pub mod tools;
 pub mod util;
 pub mod workqueue;
 

@@ -22,6 +22,8 @@
 //! - `mutation_cache`: a controller's writes overlaid on a running informer's cache.
 //! - `proxy`: requests through an HTTP CONNECT proxy.
 //! - `streams`: logs, exec, attach and port-forward over WebSockets (issue 17).
+//! - `tools_watch`: the retry watcher across a server restart and a 410, and the `until`
+//!   helpers.
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
 mod auth;
@@ -43,5 +45,6 @@ mod reflector_rules;
 mod soak;
 mod streams;
 mod support;
+mod tools_watch;
 mod typed;
 mod watch_bytes;
