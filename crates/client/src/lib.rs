@@ -47,6 +47,7 @@ pub mod leaderelection;
 pub mod metrics;
 pub mod record;
 pub mod rest;
+pub mod scale;
 mod sync;
 pub mod tools;
 pub mod util;

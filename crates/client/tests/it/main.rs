@@ -21,6 +21,7 @@
 //!   (the informer tests in `informers` also run over protobuf).
 //! - `mutation_cache`: a controller's writes overlaid on a running informer's cache.
 //! - `proxy`: requests through an HTTP CONNECT proxy.
+//! - `scale`: the scale client on Deployments, StatefulSets and a custom resource.
 //! - `streams`: logs, exec, attach and port-forward over WebSockets (issue 17).
 //! - `tools_watch`: the retry watcher across a server restart and a 410, and the `until`
 //!   helpers.
@@ -42,6 +43,7 @@ mod proxy;
 mod realapi;
 mod realapi_comparison;
 mod reflector_rules;
+mod scale;
 mod soak;
 mod streams;
 mod support;
