@@ -227,7 +227,7 @@ impl<K: Object> DeltaFIFO<K> {
         })
     }
 
-    /// Asserts the invariants of [`Inner`].
+    /// Asserts the invariants of [`Entries`].
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
         let inner = self.core.lock();

@@ -35,8 +35,10 @@
 //! object (an object with a backlog of changes is processed in one pop, ahead of objects
 //! queued after its first change), which reorders events across objects. It remains
 //! available, with client-go's classic semantics, for users who depend on them.
-//! Only the non-atomic RealFIFO is implemented (see the module's report); the atomic mode
-//! (`ReplacedAll`/`SyncAll`/`Bookmark` deltas) is future work.
+//! [`RealFIFO`]'s atomic mode (client-go's `AtomicFIFO` feature, off by default there and
+//! here: [`InformerOptions::atomic_events`]) delivers a relist as one
+//! [`Delta::ReplacedAll`] that the informer applies to its cache as one replacement, and a
+//! resync as one [`Delta::SyncAll`]. client-go's `Bookmark` deltas are not queued.
 //!
 //! # Differences from client-go, on purpose
 //!
@@ -70,10 +72,11 @@ mod retry_with_deadline;
 mod shared_informer;
 mod store;
 mod thread_safe_store;
+mod transaction;
 mod undelta_store;
 
 pub use backoff::Backoff;
-pub use delta::{Delta, DeltaType, Deltas};
+pub use delta::{Delta, DeltaType, Deltas, ReplacedAllInfo};
 pub use delta_fifo::{DeltaFIFO, DeltaFifoOptions};
 pub use error::{BoxError, Error, Result};
 pub use expiration_cache::{ExpirationCache, ExpirationPolicy, TimestampedEntry, TtlPolicy};
@@ -97,6 +100,7 @@ pub use representation::{ArcRepr, Representation};
 pub use shared_informer::{InformerError, InformerOptions, SharedIndexInformer};
 pub use store::{Cache, CacheOptions, KeyFunc, KnownObjects, Store, TransformFunc};
 pub use thread_safe_store::ThreadSafeStore;
+pub use transaction::{Transaction, TransactionError, TransactionStore, TransactionType};
 pub use undelta_store::{PushFunc, UndeltaStore};
 
 #[cfg(test)]

@@ -1,8 +1,13 @@
 //! [`RealFIFO`]: a strict in-order log of changes (client-go's `the_real_fifo.go`, the
-//! queue of client-go informers since 1.33), in its non-atomic form.
+//! queue of client-go informers since 1.33).
 //!
 //! Unlike [`DeltaFIFO`](super::DeltaFIFO) nothing is grouped or merged: every write appends
 //! one [`Delta`], and each pop hands out exactly one, in the order written.
+//!
+//! In its atomic mode (client-go's `AtomicFIFO` feature) a relist is one
+//! [`Delta::ReplacedAll`] and a resync one [`Delta::SyncAll`], so the consumer applies a
+//! relist as one transaction instead of one object at a time, and never shows a state
+//! that is half old list, half new.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
@@ -10,7 +15,7 @@ use std::sync::Arc;
 
 use kubeclient_machinery::{DeletedFinalStateUnknown, DeletedObject, Object};
 
-use super::delta::{Delta, Deltas, deleted_key, deltas_key};
+use super::delta::{Delta, Deltas, ReplacedAllInfo, deleted_key, deltas_key};
 use super::error::Result;
 use super::queue::{FifoCore, FifoEntries, PopFuture, ProcessFn, Queue};
 use super::store::{KeyFunc, KnownObjects, TransformFunc, key_of, transform};
@@ -21,6 +26,7 @@ pub struct RealFifoOptions<K> {
     key_func: Option<KeyFunc<K>>,
     transformer: Option<TransformFunc<K>>,
     name: String,
+    atomic_events: bool,
 }
 
 impl<K> Default for RealFifoOptions<K> {
@@ -29,6 +35,7 @@ impl<K> Default for RealFifoOptions<K> {
             key_func: None,
             transformer: None,
             name: "RealFIFO".to_owned(),
+            atomic_events: false,
         }
     }
 }
@@ -55,9 +62,20 @@ impl<K> RealFifoOptions<K> {
         self.name = name.into();
         self
     }
+
+    /// Whether `replace` queues one [`Delta::ReplacedAll`] and `resync` one
+    /// [`Delta::SyncAll`] (client-go's `AtomicFIFO` feature gate; default false, as
+    /// client-go's default).
+    #[must_use]
+    #[doc(alias = "AtomicEvents", alias = "AtomicFIFO")]
+    pub fn atomic_events(mut self, atomic: bool) -> Self {
+        self.atomic_events = atomic;
+        self
+    }
 }
 
-/// An in-order queue of single changes (Go's `RealFIFO`, non-atomic).
+/// An in-order queue of single changes (Go's `RealFIFO`), optionally with atomic relists
+/// ([`RealFifoOptions::atomic_events`]).
 ///
 /// # Examples
 ///
@@ -80,6 +98,7 @@ pub struct RealFIFO<K> {
     key_func: Option<KeyFunc<K>>,
     known_objects: Arc<dyn KnownObjects<K>>,
     transformer: Option<TransformFunc<K>>,
+    atomic_events: bool,
     core: FifoCore<Entries<K>>,
 }
 
@@ -113,6 +132,7 @@ impl<K: Object> RealFIFO<K> {
             key_func: options.key_func,
             known_objects,
             transformer: options.transformer,
+            atomic_events: options.atomic_events,
             core: FifoCore::new(
                 options.name,
                 Entries {
@@ -160,7 +180,31 @@ impl<K: Object> RealFIFO<K> {
         Ok(())
     }
 
-    /// Asserts the invariants of [`Inner`].
+    /// The atomic `replace`: keys checked and transforms applied first (an error queues
+    /// nothing), then one entry.
+    fn replace_atomically(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<()> {
+        let objects = list
+            .into_iter()
+            .map(|obj| {
+                key_of(self.key_func.as_ref(), &obj)?;
+                transform(self.transformer.as_ref(), obj)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let info = ReplacedAllInfo {
+            resource_version: resource_version.to_owned(),
+            objects,
+        };
+        self.core.write(|inner| {
+            inner
+                .items
+                .push_back((String::new(), Delta::ReplacedAll(info)));
+            let queued = inner.items.len();
+            inner.population.replace(queued);
+        });
+        Ok(())
+    }
+
+    /// Asserts the invariants of [`Entries`].
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
         let inner = self.core.lock();
@@ -208,7 +252,13 @@ impl<K: Object> Queue<K> for RealFIFO<K> {
     /// whose last queued change is not already a deletion (carrying that change's object),
     /// then for every known key missing from `list` and absent from the queue (carrying the
     /// known object) — and then `Replaced` for every item, in list order.
-    fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) -> Result<()> {
+    ///
+    /// In atomic mode it appends one [`Delta::ReplacedAll`] with every item, transformed,
+    /// and infers nothing: the consumer compares the list with its state.
+    fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<()> {
+        if self.atomic_events {
+            return self.replace_atomically(list, resource_version);
+        }
         let items: Vec<(String, Arc<K>)> = list
             .into_iter()
             .map(|obj| {
@@ -258,7 +308,14 @@ impl<K: Object> Queue<K> for RealFIFO<K> {
 
     /// Appends `Sync` for every known object whose key is nowhere in the queue. Not
     /// transformed.
+    ///
+    /// In atomic mode it appends one [`Delta::SyncAll`].
     fn resync(&self) -> Result<()> {
+        if self.atomic_events {
+            self.core
+                .write(|inner| inner.items.push_back((String::new(), Delta::SyncAll)));
+            return Ok(());
+        }
         let mut inner = self.core.lock();
         let queued: HashSet<String> = inner.items.iter().map(|(key, _)| key.clone()).collect();
         let mut syncs = Vec::new();

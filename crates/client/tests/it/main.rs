@@ -4,6 +4,7 @@
 //! - `controller`: the controller builder: owned objects, finalizers, backoff, panics, drain.
 //! - `custom_resource`: a typed custom resource from the derive: CRD, Api, informer, status, validation.
 //! - `dynamic`: the dynamic client on a custom resource, and discovery.
+//! - `atomic_informer`: an informer on the atomic RealFIFO: relists as one replacement.
 //! - `auth`: TLS with the server's CA plus a token, client certificates, an exec plugin.
 //! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
 //! - `leader_election`: three candidates on one Lease: cut off, stopped, released.
@@ -27,6 +28,7 @@
 //!   helpers.
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
+mod atomic_informer;
 mod auth;
 mod controller;
 mod custom_resource;
