@@ -1,6 +1,8 @@
 //! Integration tests of the client against the embedded API server over real HTTP.
 //!
 //! - `typed`: every verb of the typed client, pagination, watch resume, Status errors.
+//! - `certificates`: CertificateSigningRequests, and client certificates rotated on disk
+//!   and by an exec plugin.
 //! - `controller`: the controller builder: owned objects, finalizers, backoff, panics, drain.
 //! - `custom_resource`: a typed custom resource from the derive: CRD, Api, informer, status, validation.
 //! - `dynamic`: the dynamic client on a custom resource, and discovery.
@@ -30,6 +32,7 @@
 
 mod atomic_informer;
 mod auth;
+mod certificates;
 mod controller;
 mod custom_resource;
 mod dynamic;
