@@ -66,12 +66,12 @@ pub(crate) struct Call {
     pub user: UserInfo,
 }
 
-/// Serves one request. `client_certificate_verified` is true when TLS verified a client
-/// certificate against the server's CA.
+/// Serves one request. `client_certificate` is the user of the client certificate TLS
+/// verified against the server's CA, if any.
 pub(crate) async fn handle<B>(
     state: Arc<State>,
     mut request: Request<B>,
-    client_certificate_verified: bool,
+    client_certificate: Option<&UserInfo>,
 ) -> Response<Body>
 where
     B: hyper::body::Body + Send,
@@ -93,7 +93,7 @@ where
         state.config.token.as_deref(),
         &state.tokens,
         bearer,
-        client_certificate_verified,
+        client_certificate,
     );
     match user {
         Some(user) => {

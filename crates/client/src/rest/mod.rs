@@ -3,6 +3,7 @@
 //! response into a stream of events.
 
 mod auth;
+pub mod cert_rotation;
 mod client;
 mod connector;
 mod content_config;

@@ -133,3 +133,233 @@ async fn a_denied_request_ends_the_wait_with_the_reason() {
         "{denied:?}"
     );
 }
+
+/// The user the server authenticated the client's next request as (`SelfSubjectReview`).
+async fn whoami(client: &Client) -> String {
+    let review = serde_json::json!({
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "SelfSubjectReview",
+    });
+    let request = Request::new(
+        http::Method::POST,
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+    )
+    .body(serde_json::to_vec(&review).unwrap(), "application/json");
+    let answer: serde_json::Value = client.request_json(request).await.unwrap();
+    answer["status"]["userInfo"]["username"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Polls `whoami` until it is `user`; fails after [`WAIT`].
+async fn until_authenticated_as(client: &Client, user: &str) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let seen = whoami(client).await;
+        if seen == user {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still authenticated as {seen:?}, not {user:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Writes `contents` to `path` through a rename, as a certificate manager would.
+fn replace_file(path: &std::path::Path, contents: &str) {
+    let staged = path.with_extension("new");
+    std::fs::write(&staged, contents).unwrap();
+    std::fs::rename(&staged, path).unwrap();
+}
+
+#[tokio::test]
+async fn a_client_certificate_replaced_on_disk_is_used_by_the_next_connection_while_a_watch_stays_open()
+ {
+    let f = crate::support::start_with(
+        kubeclient_apiserver::ApiServer::builder()
+            .tls(true)
+            .token("s3cret"),
+    )
+    .await;
+    let dir = crate::support::scratch("cert-rotation");
+    let (cert_file, key_file) = (dir.join("client.crt"), dir.join("client.key"));
+    let alice = f
+        .server
+        .issue_client_certificate("alice", &["dev"])
+        .unwrap()
+        .unwrap();
+    replace_file(&cert_file, &alice.certificate_pem);
+    replace_file(&key_file, &alice.key_pem);
+    let ca = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        f.server.ca_certificate_pem().unwrap(),
+    );
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user:\n    client-certificate: {}\n    client-key: {}\n",
+        f.server.url(),
+        cert_file.display(),
+        key_file.display()
+    );
+    let kubeconfig = kubeclient::config::Kubeconfig::from_yaml(&kubeconfig).unwrap();
+    let config = kubeclient::Config::from_kubeconfig(
+        &kubeconfig,
+        &kubeclient::config::KubeconfigOptions::default(),
+    )
+    .unwrap();
+    assert!(config.client_certificate_files.is_some());
+    let client = Client::new(config).await.unwrap();
+    assert_eq!(whoami(&client).await, "alice");
+
+    let configmaps =
+        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), "default");
+    let list = configmaps
+        .list(&kubeclient::ListParams::default())
+        .await
+        .unwrap();
+    let mut watch = configmaps
+        .watch(
+            &kubeclient::WatchParams::default(),
+            list.metadata
+                .resource_version
+                .as_deref()
+                .unwrap_or_default(),
+        )
+        .await
+        .unwrap();
+
+    let bob = f
+        .server
+        .issue_client_certificate("bob", &["ops"])
+        .unwrap()
+        .unwrap();
+    replace_file(&key_file, &bob.key_pem);
+    replace_file(&cert_file, &bob.certificate_pem);
+    until_authenticated_as(&client, "bob").await;
+
+    // The watch opened as alice is still open and delivers what happens next.
+    let mut cm = k8s_openapi::api::core::v1::ConfigMap::default();
+    cm.meta_mut().name = Some("after-rotation".to_owned());
+    configmaps
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+    let event = tokio::time::timeout(WAIT, futures_util::StreamExt::next(&mut watch))
+        .await
+        .expect("an event before the deadline")
+        .expect("the watch is still open")
+        .unwrap();
+    assert!(
+        matches!(event, kubeclient::machinery::WatchEvent::Added(cm) if cm.name() == "after-rotation")
+    );
+}
+
+#[tokio::test]
+async fn a_garbled_replacement_keeps_the_current_certificate() {
+    let f = crate::support::start_with(
+        kubeclient_apiserver::ApiServer::builder()
+            .tls(true)
+            .token("s3cret"),
+    )
+    .await;
+    let dir = crate::support::scratch("cert-garbled");
+    let (cert_file, key_file) = (dir.join("client.crt"), dir.join("client.key"));
+    let alice = f
+        .server
+        .issue_client_certificate("alice", &[])
+        .unwrap()
+        .unwrap();
+    replace_file(&cert_file, &alice.certificate_pem);
+    replace_file(&key_file, &alice.key_pem);
+    let mut config = crate::support::config_of(&f.server);
+    config.credentials = kubeclient::config::Credentials::None;
+    config.client_identity = Some(kubeclient::config::ClientIdentity {
+        certificate_pem: alice.certificate_pem.clone().into_bytes(),
+        key_pem: alice.key_pem.clone().into_bytes(),
+    });
+    config.client_certificate_files = Some(kubeclient::config::ClientCertificateFiles {
+        certificate: cert_file.clone(),
+        key: key_file.clone(),
+    });
+    let client = Client::new(config).await.unwrap();
+    assert_eq!(whoami(&client).await, "alice");
+    // A certificate whose key does not match: unusable, so alice stays.
+    let bob = f
+        .server
+        .issue_client_certificate("bob", &[])
+        .unwrap()
+        .unwrap();
+    replace_file(&cert_file, &bob.certificate_pem);
+    tokio::time::pause();
+    tokio::time::advance(kubeclient::rest::cert_rotation::CHECK_INTERVAL * 2).await;
+    tokio::time::resume();
+    assert_eq!(whoami(&client).await, "alice");
+    // Once the key arrives too, bob is used.
+    replace_file(&key_file, &bob.key_pem);
+    until_authenticated_as(&client, "bob").await;
+}
+
+#[tokio::test]
+async fn an_expired_exec_plugin_certificate_is_fetched_again() {
+    let f = crate::support::start_with(
+        kubeclient_apiserver::ApiServer::builder()
+            .tls(true)
+            .token("s3cret"),
+    )
+    .await;
+    let dir = crate::support::scratch("exec-cert");
+    let (cert_file, key_file, count_file) = (
+        dir.join("client.crt"),
+        dir.join("client.key"),
+        dir.join("count"),
+    );
+    let alice = f
+        .server
+        .issue_client_certificate("alice", &[])
+        .unwrap()
+        .unwrap();
+    replace_file(&cert_file, &alice.certificate_pem);
+    replace_file(&key_file, &alice.key_pem);
+    let env = |name: &str, value: &std::path::Path| kubeclient::config::ExecEnvVar {
+        name: name.to_owned(),
+        value: value.display().to_string(),
+    };
+    let mut config = crate::support::config_of(&f.server);
+    config.credentials =
+        kubeclient::config::Credentials::Exec(Box::new(kubeclient::config::ExecConfig {
+            api_version: Some("client.authentication.k8s.io/v1".to_owned()),
+            command: concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/it/fixtures/exec-cert-plugin.sh"
+            )
+            .to_owned(),
+            env: vec![
+                env("CERT_FILE", &cert_file),
+                env("KEY_FILE", &key_file),
+                env("COUNT_FILE", &count_file),
+            ],
+            ..kubeclient::config::ExecConfig::default()
+        }));
+    let client = Client::new(config).await.unwrap();
+    assert_eq!(whoami(&client).await, "alice");
+
+    let bob = f
+        .server
+        .issue_client_certificate("bob", &[])
+        .unwrap()
+        .unwrap();
+    replace_file(&key_file, &bob.key_pem);
+    replace_file(&cert_file, &bob.certificate_pem);
+    until_authenticated_as(&client, "bob").await;
+    let runs: u32 = std::fs::read_to_string(&count_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        runs >= 2,
+        "the plugin ran again after its certificate expired ({runs} runs)"
+    );
+}
