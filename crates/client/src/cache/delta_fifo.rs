@@ -177,7 +177,7 @@ impl<K: Object> DeltaFIFO<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Key`].
+    /// [`Error::Key`](super::Error::Key).
     pub fn key_of(&self, obj: &K) -> Result<String> {
         key_of(self.key_func.as_ref(), obj)
     }
@@ -187,7 +187,7 @@ impl<K: Object> DeltaFIFO<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Key`] when the key function fails or `deltas` is empty.
+    /// [`Error::Key`](super::Error::Key) when the key function fails or `deltas` is empty.
     pub fn key_of_deltas(&self, deltas: &Deltas<K>) -> Result<String> {
         deltas_key(self.key_func.as_ref(), deltas)
     }
@@ -211,7 +211,7 @@ impl<K: Object> DeltaFIFO<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Key`] when the key function fails on a final state.
+    /// [`Error::Key`](super::Error::Key) when the key function fails on a final state.
     pub fn key_of_deleted(&self, deleted: &DeletedObject<K>) -> Result<String> {
         deleted_key(self.key_func.as_ref(), deleted)
     }

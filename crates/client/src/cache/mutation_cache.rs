@@ -350,10 +350,10 @@ impl<K: Object> MutationCache<K> {
         let Some(existing) = mutations.get(&key, self.clock.now()) else {
             return;
         };
-        if let (Some(seen), Some(recorded)) = (resource_version(obj), existing.rv()) {
-            if seen >= recorded {
-                mutations.entries.remove(&key);
-            }
+        if let (Some(seen), Some(recorded)) = (resource_version(obj), existing.rv())
+            && seen >= recorded
+        {
+            mutations.entries.remove(&key);
         }
     }
 

@@ -146,7 +146,7 @@ impl<K: Object> RealFIFO<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Key`] when the key function fails (the default one never does).
+    /// [`Error::Key`](super::Error::Key) when the key function fails (the default one never does).
     pub fn key_of(&self, obj: &K) -> Result<String> {
         key_of(self.key_func.as_ref(), obj)
     }
@@ -155,7 +155,7 @@ impl<K: Object> RealFIFO<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Key`] when the key function fails or `deltas` is empty.
+    /// [`Error::Key`](super::Error::Key) when the key function fails or `deltas` is empty.
     pub fn key_of_deltas(&self, deltas: &Deltas<K>) -> Result<String> {
         deltas_key(self.key_func.as_ref(), deltas)
     }
@@ -165,7 +165,7 @@ impl<K: Object> RealFIFO<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Key`] when the key function fails on a final state.
+    /// [`Error::Key`](super::Error::Key) when the key function fails on a final state.
     pub fn key_of_deleted(&self, deleted: &DeletedObject<K>) -> Result<String> {
         deleted_key(self.key_func.as_ref(), deleted)
     }

@@ -128,8 +128,11 @@ mod tests {
     use super::*;
     use crate::cache::test_util::cm;
 
-    /// A store recording each pushed snapshot as a set of `name=rv`.
-    fn recording() -> (UndeltaStore<ConfigMap>, Arc<Mutex<Vec<BTreeSet<String>>>>) {
+    /// Every pushed snapshot, each as a set of `name=rv`.
+    type Pushes = Arc<Mutex<Vec<BTreeSet<String>>>>;
+
+    /// A store recording each pushed snapshot.
+    fn recording() -> (UndeltaStore<ConfigMap>, Pushes) {
         let pushes = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&pushes);
         let push: PushFunc<ConfigMap> = Arc::new(move |all| {

@@ -138,10 +138,10 @@ impl Transports {
     /// identity that cannot be used (a half-written file, a key that does not match) is
     /// logged and the old one kept, as client-go does.
     pub(super) async fn get(&self, auth: &Authenticator) -> Result<Arc<Transport>> {
-        if let Some(rotation) = &self.rotation {
-            if let Some(renewed) = rotation.check(auth).await? {
-                *write(&self.current) = Arc::new(renewed);
-            }
+        if let Some(rotation) = &self.rotation
+            && let Some(renewed) = rotation.check(auth).await?
+        {
+            *write(&self.current) = Arc::new(renewed);
         }
         Ok(Arc::clone(&read(&self.current)))
     }

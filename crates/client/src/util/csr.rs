@@ -193,7 +193,7 @@ pub async fn wait_for_certificate(
     });
     let api = Api::<CertificateSigningRequest>::all(client.clone());
     let lister_watcher = Arc::new(ApiListWatch::new(api).with_tweak(tweak));
-    let verdict: Arc<std::sync::Mutex<Option<Result<Vec<u8>, CsrError>>>> = Arc::default();
+    let verdict: Arc<std::sync::Mutex<Option<Verdict>>> = Arc::default();
     let record = Arc::clone(&verdict);
     let condition: ConditionFunc<CertificateSigningRequest> = Box::new(move |event| {
         let decided = match event {
@@ -235,6 +235,9 @@ pub async fn wait_for_certificate(
         }),
     }
 }
+
+/// How waiting for a certificate ended, as the watch condition decided.
+type Verdict = Result<Vec<u8>, CsrError>;
 
 fn name_of(event: &WatchEvent<CertificateSigningRequest>) -> String {
     event

@@ -90,10 +90,10 @@ where
     let mut watch = std::pin::pin!(watch);
     let mut last: Option<WatchEvent<K>> = None;
     for mut condition in conditions {
-        if let Some(event) = &last {
-            if condition(event).map_err(UntilError::Condition)? {
-                continue;
-            }
+        if let Some(event) = &last
+            && condition(event).map_err(UntilError::Condition)?
+        {
+            continue;
         }
         loop {
             let next = tokio::select! {
