@@ -12,8 +12,8 @@ use std::sync::Arc;
 use kubeclient_machinery::Object;
 
 use super::error::{BoxError, Error, Result};
-use super::queue::{FifoCore, FifoEntries, Locked};
-use super::store::{KeyFunc, KnownObjects, key_of};
+use super::queue::{FifoCore, FifoEntries, KeyedEntries, Locked};
+use super::store::{KeyFunc, key_of};
 
 /// Why a [`FIFO::pop`] consumer failed. Return [`Requeue`](Self::Requeue) to put the item
 /// back at the end of the queue (unless a newer object with its key was added meanwhile).
@@ -100,6 +100,20 @@ impl<K: Send + Sync> FifoEntries for Entries<K> {
 
     fn len(&self) -> usize {
         self.queue.len()
+    }
+}
+
+impl<K> KeyedEntries<K> for Entries<K> {
+    fn object(&self, key: &str) -> Option<Arc<K>> {
+        self.items.get(key).cloned()
+    }
+
+    fn keys(&self) -> Vec<String> {
+        self.items.keys().cloned().collect()
+    }
+
+    fn objects(&self) -> Vec<Arc<K>> {
+        self.items.values().cloned().collect()
     }
 }
 
@@ -284,62 +298,11 @@ impl<K: Object> FIFO<K> {
             .pop_blocking(|entries, item, initial| process_item(entries, item, initial, process))?
     }
 
-    /// Every stored object, in no particular order.
-    #[must_use]
-    pub fn list(&self) -> Vec<Arc<K>> {
-        self.core.lock().items.values().cloned().collect()
-    }
-
-    /// Every stored key, in no particular order.
-    #[must_use]
-    pub fn list_keys(&self) -> Vec<String> {
-        self.core.lock().items.keys().cloned().collect()
-    }
-
-    /// The stored object with `obj`'s key.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Key`].
-    pub fn get(&self, obj: &K) -> Result<Option<Arc<K>>> {
-        let key = key_of(self.key_func.as_ref(), obj)?;
-        Ok(self.get_by_key(&key))
-    }
-
-    /// The stored object under `key`.
-    #[must_use]
-    pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.core.lock().items.get(key).cloned()
-    }
-
     /// Whether the initial population has been popped (and processed): true once any write
     /// came first, or every item of a first `replace` has been popped.
     #[must_use]
     pub fn has_synced(&self) -> bool {
         self.core.has_synced()
-    }
-
-    /// Closes the queue: consumers drain what is left, then get [`PopError::Closed`].
-    pub fn close(&self) {
-        self.core.close();
-    }
-
-    /// Whether [`close`](Self::close) was called.
-    #[must_use]
-    pub fn is_closed(&self) -> bool {
-        self.core.is_closed()
-    }
-
-    /// The number of queued keys (including stale ones of deleted objects, which pops skip).
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.core.len()
-    }
-
-    /// Whether no key is queued.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Asserts the invariants of [`Entries`].
@@ -371,15 +334,11 @@ fn process_item<K>(
     }
 }
 
-impl<K: Object> KnownObjects<K> for FIFO<K> {
-    fn list_keys(&self) -> Vec<String> {
-        FIFO::list_keys(self)
-    }
-
-    fn get_by_key(&self, key: &str) -> Result<Option<Arc<K>>> {
-        Ok(FIFO::get_by_key(self, key))
-    }
-}
+super::queue::keyed_queue_methods!(
+    FIFO,
+    "Closes the queue: consumers drain what is left, then get [`PopError::Closed`].",
+    "The number of queued keys (including stale ones of deleted objects, which pops skip)."
+);
 
 impl<K: Object> fmt::Debug for FIFO<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use kubeclient_machinery::Object;
 
 use super::error::{Error, Result};
-use super::queue::{FifoCore, FifoEntries, Locked};
-use super::store::{KeyFunc, KnownObjects, key_of};
+use super::queue::{FifoCore, FifoEntries, KeyedEntries, Locked};
+use super::store::{KeyFunc, key_of};
 
 /// Whether the first object comes before the second (Go's `LessFunc`).
 pub type LessFunc<K> = Arc<dyn Fn(&K, &K) -> bool + Send + Sync>;
@@ -59,6 +59,21 @@ impl<K: Send + Sync> FifoEntries for HeapData<K> {
 
     fn len(&self) -> usize {
         self.queue.len()
+    }
+}
+
+impl<K> KeyedEntries<K> for HeapData<K> {
+    fn object(&self, key: &str) -> Option<Arc<K>> {
+        let i = *self.index.get(key)?;
+        self.queue.get(i).map(|(_, obj)| Arc::clone(obj))
+    }
+
+    fn keys(&self) -> Vec<String> {
+        self.queue.iter().map(|(key, _)| key.clone()).collect()
+    }
+
+    fn objects(&self) -> Vec<Arc<K>> {
+        self.queue.iter().map(|(_, obj)| Arc::clone(obj)).collect()
     }
 }
 
@@ -287,62 +302,6 @@ impl<K: Object> Heap<K> {
         self.core.pop_blocking(|_, obj, _| obj)
     }
 
-    /// Every object, in no particular order.
-    #[must_use]
-    pub fn list(&self) -> Vec<Arc<K>> {
-        let inner = self.core.lock();
-        inner.queue.iter().map(|(_, obj)| Arc::clone(obj)).collect()
-    }
-
-    /// Every key, in no particular order.
-    #[must_use]
-    pub fn list_keys(&self) -> Vec<String> {
-        let inner = self.core.lock();
-        inner.queue.iter().map(|(key, _)| key.clone()).collect()
-    }
-
-    /// The object with `obj`'s key.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Key`].
-    pub fn get(&self, obj: &K) -> Result<Option<Arc<K>>> {
-        let key = key_of(self.key_func.as_ref(), obj)?;
-        Ok(self.get_by_key(&key))
-    }
-
-    /// The object under `key`.
-    #[must_use]
-    pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        let inner = self.core.lock();
-        let i = *inner.index.get(key)?;
-        Some(Arc::clone(&inner.queue[i].1))
-    }
-
-    /// Closes the heap: writes are refused, consumers drain it and then get
-    /// [`Error::Closed`].
-    pub fn close(&self) {
-        self.core.close();
-    }
-
-    /// Whether [`close`](Self::close) was called.
-    #[must_use]
-    pub fn is_closed(&self) -> bool {
-        self.core.is_closed()
-    }
-
-    /// The number of objects.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.core.len()
-    }
-
-    /// Whether the heap holds no object.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Asserts the invariants of [`HeapData`].
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
@@ -357,15 +316,11 @@ impl<K: Object> Heap<K> {
     }
 }
 
-impl<K: Object> KnownObjects<K> for Heap<K> {
-    fn list_keys(&self) -> Vec<String> {
-        Heap::list_keys(self)
-    }
-
-    fn get_by_key(&self, key: &str) -> Result<Option<Arc<K>>> {
-        Ok(Heap::get_by_key(self, key))
-    }
-}
+super::queue::keyed_queue_methods!(
+    Heap,
+    "Closes the heap: writes are refused, consumers drain it and then get [`Error::Closed`].",
+    "The number of objects."
+);
 
 impl<K: Object> fmt::Debug for Heap<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -464,3 +464,87 @@ macro_rules! forward_queue_to_core {
     };
 }
 pub(super) use forward_queue_to_core;
+
+/// Entries that hold one object per key, for the keyed queues ([`FIFO`](super::FIFO),
+/// [`Heap`](super::Heap)).
+pub(super) trait KeyedEntries<K> {
+    /// The object stored under `key`.
+    fn object(&self, key: &str) -> Option<Arc<K>>;
+    /// Every stored key.
+    fn keys(&self) -> Vec<String>;
+    /// Every stored object.
+    fn objects(&self) -> Vec<Arc<K>>;
+}
+
+/// The read and lifecycle methods of a keyed queue over a [`FifoCore`] in field `core`
+/// whose entries are [`KeyedEntries`], with its key function in field `key_func`, and its
+/// [`KnownObjects`](super::KnownObjects) implementation. `$ty` is the queue type,
+/// `$closed` documents what `close` does, `$len` what `len` counts. Only forwarding: the
+/// logic is the core's and the entries'.
+macro_rules! keyed_queue_methods {
+    ($ty:ident, $closed:literal, $len:literal) => {
+        impl<K: Object> $ty<K> {
+            /// Every stored object, in no particular order.
+            #[must_use]
+            pub fn list(&self) -> Vec<Arc<K>> {
+                self.core.lock().objects()
+            }
+
+            /// Every stored key, in no particular order.
+            #[must_use]
+            pub fn list_keys(&self) -> Vec<String> {
+                self.core.lock().keys()
+            }
+
+            /// The stored object with `obj`'s key.
+            ///
+            /// # Errors
+            ///
+            /// [`Error::Key`](super::Error::Key).
+            pub fn get(&self, obj: &K) -> Result<Option<Arc<K>>> {
+                let key = key_of(self.key_func.as_ref(), obj)?;
+                Ok(self.get_by_key(&key))
+            }
+
+            /// The stored object under `key`.
+            #[must_use]
+            pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+                self.core.lock().object(key)
+            }
+
+            #[doc = $closed]
+            pub fn close(&self) {
+                self.core.close();
+            }
+
+            /// Whether [`close`](Self::close) was called.
+            #[must_use]
+            pub fn is_closed(&self) -> bool {
+                self.core.is_closed()
+            }
+
+            #[doc = $len]
+            #[must_use]
+            pub fn len(&self) -> usize {
+                self.core.len()
+            }
+
+            /// Whether [`len`](Self::len) is zero.
+            #[must_use]
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+        }
+
+        impl<K: Object> super::KnownObjects<K> for $ty<K> {
+            fn list_keys(&self) -> Vec<String> {
+                $ty::list_keys(self)
+            }
+
+            fn get_by_key(&self, key: &str) -> Result<Option<Arc<K>>> {
+                Ok($ty::get_by_key(self, key))
+            }
+        }
+    };
+}
+pub(super) use keyed_queue_methods;

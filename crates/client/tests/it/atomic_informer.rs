@@ -8,8 +8,7 @@ use std::sync::Arc;
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeclient::cache::{
-    ApiListWatch, InformerOptions, KnownObjects, Notification, ReflectorOptions,
-    SharedIndexInformer,
+    ApiListWatch, InformerOptions, KnownObjects, Notification, SharedIndexInformer,
 };
 use kubeclient::machinery::{DeletedObject, GroupResource, Object};
 use kubeclient::{Api, PostParams};
@@ -18,7 +17,7 @@ use kubeclient_apiserver::storage::Write;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{WAIT, start, store_write};
+use crate::support::{WAIT, list_then_watch_options, start, store_write};
 
 fn configmap(name: &str) -> ConfigMap {
     let mut cm = ConfigMap::default();
@@ -56,13 +55,8 @@ async fn an_atomic_informer_applies_the_initial_list_and_a_relist_as_one_replace
             .unwrap();
     }
     let options = InformerOptions {
-        name: "configmaps".to_owned(),
         atomic_events: true,
-        reflector: ReflectorOptions {
-            use_watch_list: false,
-            ..ReflectorOptions::default()
-        },
-        ..InformerOptions::default()
+        ..list_then_watch_options()
     };
     let informer = SharedIndexInformer::new(Arc::new(ApiListWatch::new(api.clone())), options);
     let (_registration, notifications) = informer.notifications().unwrap();

@@ -175,24 +175,41 @@ fn replace_file(path: &std::path::Path, contents: &str) {
     std::fs::rename(&staged, path).unwrap();
 }
 
+/// A TLS server requiring a token (so only a client certificate can authenticate a
+/// client without one), and a scratch directory labelled `label`.
+async fn tls_server(label: &str) -> (crate::support::Fixture, std::path::PathBuf) {
+    let builder = kubeclient_apiserver::ApiServer::builder()
+        .tls(true)
+        .token("s3cret");
+    let fixture = crate::support::start_with(builder).await;
+    (fixture, crate::support::scratch(label))
+}
+
+/// A client certificate for `user`, signed by the server's CA.
+fn issue(f: &crate::support::Fixture, user: &str) -> kubeclient_apiserver::CertificatePair {
+    f.server
+        .issue_client_certificate(user, &["dev"])
+        .unwrap()
+        .unwrap()
+}
+
+/// Replaces the key, then the certificate, as a certificate manager would.
+fn put(
+    cert_file: &std::path::Path,
+    key_file: &std::path::Path,
+    pair: &kubeclient_apiserver::CertificatePair,
+) {
+    replace_file(key_file, &pair.key_pem);
+    replace_file(cert_file, &pair.certificate_pem);
+}
+
 #[tokio::test]
 async fn a_client_certificate_replaced_on_disk_is_used_by_the_next_connection_while_a_watch_stays_open()
  {
-    let f = crate::support::start_with(
-        kubeclient_apiserver::ApiServer::builder()
-            .tls(true)
-            .token("s3cret"),
-    )
-    .await;
-    let dir = crate::support::scratch("cert-rotation");
+    let (f, dir) = tls_server("cert-rotation").await;
     let (cert_file, key_file) = (dir.join("client.crt"), dir.join("client.key"));
-    let alice = f
-        .server
-        .issue_client_certificate("alice", &["dev"])
-        .unwrap()
-        .unwrap();
-    replace_file(&cert_file, &alice.certificate_pem);
-    replace_file(&key_file, &alice.key_pem);
+    let alice = issue(&f, "alice");
+    put(&cert_file, &key_file, &alice);
     let ca = base64::Engine::encode(
         &base64::engine::general_purpose::STANDARD,
         f.server.ca_certificate_pem().unwrap(),
@@ -230,13 +247,8 @@ async fn a_client_certificate_replaced_on_disk_is_used_by_the_next_connection_wh
         .await
         .unwrap();
 
-    let bob = f
-        .server
-        .issue_client_certificate("bob", &["ops"])
-        .unwrap()
-        .unwrap();
-    replace_file(&key_file, &bob.key_pem);
-    replace_file(&cert_file, &bob.certificate_pem);
+    let bob = issue(&f, "bob");
+    put(&cert_file, &key_file, &bob);
     until_authenticated_as(&client, "bob").await;
 
     // The watch opened as alice is still open and delivers what happens next.
@@ -258,21 +270,10 @@ async fn a_client_certificate_replaced_on_disk_is_used_by_the_next_connection_wh
 
 #[tokio::test]
 async fn a_garbled_replacement_keeps_the_current_certificate() {
-    let f = crate::support::start_with(
-        kubeclient_apiserver::ApiServer::builder()
-            .tls(true)
-            .token("s3cret"),
-    )
-    .await;
-    let dir = crate::support::scratch("cert-garbled");
+    let (f, dir) = tls_server("cert-garbled").await;
     let (cert_file, key_file) = (dir.join("client.crt"), dir.join("client.key"));
-    let alice = f
-        .server
-        .issue_client_certificate("alice", &[])
-        .unwrap()
-        .unwrap();
-    replace_file(&cert_file, &alice.certificate_pem);
-    replace_file(&key_file, &alice.key_pem);
+    let alice = issue(&f, "alice");
+    put(&cert_file, &key_file, &alice);
     let mut config = crate::support::config_of(&f.server);
     config.credentials = kubeclient::config::Credentials::None;
     config.client_identity = Some(kubeclient::config::ClientIdentity {
@@ -286,11 +287,7 @@ async fn a_garbled_replacement_keeps_the_current_certificate() {
     let client = Client::new(config).await.unwrap();
     assert_eq!(whoami(&client).await, "alice");
     // A certificate whose key does not match: unusable, so alice stays.
-    let bob = f
-        .server
-        .issue_client_certificate("bob", &[])
-        .unwrap()
-        .unwrap();
+    let bob = issue(&f, "bob");
     replace_file(&cert_file, &bob.certificate_pem);
     tokio::time::pause();
     tokio::time::advance(kubeclient::rest::cert_rotation::CHECK_INTERVAL * 2).await;
@@ -303,25 +300,11 @@ async fn a_garbled_replacement_keeps_the_current_certificate() {
 
 #[tokio::test]
 async fn an_expired_exec_plugin_certificate_is_fetched_again() {
-    let f = crate::support::start_with(
-        kubeclient_apiserver::ApiServer::builder()
-            .tls(true)
-            .token("s3cret"),
-    )
-    .await;
-    let dir = crate::support::scratch("exec-cert");
-    let (cert_file, key_file, count_file) = (
-        dir.join("client.crt"),
-        dir.join("client.key"),
-        dir.join("count"),
-    );
-    let alice = f
-        .server
-        .issue_client_certificate("alice", &[])
-        .unwrap()
-        .unwrap();
-    replace_file(&cert_file, &alice.certificate_pem);
-    replace_file(&key_file, &alice.key_pem);
+    let (f, dir) = tls_server("exec-cert").await;
+    let (cert_file, key_file) = (dir.join("client.crt"), dir.join("client.key"));
+    let alice = issue(&f, "alice");
+    put(&cert_file, &key_file, &alice);
+    let count_file = dir.join("count");
     let env = |name: &str, value: &std::path::Path| kubeclient::config::ExecEnvVar {
         name: name.to_owned(),
         value: value.display().to_string(),
@@ -345,13 +328,8 @@ async fn an_expired_exec_plugin_certificate_is_fetched_again() {
     let client = Client::new(config).await.unwrap();
     assert_eq!(whoami(&client).await, "alice");
 
-    let bob = f
-        .server
-        .issue_client_certificate("bob", &[])
-        .unwrap()
-        .unwrap();
-    replace_file(&key_file, &bob.key_pem);
-    replace_file(&cert_file, &bob.certificate_pem);
+    let bob = issue(&f, "bob");
+    put(&cert_file, &key_file, &bob);
     until_authenticated_as(&client, "bob").await;
     let runs: u32 = std::fs::read_to_string(&count_file)
         .unwrap()

@@ -6,17 +6,16 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeclient::cache::{
-    ApiListWatch, BoxFuture, InformerOptions, KnownObjects, ListerWatcher, MutationCache,
-    MutationCacheOptions, ReflectorOptions, SharedIndexInformer,
+    ApiListWatch, BoxFuture, KnownObjects, ListerWatcher, MutationCache, MutationCacheOptions,
+    SharedIndexInformer,
 };
 use kubeclient::machinery::Object;
 use kubeclient::rest::watch::WatchStream;
-use kubeclient::rest::{DecodeOptions, SharedList};
 use kubeclient::{Api, ListParams, ObjectList, Patch, PatchParams, PostParams, WatchParams};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{WAIT, start, until};
+use crate::support::{WAIT, list_then_watch_options, start, until};
 
 /// Lists at once but holds every watch until the gate opens, so the test decides when
 /// the informer may catch up.
@@ -31,14 +30,6 @@ impl ListerWatcher<ConfigMap> for GatedWatch {
         params: &'a ListParams,
     ) -> BoxFuture<'a, kubeclient::Result<ObjectList<ConfigMap>>> {
         self.inner.list(params)
-    }
-
-    fn list_shared<'a>(
-        &'a self,
-        params: &'a ListParams,
-        options: &'a DecodeOptions<ConfigMap>,
-    ) -> BoxFuture<'a, kubeclient::Result<SharedList<ConfigMap>>> {
-        self.inner.list_shared(params, options)
     }
 
     fn watch<'a>(
@@ -73,15 +64,7 @@ async fn a_write_is_read_back_before_the_informer_sees_it_and_the_overlay_goes_o
         inner: ApiListWatch::new(api.clone()),
         gate,
     };
-    let options = InformerOptions {
-        name: "configmaps".to_owned(),
-        reflector: ReflectorOptions {
-            use_watch_list: false,
-            ..ReflectorOptions::default()
-        },
-        ..InformerOptions::default()
-    };
-    let informer = SharedIndexInformer::new(Arc::new(lister_watcher), options);
+    let informer = SharedIndexInformer::new(Arc::new(lister_watcher), list_then_watch_options());
     let stop = CancellationToken::new();
     let task = tokio::spawn({
         let (informer, stop) = (informer.clone(), stop.clone());

@@ -56,6 +56,44 @@ async fn current_rv(client: &Client) -> String {
     list.metadata.resource_version.unwrap()
 }
 
+/// Creates ConfigMap `name`.
+async fn create(client: &Client, name: &str) {
+    api(client)
+        .create(&PostParams::default(), &configmap(name, "1"))
+        .await
+        .unwrap();
+}
+
+/// A condition met by the `Added` event of ConfigMap `name`.
+fn added(name: &'static str) -> ConditionFunc<'static, ConfigMap> {
+    Box::new(move |event| Ok(matches!(event, WatchEvent::Added(cm) if cm.name() == name)))
+}
+
+/// The result of a spawned wait, which must succeed before the deadline.
+async fn finished(
+    task: tokio::task::JoinHandle<Result<Option<WatchEvent<ConfigMap>>, UntilError>>,
+) -> Option<WatchEvent<ConfigMap>> {
+    tokio::time::timeout(WAIT, task)
+        .await
+        .expect("the wait ends before the deadline")
+        .expect("the task does not panic")
+        .expect("the conditions are met")
+}
+
+/// A server, and a retry watcher that has seen the creation of ConfigMap `one`.
+async fn watching_one() -> (crate::support::Fixture, RetryWatcher<ConfigMap>) {
+    let fixture = start().await;
+    let start_rv = current_rv(&fixture.client).await;
+    let mut watcher =
+        RetryWatcher::with_backoff(&start_rv, lister_watcher(&fixture.client), quick()).unwrap();
+    create(&fixture.client, "one").await;
+    let WatchEvent::Added(seen) = next_event(&mut watcher).await else {
+        panic!("expected the creation of one");
+    };
+    assert_eq!(seen.name(), "one");
+    (fixture, watcher)
+}
+
 #[tokio::test]
 async fn a_retry_watcher_rejects_an_unresumable_start() {
     let fixture = start().await;
@@ -114,19 +152,8 @@ async fn a_retry_watcher_resumes_from_its_last_resource_version_across_a_server_
 
 #[tokio::test]
 async fn a_retry_watcher_resumes_after_the_server_ends_the_watch() {
-    let fixture = start().await;
+    let (fixture, mut watcher) = watching_one().await;
     let client = &fixture.client;
-    let start_rv = current_rv(client).await;
-    let mut watcher =
-        RetryWatcher::with_backoff(&start_rv, lister_watcher(client), quick()).unwrap();
-    api(client)
-        .create(&PostParams::default(), &configmap("one", "1"))
-        .await
-        .unwrap();
-    assert!(matches!(
-        next_event(&mut watcher).await,
-        WatchEvent::Added(_)
-    ));
     fixture.server.drop_watches();
     api(client)
         .delete("one", &DeleteParams::default())
@@ -140,19 +167,7 @@ async fn a_retry_watcher_resumes_after_the_server_ends_the_watch() {
 
 #[tokio::test]
 async fn a_retry_watcher_surfaces_a_410_and_ends() {
-    let fixture = start().await;
-    let client = &fixture.client;
-    let start_rv = current_rv(client).await;
-    let mut watcher =
-        RetryWatcher::with_backoff(&start_rv, lister_watcher(client), quick()).unwrap();
-    api(client)
-        .create(&PostParams::default(), &configmap("one", "1"))
-        .await
-        .unwrap();
-    assert!(matches!(
-        next_event(&mut watcher).await,
-        WatchEvent::Added(_)
-    ));
+    let (fixture, mut watcher) = watching_one().await;
 
     // The next watch request is answered with 410 Expired: the watch must not retry.
     fixture.server.faults().fail_next(1, Fault::Expired);
@@ -185,8 +200,7 @@ async fn until_without_retry_offers_each_event_to_the_conditions_in_turn() {
             api.delete("a", &DeleteParams::default()).await.map(drop)
         })
     };
-    let added_b: ConditionFunc<ConfigMap> =
-        Box::new(|event| Ok(matches!(event, WatchEvent::Added(cm) if cm.name() == "b")));
+    let added_b: ConditionFunc<ConfigMap> = added("b");
     // Met by the same event: conditions are re-checked against the last one.
     let any_added: ConditionFunc<ConfigMap> =
         Box::new(|event| Ok(matches!(event, WatchEvent::Added(_))));
@@ -232,10 +246,7 @@ async fn until_without_retry_reports_a_closed_watch_a_failing_condition_and_canc
         .watch(&WatchParams::default(), &rv)
         .await
         .unwrap();
-    api(client)
-        .create(&PostParams::default(), &configmap("x", "1"))
-        .await
-        .unwrap();
+    create(client, "x").await;
     let failing: ConditionFunc<ConfigMap> = Box::new(|_| Err("bad object".into()));
     let failed = until_without_retry(&CancellationToken::new(), watch, vec![failing]).await;
     assert!(
@@ -253,21 +264,13 @@ async fn until_watches_through_a_dropped_watch() {
         let lw = lister_watcher(client);
         let cancel = cancel.clone();
         tokio::spawn(async move {
-            let gone: ConditionFunc<ConfigMap> =
-                Box::new(|event| Ok(matches!(event, WatchEvent::Added(cm) if cm.name() == "late")));
+            let gone: ConditionFunc<ConfigMap> = added("late");
             until(&cancel, &rv, lw, vec![gone]).await
         })
     };
     fixture.server.drop_watches();
-    api(client)
-        .create(&PostParams::default(), &configmap("late", "1"))
-        .await
-        .unwrap();
-    let last = tokio::time::timeout(WAIT, waiting)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    create(client, "late").await;
+    let last = finished(waiting).await;
     assert!(matches!(last, Some(WatchEvent::Added(cm)) if cm.name() == "late"));
 }
 
@@ -275,13 +278,9 @@ async fn until_watches_through_a_dropped_watch() {
 async fn list_watch_until_meets_conditions_from_the_list_then_from_the_watch() {
     let fixture = start().await;
     let client = &fixture.client;
-    api(client)
-        .create(&PostParams::default(), &configmap("listed", "1"))
-        .await
-        .unwrap();
+    create(client, "listed").await;
     let cancel = CancellationToken::new();
-    let listed: ConditionFunc<ConfigMap> =
-        Box::new(|event| Ok(matches!(event, WatchEvent::Added(cm) if cm.name() == "listed")));
+    let listed: ConditionFunc<ConfigMap> = added("listed");
     let only_listed = list_watch_until(&cancel, lister_watcher(client), vec![listed])
         .await
         .unwrap();
@@ -291,9 +290,7 @@ async fn list_watch_until_meets_conditions_from_the_list_then_from_the_watch() {
         let lw = lister_watcher(client);
         let cancel = cancel.clone();
         tokio::spawn(async move {
-            let listed: ConditionFunc<ConfigMap> = Box::new(|event| {
-                Ok(matches!(event, WatchEvent::Added(cm) if cm.name() == "listed"))
-            });
+            let listed: ConditionFunc<ConfigMap> = added("listed");
             let modified: ConditionFunc<ConfigMap> = Box::new(|event| {
                 Ok(matches!(event, WatchEvent::Modified(cm) if cm.name() == "listed"))
             });
@@ -308,11 +305,7 @@ async fn list_watch_until_meets_conditions_from_the_list_then_from_the_watch() {
         .replace("listed", &PostParams::default(), &changed)
         .await
         .unwrap();
-    let last = tokio::time::timeout(WAIT, waiting)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let last = finished(waiting).await;
     assert!(matches!(last, Some(WatchEvent::Modified(_))));
 }
 
@@ -320,10 +313,7 @@ async fn list_watch_until_meets_conditions_from_the_list_then_from_the_watch() {
 async fn until_with_sync_checks_the_synced_cache_then_survives_a_410() {
     let fixture = start().await;
     let client = &fixture.client;
-    api(client)
-        .create(&PostParams::default(), &configmap("present", "1"))
-        .await
-        .unwrap();
+    create(client, "present").await;
     let cancel = CancellationToken::new();
 
     let already: PreconditionFunc<ConfigMap> = Box::new(|store: &dyn Store<ConfigMap>| {
@@ -349,9 +339,7 @@ async fn until_with_sync_checks_the_synced_cache_then_survives_a_410() {
                     let _ = synced.send(());
                     Ok(store.list().iter().any(|cm| cm.name() == "wanted"))
                 });
-            let wanted: ConditionFunc<ConfigMap> = Box::new(|event| {
-                Ok(matches!(event, WatchEvent::Added(cm) if cm.name() == "wanted"))
-            });
+            let wanted: ConditionFunc<ConfigMap> = added("wanted");
             until_with_sync(&cancel, lw, Some(not_yet), vec![wanted]).await
         })
     };
@@ -369,10 +357,6 @@ async fn until_with_sync_checks_the_synced_cache_then_survives_a_410() {
         serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1",
             "metadata": {"name": "wanted", "namespace": "default", "uid": "uid-wanted"}}),
     );
-    let last = tokio::time::timeout(WAIT, waiting)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let last = finished(waiting).await;
     assert!(matches!(last, Some(WatchEvent::Added(cm)) if cm.name() == "wanted"));
 }

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use super::*;
+use crate::cache::KnownObjects;
 use crate::cache::test_util::cm;
 
 /// Pops without blocking, recording (name, rv, initial); panics when empty.
