@@ -79,6 +79,7 @@ pub enum UntilError {
 /// assert!(matches!(last, Some(WatchEvent::Deleted(_))));
 /// # Ok(()) }
 /// ```
+#[doc(alias = "UntilWithoutRetry")]
 pub async fn until_without_retry<K, S>(
     cancel: &CancellationToken,
     watch: S,
@@ -118,6 +119,7 @@ where
 /// # Errors
 ///
 /// As [`until_without_retry`], and [`UntilError::RetryWatcher`] for `""` or `"0"`.
+#[doc(alias = "Until")]
 pub async fn until<K>(
     cancel: &CancellationToken,
     initial_resource_version: &str,
@@ -137,6 +139,7 @@ where
 /// # Errors
 ///
 /// As [`until`], and [`UntilError::Client`] when the list fails.
+#[doc(alias = "ListWatchUntil")]
 pub async fn list_watch_until<K>(
     cancel: &CancellationToken,
     lister_watcher: Arc<dyn ListerWatcher<K>>,
@@ -189,6 +192,7 @@ where
 ///
 /// As [`until_without_retry`], [`UntilError::Sync`] when cancelled before the cache
 /// synced, [`UntilError::Condition`] when the precondition fails.
+#[doc(alias = "UntilWithSync")]
 pub async fn until_with_sync<K>(
     cancel: &CancellationToken,
     lister_watcher: Arc<dyn ListerWatcher<K>>,
