@@ -11,7 +11,11 @@
 //! ```
 //!
 //! Start with [`Cache`] (a [`Store`] and [`Indexer`]) and [`DeltaFIFO`] / [`RealFIFO`] (both
-//! [`Queue`]s). These are plain synchronous data structures; only [`Queue::pop`] is async,
+//! [`Queue`]s). The rest of client-go's toolbox is here too: the plain [`FIFO`]
+//! (requeue on error), the keyed priority queue [`Heap`], the expiring store
+//! [`ExpirationCache`], the [`MutationCache`] that overlays a controller's own writes on an
+//! informer's cache, the [`UndeltaStore`] that pushes whole snapshots, and [`Transaction`]
+//! writes. These are plain synchronous data structures; only [`Queue::pop`] is async,
 //! and no lock is held across an await.
 //!
 //! # How the store holds objects
