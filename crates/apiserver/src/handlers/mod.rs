@@ -15,10 +15,13 @@ mod query;
 mod read;
 mod response;
 mod route;
+mod schema_formats;
 mod spdy;
 mod table;
+mod type_errors;
 mod validate;
 mod validate_schema;
+mod version_conversion;
 mod watch;
 mod websocket;
 mod write;
@@ -411,7 +414,12 @@ where
             ),
             Ok((negotiate::Output::PartialObjectMetadata, _))
         );
+    let deprecation = version_conversion::deprecation_warning(&resource);
     let mut answer = json_resource_call(state, request, resource, path, query, is_watch).await;
+    if let Some(warning) = deprecation {
+        let warn = |response| response::with_warnings(response, std::slice::from_ref(&warning));
+        answer = answer.map(warn).map_err(warn);
+    }
     if metadata_only && let Ok(response) = answer {
         answer = Ok(metadata_of_response(response).await);
     }

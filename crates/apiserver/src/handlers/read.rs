@@ -14,6 +14,7 @@ use super::negotiate::{Output, Target};
 use super::object::store_key;
 use super::response::{Body, HandlerResult, fail, json, json_bytes};
 use super::table::{self, IncludeObject};
+use super::version_conversion;
 use crate::storage::{ListRequest, StorageError, StoredObject};
 
 /// How long a list waits for a resourceVersion newer than the store (as the watch cache does).
@@ -36,7 +37,10 @@ pub(crate) fn get(call: &Call) -> HandlerResult<Response<Body>> {
         ));
     }
     Ok(match output {
-        Output::Json => json_bytes(StatusCode::OK, object.bytes.clone()),
+        Output::Json => json_bytes(
+            StatusCode::OK,
+            version_conversion::served_bytes(&call.resource, &object),
+        ),
         Output::PartialObjectMetadata => json(
             StatusCode::OK,
             &table::partial_object_metadata(&object.value),
@@ -301,6 +305,22 @@ fn list_response(
     Ok(match output {
         Output::Json => {
             let resource = &call.resource;
+            // Items of built-in kinds carry no kind or apiVersion (kube-apiserver's typed
+            // encoder sets them on the list only); custom resources' items keep them.
+            let type_meta = resource.builtin.then(|| {
+                format!(
+                    "{{\"kind\":{},\"apiVersion\":{},",
+                    json!(resource.kind),
+                    json!(resource.api_version())
+                )
+            });
+            // Unstructured lists always say `continue`, empty on the last page.
+            let mut metadata = metadata;
+            if !resource.builtin
+                && let Some(fields) = metadata.as_object_mut()
+            {
+                fields.entry("continue").or_insert_with(|| json!(""));
+            }
             let mut body = BytesMut::with_capacity(
                 129 + items.iter().map(|o| o.bytes.len() + 1).sum::<usize>(),
             );
@@ -317,7 +337,17 @@ fn list_response(
                 if i > 0 {
                     body.put_u8(b',');
                 }
-                body.put_slice(&object.bytes);
+                let bytes = version_conversion::served_bytes(resource, object);
+                match type_meta
+                    .as_deref()
+                    .and_then(|prefix| bytes.strip_prefix(prefix.as_bytes()))
+                {
+                    Some(rest) => {
+                        body.put_u8(b'{');
+                        body.put_slice(rest);
+                    }
+                    None => body.put_slice(&bytes),
+                }
             }
             body.put_slice(b"]}\n");
             json_bytes(StatusCode::OK, body.freeze())

@@ -124,6 +124,18 @@ pub(crate) fn check_decodes(resource: &ResourceDef, object: &Value) -> HandlerRe
             )],
         )));
     }
+    // Say which field has the wrong type, as kube-apiserver does.
+    let message = if resource.builtin {
+        super::type_errors::type_mismatch(
+            &resource.group,
+            &resource.version,
+            &resource.kind,
+            object,
+        )
+        .unwrap_or(message)
+    } else {
+        message
+    };
     Err(fail(Status::bad_request(format!(
         "{kind} in version {version:?} cannot be handled as a {kind}: {message}",
         kind = resource.kind,

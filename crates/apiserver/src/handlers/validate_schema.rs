@@ -4,14 +4,15 @@
 //! - `type` (`object`, `array`, `string`, `integer`, `number`, `boolean`), `nullable`,
 //!   `x-kubernetes-int-or-string`;
 //! - `required`, `properties`, `additionalProperties` (a schema), `items`;
-//! - `enum`; `minimum`/`maximum` (and their `exclusive` flags); `minLength`/`maxLength`;
-//!   `minItems`/`maxItems`.
+//! - `enum`; `minimum`/`maximum` (and their `exclusive` flags), `multipleOf`;
+//!   `minLength`/`maxLength`, `pattern`, `format` (`schema_formats.rs`); `minItems`/`maxItems`;
+//! - `allOf`, `anyOf`, `oneOf` and `not`, with the `<nil>` causes kube-apiserver gives them
+//!   (after, respectively before, the causes of the alternative that failed best).
 //!
 //! With a scale subresource, the replicas at its spec and status paths must be integers
 //! from 0 to 2^31-1 when present (kube-apiserver's `accessor error` causes).
 //!
-//! Not checked: `pattern`, `format`, `multipleOf`, `uniqueItems`, `oneOf`/`anyOf`/`allOf`/
-//! `not`, CEL rules (`x-kubernetes-validations`), list and map types. Unknown fields are
+//! Not checked: `uniqueItems` (structural schemas forbid it), CEL rules (`x-kubernetes-validations`), list and map types. Unknown fields are
 //! pruned and defaults applied before (`write/structural_schema.rs`). `metadata`,
 //! `apiVersion` and `kind` are checked elsewhere.
 
@@ -19,6 +20,7 @@ use kubeclient_machinery::StatusCause;
 use serde_json::Value;
 
 use super::response::HandlerResult;
+use super::schema_formats;
 use crate::registry::ResourceDef;
 
 /// Stop collecting after this many causes (a huge invalid object must not make a huge
@@ -228,7 +230,27 @@ fn validate(schema: &Value, value: &Value, path: &str, causes: &mut Vec<StatusCa
                     causes,
                     path,
                     &value.to_string(),
-                    &format!("may not be longer than {max}"),
+                    &format!("should be at most {max} chars long"),
+                );
+            }
+            if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+                && !matches_pattern(pattern, s)
+            {
+                invalid(
+                    causes,
+                    path,
+                    &value.to_string(),
+                    &format!("should match '{pattern}'"),
+                );
+            }
+            if let Some(format) = schema.get("format").and_then(Value::as_str)
+                && schema_formats::conforms(format, s) == Some(false)
+            {
+                invalid(
+                    causes,
+                    path,
+                    &value.to_string(),
+                    &format!("must be of type {format}: {value}"),
                 );
             }
         }
@@ -282,10 +304,107 @@ fn validate(schema: &Value, value: &Value, path: &str, causes: &mut Vec<StatusCa
         }
         Value::Null | Value::Bool(_) => {}
     }
+    check_junctors(schema, value, path, causes);
+}
+
+/// The causes `schema` finds in `value`, apart.
+fn causes_under(schema: &Value, value: &Value, path: &str) -> Vec<StatusCause> {
+    let mut causes = Vec::new();
+    validate(schema, value, path, &mut causes);
+    causes
+}
+
+/// `allOf`, `anyOf`, `oneOf` and `not`.
+fn check_junctors(schema: &Value, value: &Value, path: &str, causes: &mut Vec<StatusCause>) {
+    let junctor = |message: String| {
+        StatusCause::new(
+            "FieldValueInvalid",
+            &format!("Invalid value: \"\": \"{path}\" {message}"),
+            "<nil>",
+        )
+    };
+    let alternatives = |key| {
+        schema
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|schemas| {
+                schemas
+                    .iter()
+                    .map(|s| causes_under(s, value, path))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    // The causes of the alternative that failed least, as kube-apiserver reports them.
+    let best_failure = |results: Vec<Vec<StatusCause>>| {
+        results
+            .into_iter()
+            .filter(|found| !found.is_empty())
+            .min_by_key(Vec::len)
+            .unwrap_or_default()
+    };
+    let all = alternatives("allOf");
+    if all.iter().any(|found| !found.is_empty()) {
+        causes.extend(all.into_iter().flatten());
+        causes.push(junctor("must validate all the schemas (allOf)".to_owned()));
+    }
+    let any = alternatives("anyOf");
+    if !any.is_empty() && any.iter().all(|found| !found.is_empty()) {
+        causes.push(junctor(
+            "must validate at least one schema (anyOf)".to_owned(),
+        ));
+        causes.extend(best_failure(any));
+    }
+    let one = alternatives("oneOf");
+    let valid = one.iter().filter(|found| found.is_empty()).count();
+    if !one.is_empty() && valid != 1 {
+        let found = if valid == 0 {
+            "Found none valid".to_owned()
+        } else {
+            format!("Found {valid} valid alternatives")
+        };
+        causes.push(junctor(format!(
+            "must validate one and only one schema (oneOf). {found}"
+        )));
+        if valid == 0 {
+            causes.extend(best_failure(one));
+        }
+    }
+    if let Some(negated) = schema.get("not").filter(|s| s.is_object())
+        && causes_under(negated, value, path).is_empty()
+    {
+        causes.push(junctor("must not validate the schema (not)".to_owned()));
+    }
+}
+
+/// Whether `text` matches the schema's `pattern` (Go's RE2 syntax, which the `regex` crate
+/// shares). A pattern that does not compile (kube-apiserver rejects it in the CRD) or
+/// would compile too large matches everything.
+fn matches_pattern(pattern: &str, text: &str) -> bool {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_or(true, |re| re.is_match(text))
 }
 
 fn check_number(schema: &Value, n: f64, value: &Value, path: &str, causes: &mut Vec<StatusCause>) {
     let flag = |key| schema.get(key).and_then(Value::as_bool) == Some(true);
+    if let Some(factor) = number(schema, "multipleOf").filter(|f| *f > 0.0) {
+        // As go-openapi: a factor below 1 divides by multiplying with its inverse.
+        let quotient = if factor < 1.0 {
+            1.0 / factor * n
+        } else {
+            n / factor
+        };
+        if (quotient - quotient.round()).abs() > 1e-9 * quotient.abs().max(1.0) {
+            invalid(
+                causes,
+                path,
+                &value.to_string(),
+                &format!("should be a multiple of {factor}"),
+            );
+        }
+    }
     if let Some(min) = number(schema, "minimum") {
         let (bad, word) = if flag("exclusiveMinimum") {
             (n <= min, "greater than")
@@ -381,6 +500,57 @@ mod tests {
             causes[3]
                 .2
                 .ends_with("should be greater than or equal to 0")
+        );
+    }
+
+    /// The answers of kube-apiserver v1.20 for the same schema and values.
+    #[test]
+    fn patterns_formats_multiples_and_junctors_give_kube_apiservers_causes() {
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "pattern": "^[a-z]+$"},
+            "id": {"type": "string", "format": "uuid"},
+            "weird": {"type": "string", "format": "no-such-format"},
+            "i32": {"type": "integer", "format": "int32"},
+            "step": {"type": "integer", "multipleOf": 5},
+            "fstep": {"type": "number", "multipleOf": 0.5},
+            "any": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                    "anyOf": [{"required": ["a"]}, {"required": ["b"]}]},
+            "one": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                    "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+            "all": {"type": "string", "allOf": [{"minLength": 2}, {"maxLength": 3}]},
+            "nope": {"type": "string", "not": {"enum": ["x"]}}}});
+        let good = json!({"name": "abc", "id": "01234567-89ab-cdef-0123-456789abcdef",
+            "weird": "anything", "i32": 9_999_999_999_i64, "step": 10, "fstep": 1.5,
+            "any": {"b": "1"}, "one": {"a": "1"}, "all": "abc", "nope": "y"});
+        assert_eq!(causes_of(schema.clone(), good), []);
+        let causes = causes_of(
+            schema.clone(),
+            json!({"name": "ABC", "id": "nope", "step": 7, "fstep": 0.3, "any": {},
+                   "one": {"a": "1", "b": "2"}, "all": "abcdef", "nope": "x"}),
+        );
+        let expected: Vec<(String, String, String)> = [
+            ("FieldValueInvalid", "spec.all", "Invalid value: \"abcdef\": spec.all in body should be at most 3 chars long"),
+            ("FieldValueInvalid", "<nil>", "Invalid value: \"\": \"spec.all\" must validate all the schemas (allOf)"),
+            ("FieldValueInvalid", "<nil>", "Invalid value: \"\": \"spec.any\" must validate at least one schema (anyOf)"),
+            ("FieldValueRequired", "spec.any.a", "Required value"),
+            ("FieldValueInvalid", "spec.fstep", "Invalid value: 0.3: spec.fstep in body should be a multiple of 0.5"),
+            ("FieldValueInvalid", "spec.id", "Invalid value: \"nope\": spec.id in body must be of type uuid: \"nope\""),
+            ("FieldValueInvalid", "spec.name", "Invalid value: \"ABC\": spec.name in body should match '^[a-z]+$'"),
+            ("FieldValueInvalid", "<nil>", "Invalid value: \"\": \"spec.nope\" must not validate the schema (not)"),
+            ("FieldValueInvalid", "<nil>", "Invalid value: \"\": \"spec.one\" must validate one and only one schema (oneOf). Found 2 valid alternatives"),
+            ("FieldValueInvalid", "spec.step", "Invalid value: 7: spec.step in body should be a multiple of 5"),
+        ]
+        .into_iter()
+        .map(|(r, f, m)| (r.to_owned(), f.to_owned(), m.to_owned()))
+        .collect();
+        assert_eq!(causes, expected);
+        let none_valid = causes_of(schema, json!({"one": {}}));
+        assert_eq!(
+            none_valid,
+            [
+                ("FieldValueInvalid".into(), "<nil>".into(), "Invalid value: \"\": \"spec.one\" must validate one and only one schema (oneOf). Found none valid".into()),
+                ("FieldValueRequired".into(), "spec.one.a".into(), "Required value".into()),
+            ]
         );
     }
 }

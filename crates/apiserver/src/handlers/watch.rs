@@ -17,6 +17,7 @@ use super::object::ObjectFilter;
 use super::read::{list_options_invalid, parse_rv};
 use super::response::{Body, HandlerResult, fail, streaming, with_body};
 use super::table::{self, IncludeObject};
+use super::version_conversion;
 use crate::registry::ResourceDef;
 use crate::state::State;
 use crate::storage::{
@@ -215,7 +216,15 @@ impl Encoder {
                 protobuf_frame(event_type, &object.value)
                     .unwrap_or_else(|| event_line(event_type, &object.bytes))
             }
-            Output::Json => shared.unwrap_or_else(|| event_line(event_type, &object.bytes)),
+            Output::Json => match version_conversion::served_value(&self.resource, &object.value) {
+                std::borrow::Cow::Owned(converted) => event_line(
+                    event_type,
+                    &serde_json::to_vec(&converted).unwrap_or_default(),
+                ),
+                std::borrow::Cow::Borrowed(_) => {
+                    shared.unwrap_or_else(|| event_line(event_type, &object.bytes))
+                }
+            },
             Output::PartialObjectMetadata | Output::PartialObjectMetadataList => {
                 let converted = table::partial_object_metadata(&object.value);
                 if self.encoding == Encoding::Protobuf

@@ -68,6 +68,18 @@ pub(crate) fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, String> {
         .and_then(Value::as_array)
         .filter(|v| !v.is_empty())
         .ok_or("spec.versions: Required value")?;
+    let schema_of = |version: &Value| {
+        version
+            .get("schema")
+            .and_then(|s| s.get("openAPIV3Schema"))
+            .filter(|s| s.is_object())
+            .map(|s| std::sync::Arc::new(s.clone()))
+    };
+    let storage = versions
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true));
+    let storage_version = storage.map(|v| str_field(v, &["name"]).to_owned());
+    let storage_schema = storage.and_then(schema_of);
     let mut resources = Vec::new();
     for version in versions {
         if version.get("served").and_then(Value::as_bool) == Some(false) {
@@ -149,14 +161,32 @@ pub(crate) fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, String> {
             field_selectors: FieldSelectors::Custom(selectable),
             printer_columns,
             special: Special::None,
-            schema: version
-                .get("schema")
-                .and_then(|s| s.get("openAPIV3Schema"))
-                .filter(|s| s.is_object())
-                .map(|s| std::sync::Arc::new(s.clone())),
+            schema: schema_of(version),
+            storage_version: storage_version.clone(),
+            storage_schema: storage_schema.clone(),
+            deprecation_warning: deprecation_warning(group, version_name, kind, version),
         });
     }
     Ok(resources)
+}
+
+/// The warning of a deprecated CRD version: its `deprecationWarning`, or
+/// kube-apiserver's default text.
+fn deprecation_warning(
+    group: &str,
+    version_name: &str,
+    kind: &str,
+    version: &Value,
+) -> Option<String> {
+    if version.get("deprecated").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    Some(
+        match version.get("deprecationWarning").and_then(Value::as_str) {
+            Some(text) => text.to_owned(),
+            None => format!("{group}/{version_name} {kind} is deprecated"),
+        },
+    )
 }
 
 /// The status the API server gives an accepted CRD: names accepted, established, and the

@@ -146,6 +146,25 @@ fn builtin_schemas(group: &str, version: &str) -> (Value, String) {
     (schemas, hash)
 }
 
+/// The component schemas of a built-in kind's group version and the name of the kind's
+/// own schema among them (`io.k8s.api.apps.v1.Deployment`); `None` for kinds without a
+/// `k8s-openapi` type.
+pub(crate) fn kind_schemas(group: &str, version: &str, kind: &str) -> Option<(Value, String)> {
+    let name = builtin_type(group, kind, SchemaName)?;
+    Some((builtin_schemas(group, version).0, name))
+}
+
+/// The name of a type's schema.
+struct SchemaName;
+
+impl WithType for SchemaName {
+    type Output = String;
+
+    fn with<T: BuiltinType>(self) -> String {
+        T::schema_name().into_owned()
+    }
+}
+
 /// Component schemas and their hash, by group and version.
 type SchemaCache = HashMap<(String, String), (Value, String)>;
 

@@ -61,6 +61,13 @@ pub(crate) struct ResourceDef {
     /// A custom resource version's `openAPIV3Schema`, which stored objects are validated
     /// against (`handlers/validate_schema.rs`); `None` for built-in types.
     pub schema: Option<std::sync::Arc<serde_json::Value>>,
+    /// A custom resource's storage version (objects are stored in it and served in
+    /// `version`: `handlers/version_conversion.rs`); `None` for built-in types.
+    pub storage_version: Option<String>,
+    /// The storage version's `openAPIV3Schema` (what an object converted to it keeps).
+    pub storage_schema: Option<std::sync::Arc<serde_json::Value>>,
+    /// The `Warning` every answer of a deprecated version carries.
+    pub deprecation_warning: Option<String>,
 }
 
 /// The fields a resource can be selected by.

@@ -5,6 +5,8 @@ use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use tokio::io::AsyncBufReadExt;
+
 use crate::support::TestServer;
 
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
@@ -320,11 +322,12 @@ async fn get_watch_sees_a_later_change() {
             ),
         ])
         .await;
-    let watcher = kubectl
+    let mut watcher = kubectl
         .command(&["get", "configmaps", "--watch", "--request-timeout=0"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("kubectl get -w starts");
+    let stdout = watcher.stdout.take().expect("kubectl's piped stdout");
     configmap_watch_opened(&t).await;
     kubectl
         .ok(&[
@@ -336,17 +339,30 @@ async fn get_watch_sees_a_later_change() {
             ),
         ])
         .await;
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let mut seen = Vec::new();
+    let printed_both = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            seen.push(line);
+            let all = seen.join("\n");
+            if all.contains("first") && all.contains("second") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(
+        printed_both,
+        Ok(true),
+        "kubectl get -w prints both ConfigMaps; watch output:\n{}",
+        seen.join("\n")
+    );
     t.server.drop_watches(); // kubectl get -w exits when its stream ends
-    let output = tokio::time::timeout(Duration::from_secs(20), watcher.wait_with_output())
+    tokio::time::timeout(Duration::from_secs(20), watcher.wait())
         .await
         .expect("kubectl get -w exits after the stream ends")
-        .expect("kubectl get -w output");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("first") && stdout.contains("second"),
-        "watch output:\n{stdout}"
-    );
+        .expect("kubectl get -w status");
 }
 
 #[tokio::test(flavor = "multi_thread")]

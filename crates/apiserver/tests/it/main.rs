@@ -25,6 +25,7 @@ mod http_discovery;
 mod http_reads;
 mod http_writes;
 mod kubectl;
+mod kubectl_cluster;
 mod kubectl_create;
 mod kubectl_streams;
 mod protobuf;

@@ -378,3 +378,43 @@ fn home_dir() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("USERPROFILE"))
         .map(PathBuf::from)
 }
+
+/// A named kubeconfig entry (cluster, user or context) and what it holds.
+pub(crate) trait NamedEntry {
+    /// What the entry holds.
+    type Entry: Clone + Default;
+    /// The entry's name.
+    fn name(&self) -> &str;
+    /// What it holds, if anything.
+    fn entry(&self) -> Option<&Self::Entry>;
+}
+
+impl NamedEntry for NamedCluster {
+    type Entry = Cluster;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn entry(&self) -> Option<&Cluster> {
+        self.cluster.as_ref()
+    }
+}
+
+impl NamedEntry for NamedAuthInfo {
+    type Entry = AuthInfo;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn entry(&self) -> Option<&AuthInfo> {
+        self.user.as_ref()
+    }
+}
+
+impl NamedEntry for NamedContext {
+    type Entry = Context;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn entry(&self) -> Option<&Context> {
+        self.context.as_ref()
+    }
+}

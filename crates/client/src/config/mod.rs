@@ -22,6 +22,7 @@ use std::time::Duration;
 use base64::Engine as _;
 
 pub use exec::{ExecCredential, ExecError};
+use kubeconfig::NamedEntry;
 pub use kubeconfig::{
     AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster,
     NamedContext,
@@ -307,72 +308,35 @@ impl Config {
             Some(name) if !name.is_empty() => name.to_owned(),
             _ => return Err(ConfigError::NoCurrentContext { source_name }),
         };
-        let not_defined = |kind, name: &str, known: Vec<&str>| ConfigError::NotDefined {
-            source_name: source_name.clone(),
-            kind,
-            name: name.to_owned(),
-            known: if known.is_empty() {
-                "none".to_owned()
-            } else {
-                known.join(", ")
-            },
-        };
-        let context = kubeconfig
-            .contexts
-            .iter()
-            .find(|c| c.name == context_name)
-            .and_then(|c| c.context.clone())
-            .ok_or_else(|| {
-                not_defined(
-                    "context",
-                    &context_name,
-                    kubeconfig
-                        .contexts
-                        .iter()
-                        .map(|c| c.name.as_str())
-                        .collect(),
-                )
-            })?;
+        let context: Context = lookup_entry(
+            &kubeconfig.contexts,
+            "context",
+            &context_name,
+            false,
+            &source_name,
+        )?;
         let cluster_name = options
             .cluster
             .clone()
             .unwrap_or_else(|| context.cluster.clone());
-        let cluster = kubeconfig
-            .clusters
-            .iter()
-            .find(|c| c.name == cluster_name)
-            .and_then(|c| c.cluster.clone())
-            .ok_or_else(|| {
-                not_defined(
-                    "cluster",
-                    &cluster_name,
-                    kubeconfig
-                        .clusters
-                        .iter()
-                        .map(|c| c.name.as_str())
-                        .collect(),
-                )
-            })?;
+        let cluster: Cluster = lookup_entry(
+            &kubeconfig.clusters,
+            "cluster",
+            &cluster_name,
+            false,
+            &source_name,
+        )?;
         let user_name = options.user.clone().unwrap_or_else(|| context.user.clone());
         let user = if user_name.is_empty() {
             AuthInfo::default()
         } else {
-            kubeconfig
-                .auth_infos
-                .iter()
-                .find(|u| u.name == user_name)
-                .map(|u| u.user.clone().unwrap_or_default())
-                .ok_or_else(|| {
-                    not_defined(
-                        "user",
-                        &user_name,
-                        kubeconfig
-                            .auth_infos
-                            .iter()
-                            .map(|u| u.name.as_str())
-                            .collect(),
-                    )
-                })?
+            lookup_entry(
+                &kubeconfig.auth_infos,
+                "user",
+                &user_name,
+                true,
+                &source_name,
+            )?
         };
         let invalid = |field: String, message: String| ConfigError::InvalidField {
             source_name: source_name.clone(),
@@ -521,6 +485,35 @@ impl Config {
             }
         }
         Ok(config)
+    }
+}
+
+/// The entry called `name` among a kubeconfig's `kind` entries (an entry holding nothing is
+/// missing unless `empty_ok`), or an error listing the names there are.
+fn lookup_entry<N: NamedEntry>(
+    entries: &[N],
+    kind: &'static str,
+    name: &str,
+    empty_ok: bool,
+    source_name: &str,
+) -> Result<N::Entry, ConfigError> {
+    let found = entries.iter().find(|entry| entry.name() == name);
+    match found.map(|entry| entry.entry()) {
+        Some(Some(entry)) => Ok(entry.clone()),
+        Some(None) if empty_ok => Ok(N::Entry::default()),
+        _ => {
+            let known: Vec<&str> = entries.iter().map(NamedEntry::name).collect();
+            Err(ConfigError::NotDefined {
+                source_name: source_name.to_owned(),
+                kind,
+                name: name.to_owned(),
+                known: if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                },
+            })
+        }
     }
 }
 

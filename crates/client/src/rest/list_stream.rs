@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use hyper::body::Incoming;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use kubeclient_machinery::decode_object;
 use kubeclient_machinery::list::{ItemBatch, ItemMeta, ListStreamDecoder, peek_item_meta};
-use kubeclient_machinery::{ObjectDecodeError, decode_object};
 use serde::de::DeserializeOwned;
 
 use super::gzip::{Inflater, next_chunk};
-use super::ordered_decode::OrderedDecoder;
+use super::list_assembly::{ListAssembly, list_meta, skipped_item_error};
 use super::{Client, Request};
 use crate::error::{Error, Result};
 use http::header::CONTENT_ENCODING;
@@ -144,13 +144,7 @@ where
     };
     let mut splitter = ListStreamDecoder::new();
     let mut inflater = gzip.then(Inflater::new);
-    let mut decoding = OrderedDecoder::new();
-    let mut list = SharedList {
-        metadata: ListMeta::default(),
-        items: Vec::new(),
-        skipped: Vec::new(),
-    };
-    let mut next_index = 0usize;
+    let mut assembly = ListAssembly::new(url);
     let mut ended = false;
     while !ended {
         let (chunk, end) = next_chunk(&mut body, &mut inflater, url).await?;
@@ -159,38 +153,18 @@ where
         if (ended || splitter.ready_len().map_err(malformed)? >= BATCH_BYTES)
             && let Some(batch) = splitter.next_batch().map_err(malformed)?
         {
-            let first = next_index;
-            next_index += batch.len();
-            let (batch_url, panic_url, options) = (url.to_owned(), url.to_owned(), options.clone());
-            decoding.submit(
-                batch.bytes.len(),
-                move || decode_batch(&batch, first, &batch_url, &options),
-                move |message| {
-                    Err(Error::Decode {
-                        url: panic_url,
-                        expected: std::any::type_name::<K>(),
-                        message,
-                    })
-                },
-            );
+            let (batch_url, options) = (url.to_owned(), options.clone());
+            assembly.submit(batch.bytes.len(), batch.len(), move |first| {
+                decode_batch(&batch, first, &batch_url, &options)
+            });
         }
-        while decoding.is_full() || (ended && !decoding.is_empty()) {
-            for result in decoding.next().await.unwrap_or_default() {
-                match result {
-                    Ok(item) => list.items.push(item),
-                    Err(err) => list.skipped.push(err),
-                }
-            }
-        }
+        assembly.collect(ended).await;
     }
-    if let Some(metadata) = splitter.finish().map_err(malformed)? {
-        list.metadata = serde_json::from_slice(&metadata).map_err(|err| Error::Decode {
-            url: url.to_owned(),
-            expected: "ListMeta",
-            message: err.to_string(),
-        })?;
-    }
-    Ok(list)
+    let metadata = match splitter.finish().map_err(malformed)? {
+        Some(metadata) => Some(list_meta(url, serde_json::from_slice(&metadata))?),
+        None => None,
+    };
+    Ok(assembly.finish(metadata))
 }
 
 /// Decodes the items of one batch (on a worker thread); `first` is the list index of the
@@ -212,20 +186,9 @@ fn decode_batch<K: DeserializeOwned>(
             }
             decode_object(item, options.strip_managed_fields)
                 .map(Arc::new)
-                .map_err(|err| item_error::<K>(url, first + offset, item, &err))
+                .map_err(|err| {
+                    skipped_item_error::<K>(url, first + offset, peek_item_meta(item), &err)
+                })
         })
         .collect()
-}
-
-/// A clear error for one item that did not decode: which item, which object, why.
-fn item_error<K>(url: &str, index: usize, item: &[u8], err: &ObjectDecodeError) -> Error {
-    let which = match peek_item_meta(item) {
-        Some(meta) if !meta.name.is_empty() => format!("item {index} ({})", meta.key()),
-        _ => format!("item {index}"),
-    };
-    Error::Decode {
-        url: url.to_owned(),
-        expected: std::any::type_name::<K>(),
-        message: format!("{which} of the list was skipped: {err}"),
-    }
 }

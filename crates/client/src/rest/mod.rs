@@ -8,6 +8,7 @@ mod client;
 mod connector;
 mod content_config;
 mod gzip;
+mod list_assembly;
 mod list_stream;
 mod metrics;
 mod ordered_decode;

@@ -7,14 +7,13 @@
 use std::sync::Arc;
 
 use hyper::body::Incoming;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use kubeclient_machinery::ErrorChain;
 use kubeclient_machinery::protobuf::{self, ListStreamSplitter};
 use serde::de::DeserializeOwned;
 
 use super::gzip::{Inflater, next_chunk};
+use super::list_assembly::{ListAssembly, list_meta, skipped_item_error};
 use super::list_stream::{BATCH_BYTES, DecodeOptions, SharedList};
-use super::ordered_decode::OrderedDecoder;
 use crate::error::{Error, Result};
 
 /// Decodes a protobuf list body as it arrives: complete items are gathered into batches
@@ -35,14 +34,8 @@ where
     };
     let mut splitter = ListStreamSplitter::new();
     let mut inflater = gzip.then(Inflater::new);
-    let mut decoding = OrderedDecoder::new();
-    let mut list = SharedList {
-        metadata: ListMeta::default(),
-        items: Vec::new(),
-        skipped: Vec::new(),
-    };
+    let mut assembly = ListAssembly::new(url);
     let mut batch = Batch::default();
-    let mut first = 0usize;
     let mut ended = false;
     while !ended {
         let (chunk, end) = next_chunk(&mut body, &mut inflater, url).await?;
@@ -61,44 +54,28 @@ where
                     .to_owned(),
             ));
             let items = std::mem::take(&mut batch);
-            let (options, batch_url, panic_url) = (options.clone(), url.to_owned(), url.to_owned());
-            let start = first;
-            first += items.ranges.len();
-            decoding.submit(
-                items.bytes.len(),
-                move || {
-                    items
-                        .items()
-                        .enumerate()
-                        .map(|(offset, item)| {
-                            decode_item(&kind, item, &options).map_err(|message| {
-                                item_error::<K>(&batch_url, start + offset, item, &message)
-                            })
+            let (options, batch_url) = (options.clone(), url.to_owned());
+            assembly.submit(items.bytes.len(), items.ranges.len(), move |first| {
+                items
+                    .items()
+                    .enumerate()
+                    .map(|(offset, item)| {
+                        decode_item(&kind, item, &options).map_err(|message| {
+                            let meta = protobuf::peek_item_meta(item);
+                            skipped_item_error::<K>(&batch_url, first + offset, meta, &message)
                         })
-                        .collect()
-                },
-                move |message| {
-                    Err(Error::Decode {
-                        url: panic_url,
-                        expected: std::any::type_name::<K>(),
-                        message,
                     })
-                },
-            );
+                    .collect()
+            });
         }
-        while decoding.is_full() || (ended && !decoding.is_empty()) {
-            drain(&mut decoding, &mut list).await;
-        }
+        assembly.collect(ended).await;
     }
     splitter.finish().map_err(malformed)?;
-    if let Some(metadata) = splitter.metadata() {
-        list.metadata = serde_json::from_value(metadata.clone()).map_err(|err| Error::Decode {
-            url: url.to_owned(),
-            expected: "ListMeta",
-            message: err.to_string(),
-        })?;
-    }
-    Ok(list)
+    let metadata = match splitter.metadata() {
+        Some(metadata) => Some(list_meta(url, serde_json::from_value(metadata.clone()))?),
+        None => None,
+    };
+    Ok(assembly.finish(metadata))
 }
 
 /// Items copied out of the splitter so they can go to a worker.
@@ -122,18 +99,6 @@ impl Batch {
     }
 }
 
-async fn drain<K: Send + Sync + 'static>(
-    decoding: &mut OrderedDecoder<Result<Arc<K>>>,
-    list: &mut SharedList<K>,
-) {
-    for result in decoding.next().await.unwrap_or_default() {
-        match result {
-            Ok(item) => list.items.push(item),
-            Err(err) => list.skipped.push(err),
-        }
-    }
-}
-
 /// One item: shared from the caller's cache when its key and resourceVersion match, else
 /// decoded straight from the wire into `K`, without `managedFields` if asked.
 fn decode_item<K: DeserializeOwned>(
@@ -149,16 +114,4 @@ fn decode_item<K: DeserializeOwned>(
     protobuf::item_from_protobuf(&kind.0, &kind.1, item, options.strip_managed_fields)
         .map(Arc::new)
         .map_err(|err| ErrorChain(&err).to_string())
-}
-
-fn item_error<K>(url: &str, index: usize, item: &[u8], message: &str) -> Error {
-    let which = match protobuf::peek_item_meta(item) {
-        Some(meta) if !meta.name.is_empty() => format!("item {index} ({})", meta.key()),
-        _ => format!("item {index}"),
-    };
-    Error::Decode {
-        url: url.to_owned(),
-        expected: std::any::type_name::<K>(),
-        message: format!("{which} of the list was skipped: {message}"),
-    }
 }

@@ -15,13 +15,30 @@ fn tls_error(message: impl std::fmt::Display) -> Error {
     Error::Tls(message.to_string())
 }
 
+/// rustls's crypto provider chosen by the crate's features (`rustls-ring`, the default, or
+/// `rustls-aws-lc`).
+#[cfg(feature = "rustls-ring")]
+fn crypto_provider() -> rustls::crypto::CryptoProvider {
+    rustls::crypto::ring::default_provider()
+}
+
+#[cfg(all(feature = "rustls-aws-lc", not(feature = "rustls-ring")))]
+fn crypto_provider() -> rustls::crypto::CryptoProvider {
+    rustls::crypto::aws_lc_rs::default_provider()
+}
+
+#[cfg(not(any(feature = "rustls-ring", feature = "rustls-aws-lc")))]
+compile_error!(
+    "kubeclient needs a TLS crypto provider: enable the `rustls-ring` or `rustls-aws-lc` feature"
+);
+
 /// Builds the client TLS configuration. `identity` overrides the config's client
 /// certificate (one obtained from an exec plugin).
 pub(crate) fn client_config(
     config: &Config,
     identity: Option<(Vec<u8>, Vec<u8>)>,
 ) -> Result<rustls::ClientConfig> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(crypto_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(tls_error)?;

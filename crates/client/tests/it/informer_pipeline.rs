@@ -358,8 +358,24 @@ async fn removing_and_waiting_returns_once_the_running_call_returned_and_nothing
     assert!(after_removal < 20, "pending notifications were dropped");
     assert!(!registration.is_registered());
     assert_eq!(informer.handler_count(), 0);
+    // A handler registered now: once it has heard of "late", "late" was handed out to every
+    // registered handler.
+    let heard_late = Arc::new(AtomicUsize::new(0));
+    let sentinel = heard_late.clone();
+    informer
+        .add_event_handler(ResourceEventHandlerFuncs::new().on_add(
+            move |cm: &Arc<ConfigMap>, _| {
+                if cm.metadata.name.as_deref() == Some("late") {
+                    sentinel.store(1, Ordering::SeqCst);
+                }
+            },
+        ))
+        .unwrap();
     store_write(&f.server, "late", configmap_json("late", json!({})));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until("a registered handler hears of the late object", || {
+        heard_late.load(Ordering::SeqCst) == 1
+    })
+    .await;
     assert_eq!(
         calls.load(Ordering::SeqCst),
         after_removal,

@@ -546,9 +546,23 @@ async fn a_handler_added_late_gets_the_cache_as_initial_adds() {
     log.sort();
     assert_eq!(log, ["add default/a true", "add default/b true"]);
     running.informer.remove_event_handler(&registration);
+    // A handler that stays registered: once it has heard of "c", "c" was handed out to
+    // every registered handler, so a removed one that still heard would have it too.
+    let sentinel = Arc::new(Recorder::default());
+    running
+        .informer
+        .add_event_handler(Shared(sentinel.clone()))
+        .unwrap();
     create(&f.client, "c").await;
     converge(&f.client, &running.informer).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !sentinel.present.lock().unwrap().contains("default/c") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the sentinel handler hears of c"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(
         recorder.log.lock().unwrap().len(),
         2,

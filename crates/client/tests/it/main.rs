@@ -47,6 +47,8 @@ mod protobuf;
 mod proxy;
 mod realapi;
 mod realapi_comparison;
+mod realapi_differential;
+mod realapi_garbage_collection;
 mod reflector_rules;
 mod scale;
 mod soak;

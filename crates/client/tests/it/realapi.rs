@@ -35,9 +35,15 @@ pub(crate) async fn real_server() -> Option<Client> {
 
 /// [`real_server`] speaking `content` for built-in kinds.
 async fn real_server_as(content: ContentType) -> Option<Client> {
-    let Ok(path) = std::env::var("KUBECLIENT_REALAPI_KUBECONFIG") else {
+    real_server_named("KUBECLIENT_REALAPI_KUBECONFIG", content).await
+}
+
+/// The real server whose kubeconfig path the environment variable `variable` holds;
+/// `None` (the test is skipped, and says so) where it is not set.
+pub(crate) async fn real_server_named(variable: &str, content: ContentType) -> Option<Client> {
+    let Ok(path) = std::env::var(variable) else {
         eprintln!(
-            "skipped: KUBECLIENT_REALAPI_KUBECONFIG is not set (start ../shared/realapi/start.sh and export its kubeconfig path; .ci/run does)"
+            "skipped: {variable} is not set (start ../shared/realapi/start.sh and export its kubeconfig path; .ci/run does)"
         );
         return None;
     };

@@ -100,7 +100,7 @@ async fn answer(client: &Client, namespace: &str, step: &Step) -> Value {
 
 /// Removes what legitimately differs between two servers (and between Kubernetes 1.20 and
 /// the newer behaviour the embedded server follows).
-fn normalize(mut value: Value, namespace: &str) -> Value {
+pub(crate) fn normalize(mut value: Value, namespace: &str) -> Value {
     fn walk(value: &mut Value, namespace: &str, key: &str) {
         match value {
             Value::Object(map) => {

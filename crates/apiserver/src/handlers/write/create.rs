@@ -118,6 +118,7 @@ pub(super) fn create_object(
             &write_context(call, &manager, &api_version, &time, &keys),
         );
     }
+    version_conversion::to_storage_version(&resource, &mut value);
     validate::check_size(&resource, &value, call.state.config.limits.max_object_bytes)?;
     for attempt in 0..8 {
         let name = if explicit_name.is_empty() {
@@ -152,7 +153,11 @@ pub(super) fn create_object(
         match outcome {
             Ok(outcome) => {
                 if dry_run {
-                    return Ok(with_warnings(json(StatusCode::CREATED, &value), &warnings));
+                    let served = version_conversion::served_value(&resource, &value);
+                    return Ok(with_warnings(
+                        json(StatusCode::CREATED, &*served),
+                        &warnings,
+                    ));
                 }
                 let Some(created) = outcome.object else {
                     return Err(fail(Status::internal_error("create stored nothing")));
@@ -164,7 +169,10 @@ pub(super) fn create_object(
                     call.state.controllers.wake(); // its `default` ServiceAccount
                 }
                 call.state.controllers.wake_for(&created.value);
-                let response = json_bytes(StatusCode::CREATED, created.bytes.clone());
+                let response = json_bytes(
+                    StatusCode::CREATED,
+                    version_conversion::served_bytes(&resource, &created),
+                );
                 return Ok(with_warnings(response, &warnings));
             }
             Err(status)

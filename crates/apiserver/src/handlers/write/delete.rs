@@ -155,6 +155,11 @@ pub(crate) fn delete_object(
     let propagation = options
         .propagation
         .unwrap_or_else(|| resource.default_propagation());
+    // kube-apiserver's early precondition check names the kind, not the resource.
+    let precondition_kind = GroupResource {
+        group: resource.group.clone(),
+        resource: resource.kind.clone(),
+    };
     let outcome = state.store.write(&group_resource, &store_key(namespace, name), |current| {
         let current = current.ok_or_else(|| fail(Status::not_found(&group_resource, name)))?;
         let uid = meta_str(&current.value, "uid");
@@ -162,18 +167,18 @@ pub(crate) fn delete_object(
             && expected != uid
         {
             return Err(fail(Status::conflict(
-                &group_resource,
+                &precondition_kind,
                 name,
-                &format!("Precondition failed: UID in precondition: {expected}, UID in object meta: {uid}"),
+                &format!("the UID in the precondition ({expected}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"),
             )));
         }
         if let Some(expected) = &options.precondition_rv
             && *expected != current.rv.to_string()
         {
             return Err(fail(Status::conflict(
-                &group_resource,
+                &precondition_kind,
                 name,
-                &format!("Precondition failed: ResourceVersion in precondition: {expected}, ResourceVersion in object meta: {}", current.rv),
+                &format!("the ResourceVersion in the precondition ({expected}) does not match the ResourceVersion in record ({}). The object might have been modified", current.rv),
             )));
         }
         let added_finalizer = match resource.special {
@@ -288,10 +293,14 @@ pub(crate) fn delete(call: &Call) -> HandlerResult<Response<Body>> {
     let name = call.name().to_owned();
     let namespace = call.path.namespace.as_deref();
     match delete_object(&call.state, &call.resource, namespace, &name, &options)? {
-        Deleted::Marked(object) => Ok(json(StatusCode::OK, &object)),
-        Deleted::Removed(object) if call.resource.returns_deleted_object() => {
-            Ok(json(StatusCode::OK, &object))
-        }
+        Deleted::Marked(object) => Ok(json(
+            StatusCode::OK,
+            &*version_conversion::served_value(&call.resource, &object),
+        )),
+        Deleted::Removed(object) if call.resource.returns_deleted_object() => Ok(json(
+            StatusCode::OK,
+            &*version_conversion::served_value(&call.resource, &object),
+        )),
         Deleted::Removed(object) => {
             let group_resource = call.group_resource();
             Ok(json(
@@ -325,7 +334,8 @@ pub(crate) fn delete_collection(call: &Call) -> HandlerResult<Response<Body>> {
             object.name(),
             &options,
         ) {
-            Ok(_) => items.push(object.value.clone()),
+            Ok(_) => items
+                .push(version_conversion::served_value(&call.resource, &object.value).into_owned()),
             Err(status) if status.code == 404 => {}
             Err(status) => return Err(status),
         }

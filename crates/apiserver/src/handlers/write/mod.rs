@@ -16,7 +16,7 @@ mod kind_rules;
 mod patch;
 mod reviews;
 mod scale;
-mod structural_schema;
+pub(crate) mod structural_schema;
 mod token_request;
 mod update;
 
@@ -46,6 +46,7 @@ use super::object::{
 };
 use super::response::{Body, HandlerResult, fail, json, json_bytes, with_warnings};
 use super::validate;
+use super::version_conversion;
 use crate::patch::managed_fields;
 use crate::patch::strategic_merge::{ListStrategy, builtin_list_strategy, strategic_merge};
 use crate::registry::{ResourceDef, Special, crd_resources, crd_status};
@@ -116,6 +117,7 @@ fn write_context<'a>(
         time,
         scope,
         list_key,
+        custom_resource: !call.resource.builtin,
     }
 }
 
@@ -365,6 +367,9 @@ fn write_existing(
     };
     let outcome = call.state.store.update(&call.group_resource(), &call.key_for(&name), |current| {
         let current = current.ok_or_else(|| call.not_found(&name))?;
+        // Patches and updates apply to the object as the request's version serves it.
+        let converted = version_conversion::served_object(&call.resource, current);
+        let current = converted.as_ref().unwrap_or(current);
         let mut desired = compute(current)?;
         call.check_type_meta(&mut desired)?;
         call.check_namespace(&mut desired)?;
@@ -412,6 +417,7 @@ fn write_existing(
         }
         validate::check_object(&call.resource, &result)?;
         kind_rules::check(&call.resource, &result, immutable_causes)?;
+        version_conversion::to_storage_version(&call.resource, &mut result);
         validate::check_size(&call.resource, &result, call.state.config.limits.max_object_bytes)?;
         let write = if finalized(&result) { Write::Delete } else { Write::Update(result.clone()) };
         if dry_run {
@@ -446,12 +452,20 @@ fn respond_after_update(
             .unwrap_or(Value::Null);
         return Ok(json(StatusCode::OK, &scale_of(call, &object)));
     }
+    let resource = &call.resource;
     match (stored, computed) {
-        (Some(stored), _) if !call.dry_run()? => {
-            Ok(json_bytes(StatusCode::OK, stored.bytes.clone()))
-        }
-        (_, Some(computed)) => Ok(json(StatusCode::OK, &computed)),
-        (Some(stored), None) => Ok(json_bytes(StatusCode::OK, stored.bytes.clone())),
+        (Some(stored), _) if !call.dry_run()? => Ok(json_bytes(
+            StatusCode::OK,
+            version_conversion::served_bytes(resource, stored),
+        )),
+        (_, Some(computed)) => Ok(json(
+            StatusCode::OK,
+            &*version_conversion::served_value(resource, &computed),
+        )),
+        (Some(stored), None) => Ok(json_bytes(
+            StatusCode::OK,
+            version_conversion::served_bytes(resource, stored),
+        )),
         (None, None) => Err(fail(Status::internal_error("update produced no object"))),
     }
 }

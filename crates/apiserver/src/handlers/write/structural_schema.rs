@@ -9,7 +9,13 @@ use serde_json::{Map, Value};
 
 /// Applies the defaults of `schema` to `object`, then prunes what it does not declare.
 pub(super) fn default_and_prune(schema: &Value, object: &mut Map<String, Value>) {
-    apply_object(schema, object, true);
+    apply_object(schema, object, true, true);
+}
+
+/// Prunes what `schema` does not declare from `object`, filling no defaults (a conversion
+/// to another version's schema).
+pub(crate) fn prune(schema: &Value, object: &mut Map<String, Value>) {
+    apply_object(schema, object, true, false);
 }
 
 fn preserves_unknown(schema: &Value) -> bool {
@@ -23,19 +29,19 @@ fn preserves_unknown(schema: &Value) -> bool {
             == Some(true)
 }
 
-fn apply(schema: &Value, value: &mut Value) {
+fn apply(schema: &Value, value: &mut Value, defaults: bool) {
     match value {
         Value::Object(map) => {
             let embedded = schema
                 .get("x-kubernetes-embedded-resource")
                 .and_then(Value::as_bool)
                 == Some(true);
-            apply_object(schema, map, embedded);
+            apply_object(schema, map, embedded, defaults);
         }
         Value::Array(items) => {
             if let Some(item_schema) = schema.get("items") {
                 for item in items {
-                    apply(item_schema, item);
+                    apply(item_schema, item, defaults);
                 }
             }
         }
@@ -43,11 +49,16 @@ fn apply(schema: &Value, value: &mut Value) {
     }
 }
 
-/// Defaults and prunes one object node; `keeps_type_meta` spares `apiVersion`, `kind` and
-/// `metadata` (the root, embedded resources).
-fn apply_object(schema: &Value, object: &mut Map<String, Value>, keeps_type_meta: bool) {
+/// Defaults (if `defaults`) and prunes one object node; `keeps_type_meta` spares
+/// `apiVersion`, `kind` and `metadata` (the root, embedded resources).
+fn apply_object(
+    schema: &Value,
+    object: &mut Map<String, Value>,
+    keeps_type_meta: bool,
+    defaults: bool,
+) {
     let properties = schema.get("properties").and_then(Value::as_object);
-    if let Some(properties) = properties {
+    if let Some(properties) = properties.filter(|_| defaults) {
         for (key, property) in properties {
             if let Some(default) = property.get("default")
                 && object.get(key).is_none_or(Value::is_null)
@@ -67,7 +78,7 @@ fn apply_object(schema: &Value, object: &mut Map<String, Value>, keeps_type_meta
         }
         let property = properties.and_then(|p| p.get(&key)).or(additional);
         match (property, object.get_mut(&key)) {
-            (Some(property), Some(value)) => apply(property, value),
+            (Some(property), Some(value)) => apply(property, value, defaults),
             (None, _) if !preserve => {
                 object.remove(&key);
             }

@@ -294,6 +294,10 @@ pub(crate) struct WriteContext<'a> {
     /// left out), the field its items merge by, e.g.
     /// `["spec","template","spec","containers"] -> Some("name")`; `None` means atomic.
     pub list_key: &'a dyn Fn(&[&str]) -> Option<&'static str>,
+    /// Whether the object is a custom resource: its `spec` and `status` are maps of its
+    /// schema rather than Go structs, so a write that creates them owns them as nodes
+    /// (`"f:spec":{".":{},...}`), as upstream records.
+    pub custom_resource: bool,
 }
 
 impl WriteContext<'_> {
@@ -339,7 +343,7 @@ pub(crate) fn fields_of(
 /// * Fields that no longer exist leave every entry; entries left empty are dropped.
 ///
 /// Approximation: objects the write brings into existence (other than the top-level
-/// `metadata`/`spec`/`status` structs) are owned as nodes too, which matches upstream for
+/// `metadata`/`spec`/`status` structs of built-in kinds) are owned as nodes too, which matches upstream for
 /// maps like `data` and `labels` and over-reports for nested structs.
 ///
 /// A non-object `new` is left untouched; a non-object `old` counts as absent.
@@ -353,8 +357,12 @@ pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, ctx: &WriteCon
     let empty = Value::Object(Map::new());
     let old_obj = old.unwrap_or(&empty);
     let (changed, removed) = {
-        let old_nodes = walk_object(old_obj, ctx.list_key);
-        let new_nodes = walk_object(new, ctx.list_key);
+        let mut old_nodes = walk_object(old_obj, ctx.list_key);
+        let mut new_nodes = walk_object(new, ctx.list_key);
+        if ctx.custom_resource {
+            add_custom_resource_roots(old_obj, &mut old_nodes);
+            add_custom_resource_roots(new, &mut new_nodes);
+        }
         diff_nodes(old_obj, &old_nodes, &new_nodes, ctx.scope)
     };
 

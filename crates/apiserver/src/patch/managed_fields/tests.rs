@@ -21,6 +21,7 @@ fn ctx<'a>(manager: &'a str, time: &'a str) -> WriteContext<'a> {
         time,
         scope: FieldScope::All,
         list_key: &list_key,
+        custom_resource: false,
     }
 }
 
@@ -720,4 +721,41 @@ fn apply_create_returns_the_applied_object_with_its_apply_entry() {
 #[test]
 fn manager_names_are_quoted_like_go() {
     assert_eq!(go_quote("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\x01é\"");
+}
+
+/// kube-apiserver v1.20 for a custom resource created with `spec: {name, any: {a}}`:
+/// `{"f:spec":{".":{},"f:any":{".":{},"f:a":{}},"f:name":{}}}`; a built-in's `spec` is a
+/// struct and gets no `"."`.
+#[test]
+fn a_custom_resources_spec_is_owned_as_a_node_by_the_write_that_creates_it() {
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"name": "abc", "any": {"a": "1"}}});
+    let custom = WriteContext {
+        custom_resource: true,
+        ..ctx("curl", T1)
+    };
+    let mut created = widget.clone();
+    record_update(None, &mut created, &custom);
+    assert_eq!(
+        created["metadata"]["managedFields"][0]["fieldsV1"],
+        json!({"f:spec": {".": {}, "f:any": {".": {}, "f:a": {}}, "f:name": {}}})
+    );
+    let mut changed = created.clone();
+    changed["spec"]["name"] = json!("xyz");
+    record_update(Some(&created), &mut changed, &ctx("other", T2));
+    let other: Vec<ManagedFieldsEntry> = entries(&changed)
+        .into_iter()
+        .filter(|e| e.manager == "other")
+        .collect();
+    assert_eq!(
+        other[0].fields.to_fields_v1(),
+        json!({"f:spec": {"f:name": {}}}),
+        "an existing spec is not created again"
+    );
+    let mut builtin = widget;
+    record_update(None, &mut builtin, &ctx("curl", T1));
+    assert_eq!(
+        builtin["metadata"]["managedFields"][0]["fieldsV1"],
+        json!({"f:spec": {"f:any": {".": {}, "f:a": {}}, "f:name": {}}})
+    );
 }

@@ -150,6 +150,19 @@ pub(super) fn keyed_items<'v>(
     Some(out)
 }
 
+/// Adds a custom resource's top-level `spec` and `status` objects of `obj` as nodes (they
+/// are maps of its schema, not the structs [`is_struct_root`] leaves out).
+pub(super) fn add_custom_resource_roots<'v>(obj: &'v Value, nodes: &mut NodeMap<'v>) {
+    for root in ["spec", "status"] {
+        if let Some(value) = obj.get(root).filter(|v| v.is_object()) {
+            nodes.insert(
+                vec![PathElement::Field(root.to_owned())],
+                (NodeKind::Object, value),
+            );
+        }
+    }
+}
+
 /// True for the top-level struct fields that are never owned as nodes.
 pub(super) fn is_struct_root(path: &[PathElement]) -> bool {
     matches!(path, [PathElement::Field(f)] if STRUCT_ROOTS.contains(&f.as_str()))
