@@ -15,7 +15,7 @@ mod ordered_decode;
 mod protobuf_list;
 mod rate_limit;
 mod request;
-mod tls;
+pub(crate) mod tls;
 mod upgrade;
 pub mod watch;
 

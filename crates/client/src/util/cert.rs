@@ -343,7 +343,7 @@ mod tests {
 
     /// Verifies `chain_pem` (leaf first) as a server certificate for `name` against `ca_pem`.
     fn verify_server(chain_pem: &str, ca_pem: &str, name: &str) -> Result<(), rustls::Error> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(crate::rest::tls::crypto_provider());
         let mut roots = rustls::RootCertStore::empty();
         roots
             .add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).unwrap())
