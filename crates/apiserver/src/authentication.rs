@@ -1,7 +1,8 @@
-//! Who a request comes from: the server's own bearer token (or a verified client
-//! certificate, or anyone when no token is required) is the cluster administrator, and
-//! ServiceAccount tokens the server issued through `TokenRequest` are their
-//! ServiceAccount. The server authorizes every authenticated user for everything (as
+//! Who a request comes from: the server's own bearer token (or anyone when no token is
+//! required) is the cluster administrator, a client certificate the server's CA verified
+//! is the user its subject names (common name, organizations as groups, as
+//! kube-apiserver's x509 authenticator), and ServiceAccount tokens the server issued
+//! through `TokenRequest` are their ServiceAccount. The server authorizes every authenticated user for everything (as
 //! kube-apiserver's `AlwaysAllow`); the identity shows in `SelfSubjectReview`
 //! (`kubectl auth whoami`) and `TokenReview`.
 
@@ -30,8 +31,7 @@ pub(crate) struct UserInfo {
 }
 
 impl UserInfo {
-    /// The administrator: the server's token, a client certificate it verified, or any
-    /// request when it requires no token.
+    /// The administrator: the server's token, or any request when it requires no token.
     pub(crate) fn admin() -> Self {
         UserInfo {
             username: "kubeclient-admin".to_owned(),
@@ -40,6 +40,34 @@ impl UserInfo {
                 "system:masters".to_owned(),
                 "system:authenticated".to_owned(),
             ],
+        }
+    }
+
+    /// The user of a verified client certificate (DER): its subject's common name, and
+    /// its organizations as groups. A certificate whose subject cannot be read (or has no
+    /// common name) is the administrator, as before this server read subjects.
+    pub(crate) fn from_client_certificate(der: &[u8]) -> Self {
+        let Ok((_, certificate)) = x509_parser::parse_x509_certificate(der) else {
+            return UserInfo::admin();
+        };
+        let subject = certificate.subject();
+        let Some(username) = subject
+            .iter_common_name()
+            .find_map(|name| name.as_str().ok())
+            .map(str::to_owned)
+        else {
+            return UserInfo::admin();
+        };
+        let mut groups: Vec<String> = subject
+            .iter_organization()
+            .filter_map(|org| org.as_str().ok())
+            .map(str::to_owned)
+            .collect();
+        groups.push("system:authenticated".to_owned());
+        UserInfo {
+            username,
+            uid: String::new(),
+            groups,
         }
     }
 
@@ -148,7 +176,7 @@ pub(crate) fn authenticate(
     required_token: Option<&str>,
     tokens: &TokenRegistry,
     bearer: Option<&str>,
-    client_certificate_verified: bool,
+    client_certificate: Option<&UserInfo>,
 ) -> Option<UserInfo> {
     if let Some(presented) = bearer
         && let Some((user, _)) = tokens.lookup(presented, now_seconds())
@@ -157,8 +185,8 @@ pub(crate) fn authenticate(
     }
     match required_token {
         None => Some(UserInfo::admin()),
-        Some(_) if client_certificate_verified => Some(UserInfo::admin()),
         Some(token) if bearer == Some(token) => Some(UserInfo::admin()),
+        Some(_) if client_certificate.is_some() => client_certificate.cloned(),
         Some(_) => None,
     }
 }
@@ -166,6 +194,32 @@ pub(crate) fn authenticate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_certificate_is_the_user_its_subject_names() {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "alice");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::OrganizationName, "dev");
+        let key = rcgen::KeyPair::generate().unwrap();
+        let certificate = params.self_signed(&key).unwrap();
+        let user = UserInfo::from_client_certificate(certificate.der());
+        assert_eq!(user.username, "alice");
+        assert_eq!(user.groups, ["dev", "system:authenticated"]);
+        assert_eq!(
+            UserInfo::from_client_certificate(b"not DER"),
+            UserInfo::admin()
+        );
+        let registry = TokenRegistry::default();
+        assert_eq!(
+            authenticate(Some("t"), &registry, None, Some(&user)),
+            Some(user.clone()),
+            "a verified certificate authenticates without the token"
+        );
+    }
 
     #[test]
     fn issued_tokens_authenticate_until_they_expire() {
@@ -180,15 +234,15 @@ mod tests {
         assert!(registry.lookup(&token, 200).is_none());
         assert!(registry.lookup("forged", 150).is_none());
         assert_eq!(
-            authenticate(Some("admin-token"), &registry, Some("admin-token"), false),
+            authenticate(Some("admin-token"), &registry, Some("admin-token"), None),
             Some(UserInfo::admin())
         );
         assert_eq!(
-            authenticate(Some("admin-token"), &registry, Some("nope"), false),
+            authenticate(Some("admin-token"), &registry, Some("nope"), None),
             None
         );
         assert_eq!(
-            authenticate(None, &registry, None, false),
+            authenticate(None, &registry, None, None),
             Some(UserInfo::admin())
         );
     }

@@ -62,7 +62,7 @@ async fn call(
         .header("content-type", content_type)
         .body(Full::new(Bytes::from(body)))
         .ok()?;
-    let response = handlers::handle(state.clone(), request, false).await;
+    let response = handlers::handle(state.clone(), request, None).await;
     let status = response.status().as_u16();
     // Watches stream for a long time: take what is there and drop the rest.
     let body = tokio::time::timeout(Duration::from_millis(200), response.into_body().collect())

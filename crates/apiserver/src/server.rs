@@ -16,6 +16,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::authentication::UserInfo;
 use crate::controllers::Controllers;
 use crate::faults::Faults;
 use crate::handlers;
@@ -332,16 +333,18 @@ async fn accept_loop(
                     match acceptor {
                         Some(acceptor) => match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
                             Ok(Ok(tls)) => {
-                                let verified = tls.get_ref().1.peer_certificates().is_some_and(|c| !c.is_empty());
+                                let user = tls.get_ref().1.peer_certificates()
+                                    .and_then(|chain| chain.first())
+                                    .map(|leaf| UserInfo::from_client_certificate(leaf));
                                 let io = FirstByteDeadline::new(tls, handshake_timeout);
-                                serve_connection(TokioIo::new(io), state, verified).await;
+                                serve_connection(TokioIo::new(io), state, user).await;
                             }
                             Ok(Err(err)) => tracing::debug!(%peer, %err, "TLS handshake failed"),
                             Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                         },
                         None => {
                             let io = FirstByteDeadline::new(stream, handshake_timeout);
-                            serve_connection(TokioIo::new(io), state, false).await;
+                            serve_connection(TokioIo::new(io), state, None).await;
                         }
                     }
                 });
@@ -361,14 +364,15 @@ async fn accept_loop(
     connections.abort_all();
 }
 
-async fn serve_connection<I>(io: TokioIo<I>, state: Arc<State>, verified: bool)
+async fn serve_connection<I>(io: TokioIo<I>, state: Arc<State>, user: Option<UserInfo>)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let header_read_timeout = state.config.limits.header_read_timeout;
     let service = service_fn(move |request| {
         let state = state.clone();
-        async move { Ok::<_, Infallible>(handlers::handle(state, request, verified).await) }
+        let user = user.clone();
+        async move { Ok::<_, Infallible>(handlers::handle(state, request, user.as_ref()).await) }
     });
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     // Headers must arrive within the timeout (it also closes idle keep-alive

@@ -11,6 +11,10 @@
 //! - [`discovery`]: the server's groups and resources, and a REST mapper.
 //!
 //! - [`cache`]: Store, Indexer, DeltaFIFO, RealFIFO, Reflector, SharedIndexInformer, Lister.
+//!   Also client-go's FIFO, Heap, ExpirationCache, MutationCache and UndeltaStore.
+//! - [`tools::watch`]: RetryWatcher and the `until` helpers.
+//! - [`scale`]: the scale client, for the `scale` subresource of any resource.
+//! - [`util`]: an injectable clock, certificates and CSRs (feature `cert`).
 //! - [`informers`]: the SharedInformerFactory (typed, dynamic and metadata-only informers).
 //! - [`workqueue`]: rate-limited work queues for controllers.
 //! - [`controller`]: a controller builder over the shared factory and a work queue.
@@ -47,7 +51,10 @@ pub mod leaderelection;
 pub mod metrics;
 pub mod record;
 pub mod rest;
+pub mod scale;
 mod sync;
+pub mod tools;
+pub mod util;
 pub mod workqueue;
 
 pub use api::{

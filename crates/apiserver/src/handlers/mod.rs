@@ -69,12 +69,12 @@ pub(crate) struct Call {
     pub user: UserInfo,
 }
 
-/// Serves one request. `client_certificate_verified` is true when TLS verified a client
-/// certificate against the server's CA.
+/// Serves one request. `client_certificate` is the user of the client certificate TLS
+/// verified against the server's CA, if any.
 pub(crate) async fn handle<B>(
     state: Arc<State>,
     mut request: Request<B>,
-    client_certificate_verified: bool,
+    client_certificate: Option<&UserInfo>,
 ) -> Response<Body>
 where
     B: hyper::body::Body + Send,
@@ -96,7 +96,7 @@ where
         state.config.token.as_deref(),
         &state.tokens,
         bearer,
-        client_certificate_verified,
+        client_certificate,
     );
     match user {
         Some(user) => {
@@ -330,6 +330,13 @@ where
     }
     let query = query::Query::parse(request.uri().query());
     let is_watch = query.flag("watch") || path.watch_prefix;
+    let routed = Routed {
+        resource,
+        path,
+        query,
+        is_watch,
+    };
+    let path = &routed.path;
     let user_agent = request
         .headers()
         .get(USER_AGENT)
@@ -366,11 +373,19 @@ where
                 port_forward_spdy::handle(&state, request, namespace, name)
             }
             "portforward" => port_forward::handle(&state, request, namespace, name),
-            _ => return resource_call(state, request, resource, path, query, is_watch).await,
+            _ => return resource_call(state, request, routed).await,
         };
         return answer.map_err(|status| status_response(&status));
     }
-    resource_call(state, request, resource, path, query, is_watch).await
+    resource_call(state, request, routed).await
+}
+
+/// What routing found for a resource request.
+struct Routed {
+    resource: Arc<ResourceDef>,
+    path: ResourcePath,
+    query: query::Query,
+    is_watch: bool,
 }
 
 /// The object verbs of a resource request (everything but the Pod streams), answered in
@@ -378,18 +393,16 @@ where
 async fn resource_call<B>(
     state: Arc<State>,
     request: Request<B>,
-    resource: Arc<ResourceDef>,
-    path: ResourcePath,
-    query: query::Query,
-    is_watch: bool,
+    routed: Routed,
 ) -> Result<Response<Body>, Response<Body>>
 where
     B: hyper::body::Body + Send,
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let (resource, is_watch) = (&routed.resource, routed.is_watch);
     // Watches frame their events themselves.
-    let target = if *request.method() == Method::GET && path.name.is_none() {
+    let target = if *request.method() == Method::GET && routed.path.name.is_none() {
         negotiate::Target::List
     } else {
         negotiate::Target::Object
@@ -414,8 +427,8 @@ where
             ),
             Ok((negotiate::Output::PartialObjectMetadata, _))
         );
-    let deprecation = version_conversion::deprecation_warning(&resource);
-    let mut answer = json_resource_call(state, request, resource, path, query, is_watch).await;
+    let deprecation = version_conversion::deprecation_warning(resource);
+    let mut answer = json_resource_call(state, request, routed).await;
     if let Some(warning) = deprecation {
         let warn = |response| response::with_warnings(response, std::slice::from_ref(&warning));
         answer = answer.map(warn).map_err(warn);
@@ -495,16 +508,19 @@ async fn encode_response(response: Response<Body>) -> Response<Body> {
 async fn json_resource_call<B>(
     state: Arc<State>,
     request: Request<B>,
-    resource: Arc<ResourceDef>,
-    path: ResourcePath,
-    query: query::Query,
-    is_watch: bool,
+    routed: Routed,
 ) -> Result<Response<Body>, Response<Body>>
 where
     B: hyper::body::Body + Send,
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let Routed {
+        resource,
+        path,
+        query,
+        is_watch,
+    } = routed;
     let header = |name| {
         request
             .headers()

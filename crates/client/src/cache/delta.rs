@@ -23,6 +23,29 @@ pub enum DeltaType {
     /// The object is re-delivered by a periodic resync, or was in a relist (DeltaFIFO
     /// without `emit_delta_type_replaced`).
     Sync,
+    /// A whole relist as one change (an atomic [`RealFIFO`](super::RealFIFO)).
+    ReplacedAll,
+    /// A whole resync as one change (an atomic [`RealFIFO`](super::RealFIFO)).
+    SyncAll,
+}
+
+/// The contents of a [`Delta::ReplacedAll`]: everything a relist returned (Go's
+/// `ReplacedAllInfo`), already transformed.
+#[derive(Debug, PartialEq)]
+pub struct ReplacedAllInfo<K> {
+    /// The resourceVersion of the list.
+    pub resource_version: String,
+    /// The listed objects, in list order.
+    pub objects: Vec<Arc<K>>,
+}
+
+impl<K> Clone for ReplacedAllInfo<K> {
+    fn clone(&self) -> Self {
+        ReplacedAllInfo {
+            resource_version: self.resource_version.clone(),
+            objects: self.objects.clone(),
+        }
+    }
 }
 
 /// One change to one object (Go's `Delta`). The variants carry exactly what each type can
@@ -42,6 +65,12 @@ pub enum Delta<K> {
     Replaced(Arc<K>),
     /// The object is re-delivered unchanged (resync, or a relist without `Replaced`).
     Sync(Arc<K>),
+    /// A relist, delivered as one transaction: the consumer replaces its whole state with
+    /// these objects (an atomic [`RealFIFO`](super::RealFIFO); client-go's `AtomicFIFO`).
+    ReplacedAll(ReplacedAllInfo<K>),
+    /// A resync of every known object, as one change (an atomic
+    /// [`RealFIFO`](super::RealFIFO)).
+    SyncAll,
 }
 
 impl<K> Clone for Delta<K> {
@@ -52,6 +81,8 @@ impl<K> Clone for Delta<K> {
             Delta::Deleted(obj) => Delta::Deleted(obj.clone()),
             Delta::Replaced(obj) => Delta::Replaced(Arc::clone(obj)),
             Delta::Sync(obj) => Delta::Sync(Arc::clone(obj)),
+            Delta::ReplacedAll(info) => Delta::ReplacedAll(info.clone()),
+            Delta::SyncAll => Delta::SyncAll,
         }
     }
 }
@@ -66,10 +97,13 @@ impl<K> Delta<K> {
             Delta::Deleted(_) => DeltaType::Deleted,
             Delta::Replaced(_) => DeltaType::Replaced,
             Delta::Sync(_) => DeltaType::Sync,
+            Delta::ReplacedAll(_) => DeltaType::ReplacedAll,
+            Delta::SyncAll => DeltaType::SyncAll,
         }
     }
 
-    /// The object: for a tombstone its last known state, which may be absent.
+    /// The object: for a tombstone its last known state, which may be absent; none for
+    /// the whole-state changes `ReplacedAll` and `SyncAll`.
     #[must_use]
     pub fn object(&self) -> Option<&Arc<K>> {
         match self {
@@ -78,6 +112,7 @@ impl<K> Delta<K> {
             }
             Delta::Deleted(DeletedObject::Final(obj)) => Some(obj),
             Delta::Deleted(DeletedObject::FinalStateUnknown(tombstone)) => tombstone.obj.as_ref(),
+            Delta::ReplacedAll(_) | Delta::SyncAll => None,
         }
     }
 
@@ -89,13 +124,15 @@ impl<K> Delta<K> {
 }
 
 impl<K: Object> Delta<K> {
-    /// The key of the delta's object: a tombstone's own key, otherwise `key_func`'s.
+    /// The key of the delta's object: a tombstone's own key, otherwise `key_func`'s; empty
+    /// for the whole-state changes, which concern no single object.
     pub(super) fn key(&self, key_func: Option<&KeyFunc<K>>) -> Result<String> {
         match self {
             Delta::Deleted(deleted) => deleted_key(key_func, deleted),
             Delta::Added(obj) | Delta::Updated(obj) | Delta::Replaced(obj) | Delta::Sync(obj) => {
                 key_of(key_func, obj)
             }
+            Delta::ReplacedAll(_) | Delta::SyncAll => Ok(String::new()),
         }
     }
 }

@@ -7,15 +7,14 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use kubeclient_machinery::{DeletedFinalStateUnknown, DeletedObject, Object};
 
 use super::delta::{Delta, Deltas, deleted_key, deltas_key};
-use super::error::{Error, Result};
-use super::queue::{PopFuture, Population, ProcessFn, Queue, Waiters};
+use super::error::Result;
+use super::queue::{FifoCore, FifoEntries, PopFuture, ProcessFn, Queue};
 use super::store::{KeyFunc, KnownObjects, TransformFunc, key_of, transform};
-use crate::sync::lock;
 
 /// Options for [`DeltaFIFO`]; every field has client-go's default.
 ///
@@ -119,30 +118,40 @@ impl<K> DeltaFifoOptions<K> {
 /// assert_eq!(types, [DeltaType::Added, DeltaType::Updated]);
 /// ```
 pub struct DeltaFIFO<K> {
-    name: String,
     key_func: Option<KeyFunc<K>>,
     known_objects: Option<Arc<dyn KnownObjects<K>>>,
     emit_delta_type_replaced: bool,
     transformer: Option<TransformFunc<K>>,
-    /// Guards every field of [`Inner`] together.
-    inner: Mutex<Inner<K>>,
-    waiters: Waiters,
+    core: FifoCore<Entries<K>>,
 }
 
-/// The locked state of a [`DeltaFIFO`].
+/// The queued keys and changes of a [`DeltaFIFO`].
 ///
 /// Invariants (asserted by `check_invariants` in tests):
 /// - a key is in `queue` iff it is in `items`, and `queue` has no duplicates;
 /// - every `Deltas` in `items` is non-empty and never ends with two `Deleted`;
-/// - `population`'s initial count is at most `queue.len()`.
-struct Inner<K> {
+/// - the population's initial count is at most `queue.len()`.
+struct Entries<K> {
     /// key → pending changes, oldest first.
     items: HashMap<Arc<str>, Deltas<K>>,
     /// Keys in pop order. A key keeps its place while it gains changes and goes to the back
     /// only after being popped.
     queue: VecDeque<Arc<str>>,
-    population: Population,
-    closed: bool,
+}
+
+impl<K: Send + Sync> FifoEntries for Entries<K> {
+    type Item = Deltas<K>;
+
+    /// A queued key always has items (invariant); a key without is stale and skipped, as
+    /// client-go does.
+    fn pop_head(&mut self) -> Option<Option<Deltas<K>>> {
+        let key = self.queue.pop_front()?;
+        Some(self.items.remove(&key))
+    }
+
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
 }
 
 impl<K: Object> DeltaFIFO<K> {
@@ -150,18 +159,17 @@ impl<K: Object> DeltaFIFO<K> {
     #[must_use]
     pub fn new(options: DeltaFifoOptions<K>) -> Self {
         DeltaFIFO {
-            name: options.name,
             key_func: options.key_func,
             known_objects: options.known_objects,
             emit_delta_type_replaced: options.emit_delta_type_replaced,
             transformer: options.transformer,
-            inner: Mutex::new(Inner {
-                items: HashMap::new(),
-                queue: VecDeque::new(),
-                population: Population::default(),
-                closed: false,
-            }),
-            waiters: Waiters::default(),
+            core: FifoCore::new(
+                options.name,
+                Entries {
+                    items: HashMap::new(),
+                    queue: VecDeque::new(),
+                },
+            ),
         }
     }
 
@@ -169,7 +177,7 @@ impl<K: Object> DeltaFIFO<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Key`].
+    /// [`Error::Key`](super::Error::Key).
     pub fn key_of(&self, obj: &K) -> Result<String> {
         key_of(self.key_func.as_ref(), obj)
     }
@@ -179,7 +187,7 @@ impl<K: Object> DeltaFIFO<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Key`] when the key function fails or `deltas` is empty.
+    /// [`Error::Key`](super::Error::Key) when the key function fails or `deltas` is empty.
     pub fn key_of_deltas(&self, deltas: &Deltas<K>) -> Result<String> {
         deltas_key(self.key_func.as_ref(), deltas)
     }
@@ -203,44 +211,26 @@ impl<K: Object> DeltaFIFO<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Key`] when the key function fails on a final state.
+    /// [`Error::Key`](super::Error::Key) when the key function fails on a final state.
     pub fn key_of_deleted(&self, deleted: &DeletedObject<K>) -> Result<String> {
         deleted_key(self.key_func.as_ref(), deleted)
     }
 
     fn add_or_update(&self, obj: Arc<K>, make: fn(Arc<K>) -> Delta<K>) -> Result<()> {
         let key = self.key_of(&obj);
-        let mut inner = lock(&self.inner);
-        inner.population.write();
-        let key = key?;
-        let obj = transform(self.transformer.as_ref(), obj)?;
-        inner.queue_action(&key, make(obj));
-        drop(inner);
-        self.waiters.wake_all();
-        Ok(())
+        self.core.write(|inner| {
+            inner.population.write();
+            let key = key?;
+            let obj = transform(self.transformer.as_ref(), obj)?;
+            inner.queue_action(&key, make(obj));
+            Ok(())
+        })
     }
 
-    fn pop_locked(&self, inner: &mut Inner<K>, process: ProcessFn<'_, K>) -> Option<Result<bool>> {
-        loop {
-            let Some(key) = inner.queue.pop_front() else {
-                return inner.closed.then(|| Err(Error::Closed(self.name.clone())));
-            };
-            let is_in_initial_list = !inner.population.has_synced();
-            // A queued key always has items (invariant); skip it if not, as client-go does.
-            let Some(deltas) = inner.items.remove(&key) else {
-                inner.population.popped();
-                continue;
-            };
-            process(deltas, is_in_initial_list);
-            inner.population.popped();
-            return Some(Ok(true));
-        }
-    }
-
-    /// Asserts the invariants of [`Inner`].
+    /// Asserts the invariants of [`Entries`].
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
-        let inner = lock(&self.inner);
+        let inner = self.core.lock();
         let queued: HashSet<&Arc<str>> = inner.queue.iter().collect();
         assert_eq!(queued.len(), inner.queue.len(), "queue has duplicates");
         assert_eq!(queued.len(), inner.items.len(), "queue and items differ");
@@ -257,7 +247,7 @@ impl<K: Object> DeltaFIFO<K> {
     }
 }
 
-impl<K> Inner<K> {
+impl<K> Entries<K> {
     /// Appends `delta` to `key`'s changes, merging consecutive deletions, and queues the key
     /// if it is new (Go's `queueActionLocked`, after key and transform).
     fn queue_action(&mut self, key: &str, delta: Delta<K>) {
@@ -314,7 +304,7 @@ impl<K: Object> Queue<K> for DeltaFIFO<K> {
     /// failing known-object lookup queues it.
     fn delete(&self, obj: Arc<K>) -> Result<()> {
         let key = self.key_of(&obj)?;
-        let mut inner = lock(&self.inner);
+        let mut inner = self.core.lock();
         inner.population.write();
         if !inner.items.contains_key(key.as_str()) {
             let unknown = match &self.known_objects {
@@ -328,7 +318,7 @@ impl<K: Object> Queue<K> for DeltaFIFO<K> {
         let obj = transform(self.transformer.as_ref(), obj)?;
         inner.queue_action(&key, Delta::Deleted(DeletedObject::Final(obj)));
         drop(inner);
-        self.waiters.wake_all();
+        self.core.write(|_| ());
         Ok(())
     }
 
@@ -345,7 +335,7 @@ impl<K: Object> Queue<K> for DeltaFIFO<K> {
                 Ok((key, transform(self.transformer.as_ref(), obj)?))
             })
             .collect::<Result<_>>()?;
-        let mut inner = lock(&self.inner);
+        let mut inner = self.core.lock();
         let mut listed: HashSet<&str> = HashSet::with_capacity(items.len());
         for (key, obj) in &items {
             listed.insert(key);
@@ -387,7 +377,7 @@ impl<K: Object> Queue<K> for DeltaFIFO<K> {
 
         inner.population.replace(listed.len() + deletions);
         drop(inner);
-        self.waiters.wake_all();
+        self.core.write(|_| ());
         Ok(())
     }
 
@@ -397,7 +387,7 @@ impl<K: Object> Queue<K> for DeltaFIFO<K> {
         let Some(known) = &self.known_objects else {
             return Ok(());
         };
-        let mut inner = lock(&self.inner);
+        let mut inner = self.core.lock();
         let mut queued_any = false;
         for known_key in known.list_keys() {
             let Ok(Some(obj)) = known.get_by_key(&known_key) else {
@@ -412,27 +402,19 @@ impl<K: Object> Queue<K> for DeltaFIFO<K> {
         }
         drop(inner);
         if queued_any {
-            self.waiters.wake_all();
+            self.core.write(|_| ());
         }
         Ok(())
     }
 
-    super::queue::fifo_pop_and_lifecycle!();
-
-    fn len(&self) -> usize {
-        lock(&self.inner).queue.len()
-    }
-
-    fn name(&self) -> &str {
-        &self.name
-    }
+    super::queue::forward_queue_to_core!(std::convert::identity);
 }
 
 impl<K: Object> fmt::Debug for DeltaFIFO<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let inner = lock(&self.inner);
+        let inner = self.core.lock();
         f.debug_struct("DeltaFIFO")
-            .field("name", &self.name)
+            .field("name", &self.core.name())
             .field("queue", &inner.queue)
             .field("closed", &inner.closed)
             .finish_non_exhaustive()

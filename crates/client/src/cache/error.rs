@@ -67,7 +67,18 @@ pub enum Error {
         source: BoxError,
     },
 
-    /// The queue is closed and empty (Go's `ErrFIFOClosed`); the consumer should stop.
+    /// [`MutationCache::by_index`](super::MutationCache::by_index) was called on a cache
+    /// built without an indexer. Pass one in
+    /// [`MutationCacheOptions::indexer`](super::MutationCacheOptions::indexer).
+    #[error("no indexer has been provided to the mutation cache")]
+    NoIndexer,
+
+    /// [`Heap::delete`](super::Heap::delete) found no object under this key.
+    #[error("object {0:?} not found")]
+    NotFound(String),
+
+    /// The queue is closed and empty (Go's `ErrFIFOClosed`); the consumer should stop. A
+    /// closed [`Heap`](super::Heap) also refuses writes with it.
     #[error("{0}: manipulating with closed queue")]
     Closed(String),
 }

@@ -11,7 +11,11 @@
 //! ```
 //!
 //! Start with [`Cache`] (a [`Store`] and [`Indexer`]) and [`DeltaFIFO`] / [`RealFIFO`] (both
-//! [`Queue`]s). These are plain synchronous data structures; only [`Queue::pop`] is async,
+//! [`Queue`]s). The rest of client-go's toolbox is here too: the plain [`FIFO`]
+//! (requeue on error), the keyed priority queue [`Heap`], the expiring store
+//! [`ExpirationCache`], the [`MutationCache`] that overlays a controller's own writes on an
+//! informer's cache, the [`UndeltaStore`] that pushes whole snapshots, and [`Transaction`]
+//! writes. These are plain synchronous data structures; only [`Queue::pop`] is async,
 //! and no lock is held across an await.
 //!
 //! # How the store holds objects
@@ -35,8 +39,10 @@
 //! object (an object with a backlog of changes is processed in one pop, ahead of objects
 //! queued after its first change), which reorders events across objects. It remains
 //! available, with client-go's classic semantics, for users who depend on them.
-//! Only the non-atomic RealFIFO is implemented (see the module's report); the atomic mode
-//! (`ReplacedAll`/`SyncAll`/`Bookmark` deltas) is future work.
+//! [`RealFIFO`]'s atomic mode (client-go's `AtomicFIFO` feature, off by default there and
+//! here: [`InformerOptions::atomic_events`]) delivers a relist as one
+//! [`Delta::ReplacedAll`] that the informer applies to its cache as one replacement, and a
+//! resync as one [`Delta::SyncAll`]. client-go's `Bookmark` deltas are not queued.
 //!
 //! # Differences from client-go, on purpose
 //!
@@ -52,10 +58,14 @@ mod backoff;
 mod delta;
 mod delta_fifo;
 mod error;
+mod expiration_cache;
+mod fifo;
 mod handler;
+mod heap;
 mod index;
 mod list_watch;
 mod lister;
+mod mutation_cache;
 mod processor;
 mod processor_listener;
 mod queue;
@@ -66,17 +76,23 @@ mod retry_with_deadline;
 mod shared_informer;
 mod store;
 mod thread_safe_store;
+mod transaction;
+mod undelta_store;
 
 pub use backoff::Backoff;
-pub use delta::{Delta, DeltaType, Deltas};
+pub use delta::{Delta, DeltaType, Deltas, ReplacedAllInfo};
 pub use delta_fifo::{DeltaFIFO, DeltaFifoOptions};
 pub use error::{BoxError, Error, Result};
+pub use expiration_cache::{ExpirationCache, ExpirationPolicy, TimestampedEntry, TtlPolicy};
+pub use fifo::{FIFO, PopError, PopProcessFn, ProcessError};
 pub use handler::{
     FilteringResourceEventHandler, Notification, ResourceEventHandler, ResourceEventHandlerFuncs,
 };
+pub use heap::{Heap, LessFunc};
 pub use index::{IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, meta_namespace_index_func};
 pub use list_watch::{ApiListWatch, BoxFuture, ListWatchMode, ListerWatcher, TweakListOptions};
 pub use lister::{Lister, NamespaceLister};
+pub use mutation_cache::{MutationCache, MutationCacheOptions};
 pub use processor::{EventHandlerRegistration, LISTENER_CAPACITY, MINIMUM_RESYNC_PERIOD};
 pub use queue::{PopFuture, ProcessFn, Queue};
 pub use real_fifo::{RealFIFO, RealFifoOptions};
@@ -88,6 +104,8 @@ pub use representation::{ArcRepr, Representation};
 pub use shared_informer::{InformerError, InformerOptions, SharedIndexInformer};
 pub use store::{Cache, CacheOptions, KeyFunc, KnownObjects, Store, TransformFunc};
 pub use thread_safe_store::ThreadSafeStore;
+pub use transaction::{Transaction, TransactionError, TransactionStore, TransactionType};
+pub use undelta_store::{PushFunc, UndeltaStore};
 
 #[cfg(test)]
 mod pipeline_tests;

@@ -1,14 +1,16 @@
 //! The [`Queue`] contract shared by [`DeltaFIFO`](super::DeltaFIFO) and
-//! [`RealFIFO`](super::RealFIFO), and the waiting machinery behind their `pop`s.
+//! [`RealFIFO`](super::RealFIFO), and [`FifoCore`], the one locking, popping, waiting and
+//! closing core behind them and the plain [`FIFO`](super::FIFO).
 
 use std::future::Future;
+use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
 
 use super::delta::Deltas;
-use super::error::Result;
+use super::error::{Error, Result};
 use crate::sync::lock;
 
 /// The consumer callback of a pop: the popped changes of one object, and whether they
@@ -248,45 +250,301 @@ impl Waiters {
     }
 }
 
-/// The [`Queue`] methods both FIFOs share word for word: popping (`try_pop`,
-/// `pop_blocking`, `pop`) through the type's own `pop_locked`, and closing and sync state.
-/// Expanded inside `impl Queue<K> for ...` of a type with fields `inner: Mutex<Inner>`
-/// (where `Inner` has `closed: bool` and `population: Population`) and `waiters: Waiters`,
-/// and a method `pop_locked(&self, &mut Inner, ProcessFn) -> Option<Result<bool>>`.
-macro_rules! fifo_pop_and_lifecycle {
-    () => {
+/// What a FIFO keeps in its queue, as seen by [`FifoCore`]: something to pop from the head.
+pub(super) trait FifoEntries: Send {
+    /// What one pop hands to the consumer.
+    type Item;
+
+    /// Removes the head: `None` when empty, `Some(None)` for a stale head (a queued key
+    /// whose item is gone), which the core skips and counts as popped.
+    fn pop_head(&mut self) -> Option<Option<Self::Item>>;
+
+    /// The number of entries a consumer would pop.
+    fn len(&self) -> usize;
+}
+
+/// The locked state of a FIFO: its entries plus what every FIFO tracks. Dereferences to
+/// the entries so that a queue's code reads `inner.items`, `inner.queue`.
+#[derive(Debug)]
+pub(super) struct Locked<S> {
+    pub(super) entries: S,
+    pub(super) population: Population,
+    pub(super) closed: bool,
+}
+
+impl<S> Deref for Locked<S> {
+    type Target = S;
+
+    fn deref(&self) -> &S {
+        &self.entries
+    }
+}
+
+impl<S> DerefMut for Locked<S> {
+    fn deref_mut(&mut self) -> &mut S {
+        &mut self.entries
+    }
+}
+
+/// The core every FIFO of this module shares: one mutex over [`Locked`] state, the
+/// initial-population bookkeeping, blocking and async pops that wait without holding the
+/// lock, closing, and waiting for room. A queue supplies its entries ([`FifoEntries`]) and
+/// its writes; the core does the rest.
+pub(super) struct FifoCore<S> {
+    name: String,
+    /// Guards the entries, the population and `closed` together.
+    locked: Mutex<Locked<S>>,
+    waiters: Waiters,
+    /// Notified after every pop, for writers waiting in [`wait_for_room`](Self::wait_for_room).
+    room: Notify,
+}
+
+impl<S: FifoEntries> FifoCore<S> {
+    pub(super) fn new(name: String, entries: S) -> Self {
+        FifoCore {
+            name,
+            locked: Mutex::new(Locked {
+                entries,
+                population: Population::default(),
+                closed: false,
+            }),
+            waiters: Waiters::default(),
+            room: Notify::new(),
+        }
+    }
+
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The locked state, for reads and for writes that wake consumers themselves.
+    pub(super) fn lock(&self) -> MutexGuard<'_, Locked<S>> {
+        lock(&self.locked)
+    }
+
+    /// Runs a write under the lock, then wakes every waiting consumer.
+    pub(super) fn write<R>(&self, write: impl FnOnce(&mut Locked<S>) -> R) -> R {
+        let result = write(&mut self.lock());
+        self.waiters.wake_all();
+        result
+    }
+
+    /// Pops the head under the lock if there is one (`Some`), handing it to `process`
+    /// together with the entries (so a consumer can requeue) and whether it belongs to the
+    /// initial population. `None` when empty and open; `Some(Err(Closed))` when closed and
+    /// empty. The population counts the pop only after `process` returns.
+    fn pop_locked<R>(
+        &self,
+        locked: &mut Locked<S>,
+        process: &mut impl FnMut(&mut S, S::Item, bool) -> R,
+    ) -> Option<Result<R>> {
+        loop {
+            let Some(head) = locked.entries.pop_head() else {
+                return locked.closed.then(|| Err(Error::Closed(self.name.clone())));
+            };
+            let is_in_initial_list = !locked.population.has_synced();
+            let Some(item) = head else {
+                locked.population.popped();
+                continue;
+            };
+            let result = process(&mut locked.entries, item, is_in_initial_list);
+            // After processing: `has_synced` flips only once the last initial item is handled.
+            locked.population.popped();
+            self.room.notify_waiters();
+            return Some(Ok(result));
+        }
+    }
+
+    /// Pops the head if there is one; `Ok(None)` when empty and open.
+    pub(super) fn try_pop<R>(
+        &self,
+        mut process: impl FnMut(&mut S, S::Item, bool) -> R,
+    ) -> Result<Option<R>> {
+        self.pop_locked(&mut self.lock(), &mut process).transpose()
+    }
+
+    /// Blocks the calling thread until the head can be popped.
+    pub(super) fn pop_blocking<R>(
+        &self,
+        mut process: impl FnMut(&mut S, S::Item, bool) -> R,
+    ) -> Result<R> {
+        self.waiters
+            .wait_blocking(&self.locked, |locked| self.pop_locked(locked, &mut process))
+    }
+
+    /// Waits (holding no lock) until the head can be popped. Cancel safe: the head is
+    /// removed only in the synchronous step that runs `process`.
+    pub(super) async fn pop<R>(
+        &self,
+        mut process: impl FnMut(&mut S, S::Item, bool) -> R,
+    ) -> Result<R> {
+        self.waiters
+            .wait_async(&self.locked, |locked| self.pop_locked(locked, &mut process))
+            .await
+    }
+
+    /// Waits until fewer than `max` entries are queued, or the queue is closed.
+    pub(super) async fn wait_for_room(&self, max: usize) {
+        loop {
+            let room = self.room.notified();
+            let mut room = std::pin::pin!(room);
+            room.as_mut().enable();
+            {
+                let locked = self.lock();
+                if locked.entries.len() < max || locked.closed {
+                    return;
+                }
+            }
+            room.await;
+        }
+    }
+
+    pub(super) fn close(&self) {
+        self.lock().closed = true;
+        self.waiters.wake_all();
+    }
+
+    pub(super) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    pub(super) fn has_synced(&self) -> bool {
+        self.lock().population.has_synced()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+}
+
+/// The [`Queue`] methods that only forward to a [`FifoCore`] in field `core`, for a queue
+/// whose entries pop [`Deltas`]-convertible items; `$to_deltas` turns a popped item into
+/// the [`Deltas`] the consumer receives. Expanded inside `impl Queue<K> for ...`; the logic
+/// is [`FifoCore`]'s, this only saves writing the forwarding twice.
+macro_rules! forward_queue_to_core {
+    ($to_deltas:expr) => {
         fn try_pop(&self, process: ProcessFn<'_, K>) -> Result<bool> {
-            let mut inner = lock(&self.inner);
-            self.pop_locked(&mut inner, process).unwrap_or(Ok(false))
+            let popped = self
+                .core
+                .try_pop(|_, item, initial| process($to_deltas(item), initial))?;
+            Ok(popped.is_some())
         }
 
         fn pop_blocking(&self, process: ProcessFn<'_, K>) -> Result<()> {
-            self.waiters
-                .wait_blocking(&self.inner, |inner| self.pop_locked(inner, &mut *process))
-                .map(drop)
+            self.core
+                .pop_blocking(|_, item, initial| process($to_deltas(item), initial))
         }
 
         fn pop<'a>(&'a self, process: ProcessFn<'a, K>) -> PopFuture<'a> {
-            Box::pin(async move {
-                self.waiters
-                    .wait_async(&self.inner, |inner| self.pop_locked(inner, &mut *process))
-                    .await
-                    .map(drop)
-            })
+            let popping = self
+                .core
+                .pop(move |_, item, initial| process($to_deltas(item), initial));
+            Box::pin(popping)
         }
 
         fn close(&self) {
-            lock(&self.inner).closed = true;
-            self.waiters.wake_all();
+            self.core.close();
         }
 
         fn is_closed(&self) -> bool {
-            lock(&self.inner).closed
+            self.core.is_closed()
         }
 
         fn has_synced(&self) -> bool {
-            lock(&self.inner).population.has_synced()
+            self.core.has_synced()
+        }
+
+        fn len(&self) -> usize {
+            self.core.len()
+        }
+
+        fn name(&self) -> &str {
+            self.core.name()
         }
     };
 }
-pub(super) use fifo_pop_and_lifecycle;
+pub(super) use forward_queue_to_core;
+
+/// Entries that hold one object per key, for the keyed queues ([`FIFO`](super::FIFO),
+/// [`Heap`](super::Heap)).
+pub(super) trait KeyedEntries<K> {
+    /// The object stored under `key`.
+    fn object(&self, key: &str) -> Option<Arc<K>>;
+    /// Every stored key.
+    fn keys(&self) -> Vec<String>;
+    /// Every stored object.
+    fn objects(&self) -> Vec<Arc<K>>;
+}
+
+/// The read and lifecycle methods of a keyed queue over a [`FifoCore`] in field `core`
+/// whose entries are [`KeyedEntries`], with its key function in field `key_func`, and its
+/// [`KnownObjects`](super::KnownObjects) implementation. `$ty` is the queue type,
+/// `$closed` documents what `close` does, `$len` what `len` counts. Only forwarding: the
+/// logic is the core's and the entries'.
+macro_rules! keyed_queue_methods {
+    ($ty:ident, $closed:literal, $len:literal) => {
+        impl<K: Object> $ty<K> {
+            /// Every stored object, in no particular order.
+            #[must_use]
+            pub fn list(&self) -> Vec<Arc<K>> {
+                self.core.lock().objects()
+            }
+
+            /// Every stored key, in no particular order.
+            #[must_use]
+            pub fn list_keys(&self) -> Vec<String> {
+                self.core.lock().keys()
+            }
+
+            /// The stored object with `obj`'s key.
+            ///
+            /// # Errors
+            ///
+            /// [`Error::Key`](super::Error::Key).
+            pub fn get(&self, obj: &K) -> Result<Option<Arc<K>>> {
+                let key = key_of(self.key_func.as_ref(), obj)?;
+                Ok(self.get_by_key(&key))
+            }
+
+            /// The stored object under `key`.
+            #[must_use]
+            pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+                self.core.lock().object(key)
+            }
+
+            #[doc = $closed]
+            pub fn close(&self) {
+                self.core.close();
+            }
+
+            /// Whether [`close`](Self::close) was called.
+            #[must_use]
+            pub fn is_closed(&self) -> bool {
+                self.core.is_closed()
+            }
+
+            #[doc = $len]
+            #[must_use]
+            pub fn len(&self) -> usize {
+                self.core.len()
+            }
+
+            /// Whether [`len`](Self::len) is zero.
+            #[must_use]
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+        }
+
+        impl<K: Object> super::KnownObjects<K> for $ty<K> {
+            fn list_keys(&self) -> Vec<String> {
+                $ty::list_keys(self)
+            }
+
+            fn get_by_key(&self, key: &str) -> Result<Option<Arc<K>>> {
+                Ok($ty::get_by_key(self, key))
+            }
+        }
+    };
+}
+pub(super) use keyed_queue_methods;

@@ -1,20 +1,24 @@
 //! [`RealFIFO`]: a strict in-order log of changes (client-go's `the_real_fifo.go`, the
-//! queue of client-go informers since 1.33), in its non-atomic form.
+//! queue of client-go informers since 1.33).
 //!
 //! Unlike [`DeltaFIFO`](super::DeltaFIFO) nothing is grouped or merged: every write appends
 //! one [`Delta`], and each pop hands out exactly one, in the order written.
+//!
+//! In its atomic mode (client-go's `AtomicFIFO` feature) a relist is one
+//! [`Delta::ReplacedAll`] and a resync one [`Delta::SyncAll`], so the consumer applies a
+//! relist as one transaction instead of one object at a time, and never shows a state
+//! that is half old list, half new.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use kubeclient_machinery::{DeletedFinalStateUnknown, DeletedObject, Object};
 
-use super::delta::{Delta, Deltas, deleted_key, deltas_key};
-use super::error::{Error, Result};
-use super::queue::{PopFuture, Population, ProcessFn, Queue, Waiters};
+use super::delta::{Delta, Deltas, ReplacedAllInfo, deleted_key, deltas_key};
+use super::error::Result;
+use super::queue::{FifoCore, FifoEntries, PopFuture, ProcessFn, Queue};
 use super::store::{KeyFunc, KnownObjects, TransformFunc, key_of, transform};
-use crate::sync::lock;
 
 /// Options for [`RealFIFO`]; every field has client-go's default. The known objects are a
 /// constructor argument because the non-atomic mode requires them (client-go panics without).
@@ -22,6 +26,7 @@ pub struct RealFifoOptions<K> {
     key_func: Option<KeyFunc<K>>,
     transformer: Option<TransformFunc<K>>,
     name: String,
+    atomic_events: bool,
 }
 
 impl<K> Default for RealFifoOptions<K> {
@@ -30,6 +35,7 @@ impl<K> Default for RealFifoOptions<K> {
             key_func: None,
             transformer: None,
             name: "RealFIFO".to_owned(),
+            atomic_events: false,
         }
     }
 }
@@ -56,9 +62,20 @@ impl<K> RealFifoOptions<K> {
         self.name = name.into();
         self
     }
+
+    /// Whether `replace` queues one [`Delta::ReplacedAll`] and `resync` one
+    /// [`Delta::SyncAll`] (client-go's `AtomicFIFO` feature gate; default false, as
+    /// client-go's default).
+    #[must_use]
+    #[doc(alias = "AtomicEvents", alias = "AtomicFIFO")]
+    pub fn atomic_events(mut self, atomic: bool) -> Self {
+        self.atomic_events = atomic;
+        self
+    }
 }
 
-/// An in-order queue of single changes (Go's `RealFIFO`, non-atomic).
+/// An in-order queue of single changes (Go's `RealFIFO`), optionally with atomic relists
+/// ([`RealFifoOptions::atomic_events`]).
 ///
 /// # Examples
 ///
@@ -78,26 +95,32 @@ impl<K> RealFifoOptions<K> {
 /// assert_eq!(fifo.len(), 2); // two pops, in order
 /// ```
 pub struct RealFIFO<K> {
-    name: String,
     key_func: Option<KeyFunc<K>>,
     known_objects: Arc<dyn KnownObjects<K>>,
     transformer: Option<TransformFunc<K>>,
-    /// Guards every field of [`Inner`] together.
-    inner: Mutex<Inner<K>>,
-    waiters: Waiters,
-    /// Notified after every pop, for writers waiting in `wait_for_room`.
-    room: tokio::sync::Notify,
+    atomic_events: bool,
+    core: FifoCore<Entries<K>>,
 }
 
-/// The locked state of a [`RealFIFO`].
+/// The queued changes of a [`RealFIFO`].
 ///
 /// Invariants (asserted by `check_invariants` in tests): each entry's key is the key of its
-/// delta; `population`'s initial count is at most `items.len()`.
-struct Inner<K> {
+/// delta; the population's initial count is at most `items.len()`.
+struct Entries<K> {
     /// (key, change) in write order.
     items: VecDeque<(String, Delta<K>)>,
-    population: Population,
-    closed: bool,
+}
+
+impl<K: Send + Sync> FifoEntries for Entries<K> {
+    type Item = Delta<K>;
+
+    fn pop_head(&mut self) -> Option<Option<Delta<K>>> {
+        self.items.pop_front().map(|(_, delta)| Some(delta))
+    }
+
+    fn len(&self) -> usize {
+        self.items.len()
+    }
 }
 
 impl<K: Object> RealFIFO<K> {
@@ -106,17 +129,16 @@ impl<K: Object> RealFIFO<K> {
     #[must_use]
     pub fn new(known_objects: Arc<dyn KnownObjects<K>>, options: RealFifoOptions<K>) -> Self {
         RealFIFO {
-            name: options.name,
             key_func: options.key_func,
             known_objects,
             transformer: options.transformer,
-            inner: Mutex::new(Inner {
-                items: VecDeque::new(),
-                population: Population::default(),
-                closed: false,
-            }),
-            waiters: Waiters::default(),
-            room: tokio::sync::Notify::new(),
+            atomic_events: options.atomic_events,
+            core: FifoCore::new(
+                options.name,
+                Entries {
+                    items: VecDeque::new(),
+                },
+            ),
         }
     }
 
@@ -124,7 +146,7 @@ impl<K: Object> RealFIFO<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Key`] when the key function fails (the default one never does).
+    /// [`Error::Key`](super::Error::Key) when the key function fails (the default one never does).
     pub fn key_of(&self, obj: &K) -> Result<String> {
         key_of(self.key_func.as_ref(), obj)
     }
@@ -133,7 +155,7 @@ impl<K: Object> RealFIFO<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Key`] when the key function fails or `deltas` is empty.
+    /// [`Error::Key`](super::Error::Key) when the key function fails or `deltas` is empty.
     pub fn key_of_deltas(&self, deltas: &Deltas<K>) -> Result<String> {
         deltas_key(self.key_func.as_ref(), deltas)
     }
@@ -143,7 +165,7 @@ impl<K: Object> RealFIFO<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Key`] when the key function fails on a final state.
+    /// [`Error::Key`](super::Error::Key) when the key function fails on a final state.
     pub fn key_of_deleted(&self, deleted: &DeletedObject<K>) -> Result<String> {
         deleted_key(self.key_func.as_ref(), deleted)
     }
@@ -151,30 +173,41 @@ impl<K: Object> RealFIFO<K> {
     fn append(&self, obj: Arc<K>, make: fn(Arc<K>) -> Delta<K>) -> Result<()> {
         let key = key_of(self.key_func.as_ref(), &obj)?;
         let obj = transform(self.transformer.as_ref(), obj)?;
-        let mut inner = lock(&self.inner);
-        inner.population.write();
-        inner.items.push_back((key, make(obj)));
-        drop(inner);
-        self.waiters.wake_all();
+        self.core.write(|inner| {
+            inner.population.write();
+            inner.items.push_back((key, make(obj)));
+        });
         Ok(())
     }
 
-    fn pop_locked(&self, inner: &mut Inner<K>, process: ProcessFn<'_, K>) -> Option<Result<bool>> {
-        let Some((_, delta)) = inner.items.pop_front() else {
-            return inner.closed.then(|| Err(Error::Closed(self.name.clone())));
+    /// The atomic `replace`: keys checked and transforms applied first (an error queues
+    /// nothing), then one entry.
+    fn replace_atomically(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<()> {
+        let objects = list
+            .into_iter()
+            .map(|obj| {
+                key_of(self.key_func.as_ref(), &obj)?;
+                transform(self.transformer.as_ref(), obj)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let info = ReplacedAllInfo {
+            resource_version: resource_version.to_owned(),
+            objects,
         };
-        let is_in_initial_list = !inner.population.has_synced();
-        process(Deltas::one(delta), is_in_initial_list);
-        // After processing: `has_synced` flips only once the last initial item is in the cache.
-        inner.population.popped();
-        self.room.notify_waiters();
-        Some(Ok(true))
+        self.core.write(|inner| {
+            inner
+                .items
+                .push_back((String::new(), Delta::ReplacedAll(info)));
+            let queued = inner.items.len();
+            inner.population.replace(queued);
+        });
+        Ok(())
     }
 
-    /// Asserts the invariants of [`Inner`].
+    /// Asserts the invariants of [`Entries`].
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
-        let inner = lock(&self.inner);
+        let inner = self.core.lock();
         for (key, delta) in &inner.items {
             assert_eq!(&delta.key(self.key_func.as_ref()).unwrap(), key);
         }
@@ -197,18 +230,8 @@ fn tombstone<K>(key: &str, obj: Option<Arc<K>>) -> (String, Delta<K>) {
 impl<K: Object> Queue<K> for RealFIFO<K> {
     fn wait_for_room<'a>(&'a self, max: usize) -> PopFuture<'a> {
         Box::pin(async move {
-            loop {
-                let room = self.room.notified();
-                tokio::pin!(room);
-                room.as_mut().enable();
-                {
-                    let inner = lock(&self.inner);
-                    if inner.items.len() < max || inner.closed {
-                        return Ok(());
-                    }
-                }
-                room.await;
-            }
+            self.core.wait_for_room(max).await;
+            Ok(())
         })
     }
 
@@ -229,7 +252,13 @@ impl<K: Object> Queue<K> for RealFIFO<K> {
     /// whose last queued change is not already a deletion (carrying that change's object),
     /// then for every known key missing from `list` and absent from the queue (carrying the
     /// known object) — and then `Replaced` for every item, in list order.
-    fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) -> Result<()> {
+    ///
+    /// In atomic mode it appends one [`Delta::ReplacedAll`] with every item, transformed,
+    /// and infers nothing: the consumer compares the list with its state.
+    fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<()> {
+        if self.atomic_events {
+            return self.replace_atomically(list, resource_version);
+        }
         let items: Vec<(String, Arc<K>)> = list
             .into_iter()
             .map(|obj| {
@@ -238,7 +267,7 @@ impl<K: Object> Queue<K> for RealFIFO<K> {
             })
             .collect::<Result<_>>()?;
         let listed: HashSet<&str> = items.iter().map(|(key, _)| key.as_str()).collect();
-        let mut inner = lock(&self.inner);
+        let mut inner = self.core.lock();
 
         // The last queued change of every queued key, keys in order of first appearance.
         let mut last: HashMap<&str, &Delta<K>> = HashMap::new();
@@ -273,14 +302,21 @@ impl<K: Object> Queue<K> for RealFIFO<K> {
         let queued = inner.items.len();
         inner.population.replace(queued);
         drop(inner);
-        self.waiters.wake_all();
+        self.core.write(|_| ());
         Ok(())
     }
 
     /// Appends `Sync` for every known object whose key is nowhere in the queue. Not
     /// transformed.
+    ///
+    /// In atomic mode it appends one [`Delta::SyncAll`].
     fn resync(&self) -> Result<()> {
-        let mut inner = lock(&self.inner);
+        if self.atomic_events {
+            self.core
+                .write(|inner| inner.items.push_back((String::new(), Delta::SyncAll)));
+            return Ok(());
+        }
+        let mut inner = self.core.lock();
         let queued: HashSet<String> = inner.items.iter().map(|(key, _)| key.clone()).collect();
         let mut syncs = Vec::new();
         for known_key in self.known_objects.list_keys() {
@@ -299,27 +335,19 @@ impl<K: Object> Queue<K> for RealFIFO<K> {
         inner.items.extend(syncs);
         drop(inner);
         if any {
-            self.waiters.wake_all();
+            self.core.write(|_| ());
         }
         Ok(())
     }
 
-    super::queue::fifo_pop_and_lifecycle!();
-
-    fn len(&self) -> usize {
-        lock(&self.inner).items.len()
-    }
-
-    fn name(&self) -> &str {
-        &self.name
-    }
+    super::queue::forward_queue_to_core!(Deltas::one);
 }
 
 impl<K: Object> fmt::Debug for RealFIFO<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let inner = lock(&self.inner);
+        let inner = self.core.lock();
         f.debug_struct("RealFIFO")
-            .field("name", &self.name)
+            .field("name", &self.core.name())
             .field("len", &inner.items.len())
             .field("closed", &inner.closed)
             .finish_non_exhaustive()

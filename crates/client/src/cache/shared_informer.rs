@@ -2,11 +2,12 @@
 //! handlers, each fed through its own buffer. One informer per resource can serve a whole
 //! program.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use futures_util::Stream;
-use kubeclient_machinery::{DeletedObject, Object};
+use kubeclient_machinery::{DeletedFinalStateUnknown, DeletedObject, Object};
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -20,8 +21,8 @@ use super::processor::{
 use super::processor_listener::{ProcessorListener, Sink, spawn_listener};
 use super::reflector::{Reflector, ReflectorOptions, WatchErrorHandler};
 use super::{
-    Cache, CacheOptions, Delta, Deltas, Indexers, Queue, RealFIFO, RealFifoOptions, Store,
-    TransformFunc,
+    Cache, CacheOptions, Delta, Deltas, Indexers, KnownObjects, Queue, RealFIFO, RealFifoOptions,
+    ReplacedAllInfo, Store, TransformFunc,
 };
 
 /// Why an informer refused a change of its set-up.
@@ -47,6 +48,12 @@ pub struct InformerOptions<K> {
     pub indexers: Indexers<K>,
     /// Reflector options (resync fields are set by the informer).
     pub reflector: ReflectorOptions,
+    /// Run the queue in its atomic mode (client-go's `AtomicFIFO` feature gate): a relist
+    /// reaches the cache as one replacement, and handlers hear its deletions, then its
+    /// adds and updates, only after the whole list is in the cache. Default false, as in
+    /// client-go.
+    #[doc(alias = "AtomicFIFO")]
+    pub atomic_events: bool,
 }
 
 impl<K: Object> Default for InformerOptions<K> {
@@ -56,6 +63,7 @@ impl<K: Object> Default for InformerOptions<K> {
             resync_period: Duration::ZERO,
             indexers: Indexers::namespace(),
             reflector: ReflectorOptions::default(),
+            atomic_events: false,
         }
     }
 }
@@ -93,6 +101,7 @@ struct Inner<K: Object> {
     room: Arc<Notify>,
     reflector: OnceLock<Arc<Reflector<K>>>,
     reflector_options: Mutex<Option<ReflectorOptions>>,
+    atomic_events: bool,
 }
 
 struct State<K> {
@@ -135,6 +144,7 @@ where
                 room: Arc::new(Notify::new()),
                 reflector: OnceLock::new(),
                 reflector_options: Mutex::new(Some(options.reflector)),
+                atomic_events: options.atomic_events,
             }),
         }
     }
@@ -388,55 +398,118 @@ where
     fn handle_deltas(&self, deltas: Deltas<K>, is_in_initial_list: bool) {
         let state = self.state();
         for delta in deltas.iter() {
-            let notification = match delta {
-                Delta::Deleted(deleted) => {
-                    let key = match deleted {
-                        DeletedObject::Final(obj) => self.inner.indexer.key_of(obj).ok(),
-                        DeletedObject::FinalStateUnknown(tombstone) => Some(tombstone.key.clone()),
-                    };
-                    if let Some(key) = key {
-                        self.inner.indexer.delete_by_key(&key);
-                    }
-                    Some((Notification::Delete(deleted.clone()), false))
+            match delta {
+                Delta::ReplacedAll(info) => {
+                    self.replace_all(&state, info, is_in_initial_list);
                 }
-                other => {
-                    let Some(obj) = other.object().cloned() else {
-                        continue;
-                    };
-                    let existing = self.inner.indexer.get(&obj).ok().flatten();
-                    match existing {
-                        Some(old) => {
-                            if let Err(err) = self.inner.indexer.update(obj.clone()) {
-                                tracing::warn!(informer = %self.inner.name, error = %kubeclient_machinery::ErrorChain(&err), "cache update failed");
-                                continue;
-                            }
-                            let sync = old.resource_version() == obj.resource_version();
-                            Some((Notification::Update { old, new: obj }, sync))
-                        }
-                        None => {
-                            if let Err(err) = self.inner.indexer.add(obj.clone()) {
-                                tracing::warn!(informer = %self.inner.name, error = %kubeclient_machinery::ErrorChain(&err), "cache add failed");
-                                continue;
-                            }
-                            Some((
-                                Notification::Add {
-                                    obj,
-                                    is_in_initial_list,
-                                },
-                                false,
-                            ))
-                        }
+                Delta::SyncAll => {
+                    for obj in self.inner.indexer.list() {
+                        let update = Notification::Update {
+                            old: obj.clone(),
+                            new: obj,
+                        };
+                        distribute(&state, update, true, false);
                     }
                 }
-            };
-            if let Some((notification, sync)) = notification {
-                // Initial-list adds count towards each registration's `has_synced`.
-                let initial =
-                    is_in_initial_list && matches!(notification, Notification::Add { .. });
-                for listener in state.listeners.iter().filter(|l| !sync || l.resyncing) {
-                    listener.send(notification.clone(), initial);
+                delta => {
+                    if let Some((notification, sync)) = self.apply(delta, is_in_initial_list) {
+                        distribute(&state, notification, sync, is_in_initial_list);
+                    }
                 }
             }
+        }
+    }
+
+    /// Applies one single-object delta to the cache; the notification it makes and whether
+    /// it is a sync (an update that did not change the resourceVersion).
+    fn apply(&self, delta: &Delta<K>, is_in_initial_list: bool) -> Option<(Notification<K>, bool)> {
+        if let Delta::Deleted(deleted) = delta {
+            let key = match deleted {
+                DeletedObject::Final(obj) => self.inner.indexer.key_of(obj).ok(),
+                DeletedObject::FinalStateUnknown(tombstone) => Some(tombstone.key.clone()),
+            };
+            if let Some(key) = key {
+                self.inner.indexer.delete_by_key(&key);
+            }
+            return Some((Notification::Delete(deleted.clone()), false));
+        }
+        let obj = delta.object().cloned()?;
+        let existing = self.inner.indexer.get(&obj).ok().flatten();
+        match existing {
+            Some(old) => {
+                if let Err(err) = self.inner.indexer.update(obj.clone()) {
+                    tracing::warn!(informer = %self.inner.name, error = %kubeclient_machinery::ErrorChain(&err), "cache update failed");
+                    return None;
+                }
+                let sync = old.resource_version() == obj.resource_version();
+                Some((Notification::Update { old, new: obj }, sync))
+            }
+            None => {
+                if let Err(err) = self.inner.indexer.add(obj.clone()) {
+                    tracing::warn!(informer = %self.inner.name, error = %kubeclient_machinery::ErrorChain(&err), "cache add failed");
+                    return None;
+                }
+                let add = Notification::Add {
+                    obj,
+                    is_in_initial_list,
+                };
+                Some((add, false))
+            }
+        }
+    }
+
+    /// Applies an atomic relist (client-go's `processReplacedAllInfo`): the cache is
+    /// replaced in one step, then handlers hear the deletions (keys the list lacks, as
+    /// tombstones carrying the cached object), then an add or update per listed object,
+    /// in list order.
+    fn replace_all(&self, state: &State<K>, info: &ReplacedAllInfo<K>, is_in_initial_list: bool) {
+        let indexer = &self.inner.indexer;
+        let mut listed = HashSet::with_capacity(info.objects.len());
+        let mut changes = Vec::with_capacity(info.objects.len());
+        for obj in &info.objects {
+            let Ok(key) = indexer.key_of(obj) else {
+                continue;
+            };
+            let old = indexer.get_by_key(&key).ok().flatten();
+            listed.insert(key);
+            changes.push((old, Arc::clone(obj)));
+        }
+        let deletions: Vec<DeletedObject<K>> = indexer
+            .list_keys()
+            .into_iter()
+            .filter(|key| !listed.contains(key))
+            .map(|key| {
+                let obj = indexer.get_by_key(&key).ok().flatten();
+                DeletedObject::FinalStateUnknown(DeletedFinalStateUnknown { key, obj })
+            })
+            .collect();
+        if let Err(err) = indexer.replace(info.objects.clone(), &info.resource_version) {
+            tracing::warn!(informer = %self.inner.name, error = %kubeclient_machinery::ErrorChain(&err), "cache replace failed");
+            return;
+        }
+        for deleted in deletions {
+            distribute(
+                state,
+                Notification::Delete(deleted),
+                false,
+                is_in_initial_list,
+            );
+        }
+        for (old, new) in changes {
+            let (notification, sync) = match old {
+                Some(old) => {
+                    let sync = old.resource_version() == new.resource_version();
+                    (Notification::Update { old, new }, sync)
+                }
+                None => {
+                    let add = Notification::Add {
+                        obj: new,
+                        is_in_initial_list,
+                    };
+                    (add, false)
+                }
+            };
+            distribute(state, notification, sync, is_in_initial_list);
         }
     }
 
@@ -473,8 +546,9 @@ where
                 return;
             }
             state.started = true;
-            let mut fifo_options =
-                RealFifoOptions::default().name(format!("{} queue", self.inner.name));
+            let mut fifo_options = RealFifoOptions::default()
+                .name(format!("{} queue", self.inner.name))
+                .atomic_events(self.inner.atomic_events);
             if let Some(transform) = &state.transform {
                 fifo_options = fifo_options.transformer(transform.clone());
             }
@@ -534,5 +608,19 @@ where
             listener.removed.cancel();
         }
         state.listeners.clear();
+    }
+}
+
+/// Hands a notification to every listener (only to those resyncing, for a sync); initial
+/// adds count towards each registration's `has_synced`.
+fn distribute<K>(
+    state: &State<K>,
+    notification: Notification<K>,
+    sync: bool,
+    is_in_initial_list: bool,
+) {
+    let initial = is_in_initial_list && matches!(notification, Notification::Add { .. });
+    for listener in state.listeners.iter().filter(|l| !sync || l.resyncing) {
+        listener.send(notification.clone(), initial);
     }
 }

@@ -10,6 +10,7 @@ use super::error::{BoxError, Error, Result};
 use super::index::{Indexer, Indexers};
 use super::representation::{ArcRepr, Representation};
 use super::thread_safe_store::ThreadSafeStore;
+use super::transaction::{Transaction, TransactionType};
 
 /// Computes an object's key. The default everywhere is
 /// [`meta_namespace_key`] (`namespace/name`, or `name`), which never fails.
@@ -211,6 +212,19 @@ impl<K: Object, R: Representation<K>> Cache<K, R> {
     /// [`Error::Key`].
     pub fn key_of(&self, obj: &K) -> Result<String> {
         key_of(self.key_func.as_ref(), obj)
+    }
+
+    /// The key of a transaction's object and, for an add or update, the transformed
+    /// object: what [`ThreadSafeStore::transaction`] takes.
+    pub(super) fn prepare(&self, transaction: Transaction<K>) -> Result<(String, Transaction<K>)> {
+        let key = self.key_of(&transaction.object)?;
+        let object = match transaction.kind {
+            TransactionType::Delete => transaction.object,
+            TransactionType::Add | TransactionType::Update => {
+                transform(self.transformer.as_ref(), transaction.object)?
+            }
+        };
+        Ok((key, Transaction::new(transaction.kind, object)))
     }
 
     /// The underlying store.

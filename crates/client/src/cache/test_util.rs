@@ -83,6 +83,12 @@ pub(crate) fn apply<K: Object>(store: &dyn Store<K>, deltas: Deltas<K>) {
             Delta::Deleted(DeletedObject::FinalStateUnknown(tombstone)) => {
                 store.delete_by_key(&tombstone.key);
             }
+            Delta::ReplacedAll(info) => {
+                store
+                    .replace(info.objects, &info.resource_version)
+                    .expect("replace");
+            }
+            Delta::SyncAll => {}
         }
     }
 }

@@ -9,6 +9,7 @@ use kubeclient_machinery::Object;
 use super::error::{Error, Result};
 use super::index::{IndexValues, Indexers, StoreIndex};
 use super::representation::{ArcRepr, Representation};
+use super::transaction::{Transaction, TransactionError, TransactionType};
 use crate::sync::{read, write};
 
 /// A thread-safe map from key to object with named indexes.
@@ -94,8 +95,10 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
     ///
     /// [`Error::IndexWrite`] when an index function fails on `obj`; the store is unchanged.
     pub fn update(&self, key: &str, obj: Arc<K>) -> Result<()> {
-        let mut guard = write(&self.inner);
-        let inner = &mut *guard;
+        self.update_locked(&mut write(&self.inner), key, obj)
+    }
+
+    fn update_locked(&self, inner: &mut Inner<K, R::Stored>, key: &str, obj: Arc<K>) -> Result<()> {
         let new_values = inner.index.values_of(key, &obj)?;
         let (key, old_values) = match inner.items.get_key_value(key) {
             Some((stored_key, stored)) => {
@@ -123,8 +126,40 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
     /// Like [`delete`](Self::delete); `obj`, the deleted object's final state, also sets the
     /// store's resource version.
     pub fn delete_with_object(&self, key: &str, obj: Option<&K>) {
+        self.delete_locked(&mut write(&self.inner), key, obj);
+    }
+
+    /// Applies every write under one lock acquisition (Go's `Transaction` on a
+    /// `ThreadSafeStoreWithTransaction`): `(key, transaction)` pairs, in order. A write
+    /// whose index function fails is skipped; the others are applied.
+    ///
+    /// # Errors
+    ///
+    /// [`TransactionError`] naming the writes that were applied and the errors of the
+    /// others.
+    pub fn transaction(
+        &self,
+        transactions: Vec<(String, Transaction<K>)>,
+    ) -> Result<(), TransactionError> {
+        let total = transactions.len();
         let mut guard = write(&self.inner);
-        let inner = &mut *guard;
+        let mut failure = TransactionError::new(total);
+        for (i, (key, transaction)) in transactions.into_iter().enumerate() {
+            let applied = match transaction.kind {
+                TransactionType::Add | TransactionType::Update => {
+                    self.update_locked(&mut guard, &key, transaction.object)
+                }
+                TransactionType::Delete => {
+                    self.delete_locked(&mut guard, &key, Some(&transaction.object));
+                    Ok(())
+                }
+            };
+            failure.record(i, applied);
+        }
+        failure.into_result()
+    }
+
+    fn delete_locked(&self, inner: &mut Inner<K, R::Stored>, key: &str, obj: Option<&K>) {
         if let Some(obj) = obj {
             set_resource_version(&mut inner.resource_version, obj);
         }

@@ -92,6 +92,16 @@ impl std::fmt::Debug for ClientIdentity {
     }
 }
 
+/// Where a client certificate and its key are read from; the client re-reads them when
+/// they change (client-go's certificate rotation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientCertificateFiles {
+    /// The certificate (chain), PEM.
+    pub certificate: PathBuf,
+    /// The private key, PEM.
+    pub key: PathBuf,
+}
+
 /// Everything needed to talk to one API server as one user.
 #[derive(Clone, Debug)]
 #[doc(alias = "rest.Config", alias = "RESTConfig")]
@@ -112,6 +122,11 @@ pub struct Config {
     pub credentials: Credentials,
     /// A client certificate for TLS authentication.
     pub client_identity: Option<ClientIdentity>,
+    /// The files [`client_identity`](Self::client_identity) was read from, if it came from
+    /// files: the client reads them again when they change, and new connections present
+    /// the new certificate (see [`cert_rotation`](crate::rest::cert_rotation)). Set by the
+    /// kubeconfig loader for `client-certificate`/`client-key` paths.
+    pub client_certificate_files: Option<ClientCertificateFiles>,
     /// Per-request timeout (watches excepted). Default 30 s... none for watches.
     pub timeout: Option<Duration>,
     /// Client-side rate limit in queries per second; 0 disables it. Default [`DEFAULT_QPS`].
@@ -233,6 +248,7 @@ impl Config {
             proxy_url: None,
             credentials: Credentials::None,
             client_identity: None,
+            client_certificate_files: None,
             timeout: Some(Duration::from_secs(30)),
             qps: DEFAULT_QPS,
             burst: DEFAULT_BURST,
@@ -369,6 +385,19 @@ impl Config {
             &format!("users[{user_name}].client-key"),
             &invalid,
         )?;
+        let no_data = |data: Option<&str>| data.is_none_or(str::is_empty);
+        if no_data(user.client_certificate_data.as_deref())
+            && no_data(user.client_key_data.as_deref())
+            && let (Some(certificate), Some(key)) = (
+                user.client_certificate.as_deref().filter(|p| !p.is_empty()),
+                user.client_key.as_deref().filter(|p| !p.is_empty()),
+            )
+        {
+            config.client_certificate_files = Some(ClientCertificateFiles {
+                certificate: PathBuf::from(certificate),
+                key: PathBuf::from(key),
+            });
+        }
         config.client_identity = match (certificate, key) {
             (Some(certificate_pem), Some(key_pem)) => Some(ClientIdentity {
                 certificate_pem,

@@ -129,13 +129,7 @@ impl Authenticator {
             }
             AuthKind::Exec { config, cached } => {
                 let mut cached = cached.lock().await;
-                let fresh = cached.as_ref().is_some_and(|credential| {
-                    credential.expires_at().is_none_or(|expiry| {
-                        jiff::Timestamp::now().as_second() + EXPIRY_MARGIN_SECONDS
-                            < expiry.as_second()
-                    })
-                });
-                if !fresh {
+                if !cached.as_ref().is_some_and(is_fresh) {
                     *cached = Some(run_exec_plugin(config, &self.cluster_server).await?);
                 }
                 match cached.as_ref().and_then(|c| c.token.as_deref()) {
@@ -149,11 +143,25 @@ impl Authenticator {
     /// Runs an exec plugin once at construction when it might provide a client
     /// certificate (TLS identities are fixed per connection pool).
     pub(crate) async fn exec_client_identity(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.exec_identity(|cached| cached.is_some()).await
+    }
+
+    /// The exec plugin's client certificate, running the plugin again when the cached
+    /// credential has expired (client-go refreshes exec certificates on expiry).
+    pub(crate) async fn exec_client_identity_fresh(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.exec_identity(|cached| cached.is_some_and(is_fresh))
+            .await
+    }
+
+    async fn exec_identity(
+        &self,
+        usable: impl FnOnce(Option<&ExecCredential>) -> bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let AuthKind::Exec { config, cached } = &self.kind else {
             return Ok(None);
         };
         let mut cached = cached.lock().await;
-        if cached.is_none() {
+        if !usable(cached.as_ref()) {
             *cached = Some(run_exec_plugin(config, &self.cluster_server).await?);
         }
         Ok(cached
@@ -165,4 +173,12 @@ impl Authenticator {
                 _ => None,
             }))
     }
+}
+
+/// Whether a cached exec credential is still good: no expiry, or more than
+/// [`EXPIRY_MARGIN_SECONDS`] before it.
+fn is_fresh(credential: &ExecCredential) -> bool {
+    credential.expires_at().is_none_or(|expiry| {
+        jiff::Timestamp::now().as_second() + EXPIRY_MARGIN_SECONDS < expiry.as_second()
+    })
 }

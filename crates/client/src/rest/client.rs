@@ -19,11 +19,11 @@ use kubeclient_machinery::ApiError;
 use serde::de::DeserializeOwned;
 
 use super::auth::Authenticator;
+use super::cert_rotation::Transports;
 use super::connector::Connector;
 use super::gzip::{MAX_INFLATED_BODY, gunzip};
 use super::rate_limit::TokenBucket;
 use super::request::{JSON, Request};
-use super::tls::client_config;
 use crate::config::Config;
 use crate::error::{Error, Result};
 
@@ -32,7 +32,7 @@ const MAX_ATTEMPTS: u32 = 10;
 /// The longest `Retry-After` honoured; longer values are capped.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
-type HttpClient =
+pub(super) type HttpClient =
     hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<Connector>, Full<Bytes>>;
 
 /// A client for one API server as one user. Cheap to clone (shared connection pool).
@@ -56,10 +56,8 @@ pub struct Client {
 
 #[derive(Debug)]
 pub(super) struct Inner {
-    pub(super) http: HttpClient,
-    /// HTTP/1.1 only (no `h2` in ALPN): WebSocket upgrades for exec, attach and
-    /// port-forward need HTTP/1.1's `Upgrade`, which HTTP/2 does not have.
-    pub(super) upgrade_http: HttpClient,
+    /// The connection pools, renewed when the client certificate rotates.
+    pub(super) transports: Transports,
     /// `scheme://authority` plus any path prefix, without a trailing slash.
     pub(super) base_url: String,
     pub(super) auth: Authenticator,
@@ -85,7 +83,9 @@ impl Client {
     }
 
     /// A client for a configuration. An exec plugin that may provide a client certificate
-    /// runs once here.
+    /// runs once here (and again when the certificate it gave expires). Client
+    /// certificates from files ([`Config::client_certificate_files`]) are re-read when the
+    /// files change; see [`cert_rotation`](super::cert_rotation).
     ///
     /// # Errors
     ///
@@ -102,9 +102,7 @@ impl Client {
         } else {
             None
         };
-        let tls = client_config(&config, exec_identity)?;
-        let http = http_client(&config, tls.clone(), true)?;
-        let upgrade_http = http_client(&config, tls, false)?;
+        let transports = Transports::new(&config, exec_identity).await?;
         let user_agent = config.user_agent.clone().unwrap_or_else(|| {
             format!(
                 "kubeclient/{} ({}/{}) kubernetes/unknown",
@@ -120,8 +118,7 @@ impl Client {
         })?;
         Ok(Client {
             inner: Arc::new(Inner {
-                http,
-                upgrade_http,
+                transports,
                 base_url,
                 auth,
                 limiter: (config.qps > 0.0).then(|| TokenBucket::new(config.qps, config.burst)),
@@ -209,8 +206,8 @@ impl Client {
         let http_request = builder
             .body(Full::new(request.body.clone()))
             .map_err(|err| Error::InvalidRequest(format!("{url}: {err}")))?;
-        let response = self
-            .inner
+        let transport = self.inner.transports.get(&self.inner.auth).await?;
+        let response = transport
             .http
             .request(http_request)
             .await
@@ -351,7 +348,11 @@ impl Client {
 
 /// The pooled HTTP client: HTTP/2 by ALPN with keep-alive pings when `http2`, else
 /// HTTP/1.1 only (for upgrades).
-fn http_client(config: &Config, tls: rustls::ClientConfig, http2: bool) -> Result<HttpClient> {
+pub(super) fn http_client(
+    config: &Config,
+    tls: rustls::ClientConfig,
+    http2: bool,
+) -> Result<HttpClient> {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);

@@ -3,6 +3,7 @@
 //! response into a stream of events.
 
 mod auth;
+pub mod cert_rotation;
 mod client;
 mod connector;
 mod content_config;
@@ -14,7 +15,7 @@ mod ordered_decode;
 mod protobuf_list;
 mod rate_limit;
 mod request;
-mod tls;
+pub(crate) mod tls;
 mod upgrade;
 pub mod watch;
 

@@ -18,12 +18,12 @@ fn tls_error(message: impl std::fmt::Display) -> Error {
 /// rustls's crypto provider chosen by the crate's features (`rustls-ring`, the default, or
 /// `rustls-aws-lc`).
 #[cfg(feature = "rustls-ring")]
-fn crypto_provider() -> rustls::crypto::CryptoProvider {
+pub(crate) fn crypto_provider() -> rustls::crypto::CryptoProvider {
     rustls::crypto::ring::default_provider()
 }
 
 #[cfg(all(feature = "rustls-aws-lc", not(feature = "rustls-ring")))]
-fn crypto_provider() -> rustls::crypto::CryptoProvider {
+pub(crate) fn crypto_provider() -> rustls::crypto::CryptoProvider {
     rustls::crypto::aws_lc_rs::default_provider()
 }
 

@@ -109,8 +109,8 @@ impl Client {
         let http_request = builder
             .body(Full::new(Bytes::new()))
             .map_err(|err| Error::InvalidRequest(format!("{url}: {err}")))?;
-        let response = self
-            .inner
+        let transport = self.inner.transports.get(&self.inner.auth).await?;
+        let response = transport
             .upgrade_http
             .request(http_request)
             .await

@@ -52,7 +52,7 @@ pub(crate) struct InstallationStatus {
     pub(crate) replicas: Option<i32>,
 }
 
-fn spec(replicas: i32) -> InstallationSpec {
+pub(crate) fn spec(replicas: i32) -> InstallationSpec {
     InstallationSpec {
         replicas,
         image: "nginx:1.27".to_owned(),

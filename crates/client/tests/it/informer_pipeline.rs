@@ -9,30 +9,27 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeclient::cache::{
-    ApiListWatch, InformerOptions, KnownObjects, ReflectorOptions, ResourceEventHandlerFuncs,
-    SharedIndexInformer,
+    ApiListWatch, InformerOptions, KnownObjects, ResourceEventHandlerFuncs, SharedIndexInformer,
 };
 use kubeclient::machinery::{Object, meta_namespace_key};
 use kubeclient::{Api, Client, Patch, PatchParams};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{WAIT, cache_state, force_relist, server_state, start, store_write, until};
+use crate::support::{
+    WAIT, cache_state, force_relist, list_then_watch_options, server_state, start, store_write,
+    until,
+};
 
 fn configmaps(client: &Client) -> Api<ConfigMap> {
     Api::namespaced(client.clone(), "default")
 }
 
 fn new_informer(client: &Client) -> SharedIndexInformer<ConfigMap> {
-    let options = InformerOptions {
-        name: "configmaps".to_owned(),
-        reflector: ReflectorOptions {
-            use_watch_list: false,
-            ..ReflectorOptions::default()
-        },
-        ..InformerOptions::default()
-    };
-    SharedIndexInformer::new(Arc::new(ApiListWatch::new(configmaps(client))), options)
+    SharedIndexInformer::new(
+        Arc::new(ApiListWatch::new(configmaps(client))),
+        list_then_watch_options(),
+    )
 }
 
 fn spawn(informer: &SharedIndexInformer<ConfigMap>) -> CancellationToken {

@@ -1,9 +1,12 @@
 //! Integration tests of the client against the embedded API server over real HTTP.
 //!
 //! - `typed`: every verb of the typed client, pagination, watch resume, Status errors.
+//! - `certificates`: CertificateSigningRequests, and client certificates rotated on disk
+//!   and by an exec plugin.
 //! - `controller`: the controller builder: owned objects, finalizers, backoff, panics, drain.
 //! - `custom_resource`: a typed custom resource from the derive: CRD, Api, informer, status, validation.
 //! - `dynamic`: the dynamic client on a custom resource, and discovery.
+//! - `atomic_informer`: an informer on the atomic RealFIFO: relists as one replacement.
 //! - `auth`: TLS with the server's CA plus a token, client certificates, an exec plugin.
 //! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
 //! - `leader_election`: three candidates on one Lease: cut off, stopped, released.
@@ -19,11 +22,17 @@
 //! - `soak`: seeded random schedules of writes and faults; see the module for the full run.
 //! - `protobuf`: the typed client over protobuf: every verb, the pager, watches, errors
 //!   (the informer tests in `informers` also run over protobuf).
+//! - `mutation_cache`: a controller's writes overlaid on a running informer's cache.
 //! - `proxy`: requests through an HTTP CONNECT proxy.
+//! - `scale`: the scale client on Deployments, StatefulSets and a custom resource.
 //! - `streams`: logs, exec, attach and port-forward over WebSockets (issue 17).
+//! - `tools_watch`: the retry watcher across a server restart and a 410, and the `until`
+//!   helpers.
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
+mod atomic_informer;
 mod auth;
+mod certificates;
 mod controller;
 mod custom_resource;
 mod dynamic;
@@ -33,6 +42,7 @@ mod informer_pipeline;
 mod informers;
 mod leader_election;
 mod metrics;
+mod mutation_cache;
 mod protobuf;
 mod proxy;
 mod realapi;
@@ -40,8 +50,10 @@ mod realapi_comparison;
 mod realapi_differential;
 mod realapi_garbage_collection;
 mod reflector_rules;
+mod scale;
 mod soak;
 mod streams;
 mod support;
+mod tools_watch;
 mod typed;
 mod watch_bytes;

@@ -156,3 +156,17 @@ pub(crate) fn force_relist(server: &ApiServer) {
     server.compact();
     server.faults().set_delay(std::time::Duration::ZERO);
 }
+
+/// Informer options named `configmaps` that LIST then WATCH (no watch-list), so tests can
+/// fault the watch and relist precisely.
+pub(crate) fn list_then_watch_options<K: kubeclient::machinery::Object>()
+-> kubeclient::cache::InformerOptions<K> {
+    kubeclient::cache::InformerOptions {
+        name: "configmaps".to_owned(),
+        reflector: kubeclient::cache::ReflectorOptions {
+            use_watch_list: false,
+            ..kubeclient::cache::ReflectorOptions::default()
+        },
+        ..kubeclient::cache::InformerOptions::default()
+    }
+}

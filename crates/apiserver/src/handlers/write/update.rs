@@ -14,7 +14,13 @@ pub(crate) fn update(call: &Call) -> HandlerResult<Response<Body>> {
             .and_then(|s| s.get("replicas"))
             .cloned()
             .unwrap_or(json!(0));
+        // A Scale carrying a resourceVersion is a precondition on the object's, as in
+        // kube-apiserver (a stale `kubectl scale --resource-version` gets 409).
+        let scale_rv = meta_str(&Value::Object(body.clone()), "resourceVersion").to_owned();
         return write_existing(call, false, Ownership::RecordUpdate, |current| {
+            if !scale_rv.is_empty() && scale_rv != current.rv.to_string() {
+                return Err(conflict(call, call.name()));
+            }
             Ok(with_replicas(call, &current.value, replicas.clone()))
         });
     }

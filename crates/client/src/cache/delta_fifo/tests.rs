@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 
 use super::*;
 use crate::cache::test_util::{ScriptedKnown, cm, drain, pop, summary};
-use crate::cache::{DeltaType, TransformFunc};
+use crate::cache::{DeltaType, Error, TransformFunc};
 
 fn fifo() -> DeltaFIFO<ConfigMap> {
     DeltaFIFO::new(DeltaFifoOptions::default())

@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 
 use super::*;
 use crate::cache::test_util::{ScriptedKnown, cm, drain, pop};
-use crate::cache::{Cache, CacheOptions, KnownObjects, Store, TransformFunc};
+use crate::cache::{Cache, CacheOptions, DeltaType, Error, KnownObjects, Store, TransformFunc};
 
 fn fifo(known: Arc<ScriptedKnown>) -> RealFIFO<ConfigMap> {
     RealFIFO::new(known, RealFifoOptions::default())
@@ -273,5 +273,117 @@ fn key_of_gives_a_tombstones_own_key_and_the_key_functions_otherwise() {
         keys,
         ["ns/gone", "k:x"],
         "the tombstone keeps the known key"
+    );
+}
+
+// --- Atomic mode (client-go's AtomicFIFO) ---
+
+fn atomic(known: Arc<ScriptedKnown>) -> RealFIFO<ConfigMap> {
+    RealFIFO::new(known, RealFifoOptions::default().atomic_events(true))
+}
+
+/// Pops the head and returns its only delta.
+fn pop_one(fifo: &RealFIFO<ConfigMap>) -> (Delta<ConfigMap>, bool) {
+    let (deltas, initial) = pop(fifo);
+    let mut deltas = deltas.into_vec();
+    assert_eq!(deltas.len(), 1);
+    (deltas.remove(0), initial)
+}
+
+#[test]
+fn an_atomic_replace_is_one_replaced_all_with_the_whole_list_and_no_inferred_deletions() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let known = ScriptedKnown::with(&[cm("gone", "1"), cm("kept", "1")]);
+    let fifo = RealFIFO::new(
+        known,
+        RealFifoOptions::default()
+            .atomic_events(true)
+            .transformer(counting_transformer(calls.clone())),
+    );
+    fifo.add(cm("queued", "1")).unwrap();
+    fifo.replace(vec![cm("kept", "2"), cm("new", "1")], "42")
+        .unwrap();
+    fifo.check_invariants();
+    assert_eq!(
+        fifo.len(),
+        2,
+        "the add, then one entry for the whole relist"
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        3,
+        "the add and both listed items"
+    );
+
+    assert!(matches!(pop_one(&fifo).0, Delta::Added(_)));
+    let (delta, _) = pop_one(&fifo);
+    assert_eq!(delta.delta_type(), DeltaType::ReplacedAll);
+    assert!(delta.object().is_none());
+    let Delta::ReplacedAll(info) = delta else {
+        panic!("expected ReplacedAll");
+    };
+    assert_eq!(info.resource_version, "42");
+    let listed: Vec<(String, String)> = info
+        .objects
+        .iter()
+        .map(|obj| (obj.name().to_owned(), obj.resource_version().to_owned()))
+        .collect();
+    assert_eq!(listed, [e("kept", "2"), e("new", "1")]);
+}
+
+#[test]
+fn a_first_atomic_replace_is_synced_once_popped() {
+    let fifo = atomic(ScriptedKnown::with(&[]));
+    fifo.replace(vec![cm("a", "1"), cm("b", "1")], "7").unwrap();
+    assert!(!fifo.has_synced());
+    let (_, initial) = pop_one(&fifo);
+    assert!(initial, "the relist is the initial list");
+    assert!(fifo.has_synced());
+}
+
+#[test]
+fn an_atomic_replace_with_a_failing_key_queues_nothing() {
+    let fifo = RealFIFO::new(
+        ScriptedKnown::with(&[]),
+        RealFifoOptions::default()
+            .atomic_events(true)
+            .key_func(Arc::new(|_: &ConfigMap| Err("no key".into()))),
+    );
+    assert!(matches!(
+        fifo.replace(vec![cm("a", "1")], "1"),
+        Err(Error::Key(_))
+    ));
+    assert!(fifo.is_empty());
+    assert!(!fifo.has_synced());
+}
+
+#[test]
+fn an_atomic_resync_is_one_sync_all() {
+    let fifo = atomic(ScriptedKnown::with(&[cm("a", "1"), cm("b", "1")]));
+    fifo.resync().unwrap();
+    fifo.check_invariants();
+    assert_eq!(fifo.len(), 1);
+    assert_eq!(pop_one(&fifo).0.delta_type(), DeltaType::SyncAll);
+}
+
+#[test]
+fn a_consumer_applying_replaced_all_ends_with_exactly_the_list() {
+    let cache = Arc::new(Cache::<ConfigMap>::new(CacheOptions::default()));
+    cache.add(cm("gone", "1")).unwrap();
+    cache.add(cm("kept", "1")).unwrap();
+    let fifo = RealFIFO::new(
+        cache.clone(),
+        RealFifoOptions::default().atomic_events(true),
+    );
+    fifo.replace(vec![cm("kept", "2"), cm("new", "1")], "9")
+        .unwrap();
+    fifo.try_pop(&mut |deltas, _| crate::cache::test_util::apply(&*cache, deltas))
+        .unwrap();
+    let mut keys = cache.list_keys();
+    keys.sort();
+    assert_eq!(keys, ["kept", "new"]);
+    assert_eq!(
+        cache.thread_safe_store().last_store_sync_resource_version(),
+        "9"
     );
 }

@@ -1,0 +1,9 @@
+//! Small utilities from client-go's `util` packages and `k8s.io/utils`: an injectable
+//! [`Clock`](clock::Clock), and (feature `cert`, on by default) certificate generation
+//! ([`cert`]) and CertificateSigningRequest helpers ([`csr`]).
+
+#[cfg(feature = "cert")]
+pub mod cert;
+pub mod clock;
+#[cfg(feature = "cert")]
+pub mod csr;
