@@ -435,6 +435,10 @@ async fn generation_tracks_spec_changes_and_status_goes_through_its_subresource(
         (scale["kind"].as_str(), scale["spec"]["replicas"].as_i64()),
         (Some("Scale"), Some(3))
     );
+    assert_eq!(
+        scale["status"]["selector"], "a=b",
+        "the selector as text, as kube-apiserver's scale reports it"
+    );
     let rescaled = t
         .patch(
             &format!("{path}/scale"),

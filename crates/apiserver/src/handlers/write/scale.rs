@@ -33,6 +33,22 @@ pub(super) fn with_replicas(call: &Call, object: &Value, replicas: Value) -> Map
 }
 
 /// The `autoscaling/v1` Scale of an object.
+/// A built-in workload's `spec.selector` as text (`app=web`), as its scale subresource
+/// reports it: a LabelSelector (Deployments, ReplicaSets, StatefulSets) or a plain map
+/// (ReplicationControllers); `None` without a selector or with one that does not convert.
+fn builtin_selector_text(object: &Value) -> Option<String> {
+    let selector = object.get("spec")?.get("selector")?;
+    let as_label_selector =
+        if selector.get("matchLabels").is_some() || selector.get("matchExpressions").is_some() {
+            selector.clone()
+        } else {
+            json!({"matchLabels": selector})
+        };
+    crate::handlers::object::label_selector(Some(&as_label_selector))
+        .ok()
+        .map(|selector| selector.to_string())
+}
+
 pub(crate) fn scale_of(call: &Call, object: &Value) -> Value {
     let Some(scale) = &call.resource.scale else {
         return Value::Null;
@@ -45,12 +61,19 @@ pub(crate) fn scale_of(call: &Call, object: &Value) -> Value {
             .unwrap_or(Value::Null)
     };
     let mut status = json!({"replicas": value_at(object, &scale.status_replicas_path).cloned().unwrap_or(json!(0))});
-    if let Some(selector) = scale
-        .label_selector_path
-        .as_deref()
-        .and_then(|p| value_at(object, p))
-    {
-        status["selector"] = selector.clone();
+    let selector = if call.resource.builtin {
+        builtin_selector_text(object)
+            .filter(|text| !text.is_empty())
+            .map(Value::String)
+    } else {
+        scale
+            .label_selector_path
+            .as_deref()
+            .and_then(|p| value_at(object, p))
+            .cloned()
+    };
+    if let Some(selector) = selector {
+        status["selector"] = selector;
     }
     json!({
         "kind": "Scale",

@@ -104,9 +104,12 @@ impl PathElement {
         match self {
             PathElement::Key(pairs) => item.as_object().is_some_and(|fields| {
                 pairs.iter().all(|(field, want)| {
-                    fields
-                        .get(field)
-                        .is_some_and(|got| canonical_json(got) == *want)
+                    // A key field with a schema default (a port's protocol) keys by it
+                    // while still absent, as the walk keys the item.
+                    match fields.get(field) {
+                        Some(got) => canonical_json(got) == *want,
+                        None => field == "protocol" && canonical_json(&DEFAULT_PROTOCOL) == *want,
+                    }
                 })
             }),
             PathElement::Value(want) => canonical_json(item) == *want,

@@ -760,3 +760,17 @@ fn a_custom_resources_spec_is_owned_as_a_node_by_the_write_that_creates_it() {
         json!({"f:spec": {"f:any": {".": {}, "f:a": {}}, "f:name": {}}})
     );
 }
+
+/// kube-apiserver keys a Service port applied without `protocol` by its default, TCP, and
+/// the applier owns it (`k:{"port":80,"protocol":"TCP"}`), before defaulting fills it in.
+#[test]
+fn an_applied_port_without_protocol_is_owned_under_its_default_key() {
+    let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80, "name": "http"}]}});
+    let applied = apply_ok(None, &service, "alice", T1);
+    assert_eq!(
+        applied["metadata"]["managedFields"][0]["fieldsV1"],
+        json!({"f:spec": {"f:ports": {"k:{\"port\":80,\"protocol\":\"TCP\"}": {
+            ".": {}, "f:name": {}, "f:port": {}}}}})
+    );
+}

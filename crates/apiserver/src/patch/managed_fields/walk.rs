@@ -15,7 +15,7 @@ pub(super) enum NodeKind {
 }
 
 /// The default of a port's `protocol`, which keys ports lists with the port.
-static DEFAULT_PROTOCOL: std::sync::LazyLock<Value> =
+pub(super) static DEFAULT_PROTOCOL: std::sync::LazyLock<Value> =
     std::sync::LazyLock::new(|| Value::String("TCP".to_owned()));
 
 type NodeMap<'v> = BTreeMap<Vec<PathElement>, (NodeKind, &'v Value)>;
