@@ -45,6 +45,7 @@ mod special;
 mod to_json;
 mod watch_frame;
 mod wire;
+mod zero_value;
 
 pub use de::{from_protobuf, from_protobuf_with, item_from_protobuf};
 pub use envelope::MAGIC;
@@ -54,6 +55,7 @@ pub use watch_frame::{
     DEFAULT_MAX_FRAME_BYTES, WatchFrameDecoder, decode_watch_event, encode_watch_event,
     split_watch_event,
 };
+pub use zero_value::{go_type_at, go_zero_value};
 
 use serde_json::Value;
 

@@ -138,12 +138,20 @@ pub(super) fn create_object(
     if !ownership_recorded {
         let (manager, api_version) = (call.field_manager(), resource.api_version());
         let keys = list_key(&resource.kind);
-        let context = write_context(call, &manager, &api_version, &time, &keys);
+        let atomic = atomic_fields(&resource, &api_version);
+        let context = write_context(call, &manager, &api_version, &time, &keys, &atomic);
+        // kube-apiserver diffs a created object against its type's Go zero value: fields
+        // present there (value structs such as a Deployment's `strategy`) are not created
+        // by the write and get no `"."` node.
+        let zero = resource
+            .builtin
+            .then(|| kubeclient_machinery::protobuf::go_zero_value(&api_version, &resource.kind))
+            .flatten();
         match &requested {
             Some(requested) => {
                 // Allocated fields belong to nobody: ownership is computed without them.
                 let mut owned = defaults::without_allocated(requested, &value);
-                managed_fields::record_update(None, &mut owned, &context);
+                managed_fields::record_update(zero.as_ref(), &mut owned, &context);
                 let entries = owned.pointer("/metadata/managedFields").cloned();
                 if let (Some(entries), Some(metadata)) = (
                     entries,
@@ -152,7 +160,7 @@ pub(super) fn create_object(
                     metadata.insert("managedFields".to_owned(), entries);
                 }
             }
-            None => managed_fields::record_update(None, &mut value, &context),
+            None => managed_fields::record_update(zero.as_ref(), &mut value, &context),
         }
     }
     version_conversion::to_storage_version(&resource, &mut value);

@@ -105,6 +105,7 @@ fn write_context<'a>(
     api_version: &'a str,
     time: &'a str,
     list_key: &'a dyn Fn(&[&str]) -> Option<managed_fields::ListKeys>,
+    atomic: &'a dyn Fn(&[&str]) -> bool,
 ) -> managed_fields::WriteContext<'a> {
     let scope = if call.subresource() == Some("status") {
         managed_fields::FieldScope::OnlyStatus
@@ -120,7 +121,38 @@ fn write_context<'a>(
         time,
         scope,
         list_key,
+        atomic,
         custom_resource: !call.resource.builtin,
+    }
+}
+
+/// The Go types upstream marks `+structType=atomic`: owned whole by whoever sets them.
+const ATOMIC_TYPES: [&str; 13] = [
+    "k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector",
+    "k8s.io.apimachinery.pkg.apis.meta.v1.OwnerReference",
+    "k8s.io.api.core.v1.ObjectReference",
+    "k8s.io.api.core.v1.LocalObjectReference",
+    "k8s.io.api.core.v1.TypedLocalObjectReference",
+    "k8s.io.api.core.v1.TypedObjectReference",
+    "k8s.io.api.core.v1.ConfigMapKeySelector",
+    "k8s.io.api.core.v1.SecretKeySelector",
+    "k8s.io.api.core.v1.ObjectFieldSelector",
+    "k8s.io.api.core.v1.ResourceFieldSelector",
+    "k8s.io.api.core.v1.NodeSelector",
+    "k8s.io.api.core.v1.NodeSelectorTerm",
+    "k8s.io.api.core.v1.TopologySelectorTerm",
+];
+
+/// Whether the object at a field path of a built-in kind is of an atomic type, for field
+/// ownership (custom resources: never).
+fn atomic_fields<'a>(
+    resource: &'a ResourceDef,
+    api_version: &'a str,
+) -> impl Fn(&[&str]) -> bool + 'a {
+    move |path| {
+        resource.builtin
+            && kubeclient_machinery::protobuf::go_type_at(api_version, &resource.kind, path)
+                .is_some_and(|name| ATOMIC_TYPES.contains(&name))
     }
 }
 
@@ -435,10 +467,11 @@ fn write_existing(
         warnings = call.validate_fields(&mut result, decoding)?;
         if ownership == Ownership::RecordUpdate {
             let (time, keys) = (now(), list_key(&kind));
+            let atomic = atomic_fields(&call.resource, &api_version);
             managed_fields::record_update(
                 Some(&current.value),
                 &mut result,
-                &write_context(call, &manager, &api_version, &time, &keys),
+                &write_context(call, &manager, &api_version, &time, &keys, &atomic),
             );
         }
         validate::check_object(&call.resource, &result)?;

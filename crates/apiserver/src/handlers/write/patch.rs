@@ -159,7 +159,8 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     let key_kind = call.resource.kind.clone();
     let time = now();
     let keys = list_key(&key_kind);
-    let context = write_context(call, &manager, &api_version, &time, &keys);
+    let atomic = atomic_fields(&call.resource, &api_version);
+    let context = write_context(call, &manager, &api_version, &time, &keys, &atomic);
     if call
         .state
         .store

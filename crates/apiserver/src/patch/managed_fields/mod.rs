@@ -298,6 +298,9 @@ pub(crate) struct WriteContext<'a> {
     /// left out), the fields its items are keyed by, e.g.
     /// `["spec","template","spec","containers"] -> Some(&["name"])`; `None` means atomic.
     pub list_key: &'a dyn Fn(&[&str]) -> Option<ListKeys>,
+    /// Whether the object (or the list items) at a field-name path is atomic: owned
+    /// whole, as `+structType=atomic` types (a LabelSelector) are upstream.
+    pub atomic: &'a dyn Fn(&[&str]) -> bool,
     /// Whether the object is a custom resource: its `spec` and `status` are maps of its
     /// schema rather than Go structs, so a write that creates them owns them as nodes
     /// (`"f:spec":{".":{},...}`), as upstream records.
@@ -305,6 +308,13 @@ pub(crate) struct WriteContext<'a> {
 }
 
 impl WriteContext<'_> {
+    fn shape(&self) -> Shape<'_> {
+        Shape {
+            list_key: self.list_key,
+            atomic: self.atomic,
+        }
+    }
+
     fn entry(&self, operation: Operation, fields: FieldSet) -> ManagedFieldsEntry {
         ManagedFieldsEntry {
             manager: self.manager.to_owned(),
@@ -323,7 +333,11 @@ impl WriteContext<'_> {
 /// selfLink, clusterName, managedFields). A non-object `obj` has no fields.
 #[cfg(test)]
 pub(crate) fn fields_of(obj: &Value, list_key: &dyn Fn(&[&str]) -> Option<ListKeys>) -> FieldSet {
-    walk_object(obj, list_key)
+    let shape = Shape {
+        list_key,
+        atomic: &|_| false,
+    };
+    walk_object(obj, &shape)
         .into_iter()
         .filter(|(_, (kind, _))| *kind != NodeKind::Object)
         .map(|(path, _)| path)
@@ -358,8 +372,8 @@ pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, ctx: &WriteCon
     let empty = Value::Object(Map::new());
     let old_obj = old.unwrap_or(&empty);
     let (changed, removed) = {
-        let mut old_nodes = walk_object(old_obj, ctx.list_key);
-        let mut new_nodes = walk_object(new, ctx.list_key);
+        let mut old_nodes = walk_object(old_obj, &ctx.shape());
+        let mut new_nodes = walk_object(new, &ctx.shape());
         if ctx.custom_resource {
             add_custom_resource_roots(old_obj, &mut old_nodes);
             add_custom_resource_roots(new, &mut new_nodes);
@@ -426,7 +440,7 @@ pub(crate) fn apply(
     if let Some(meta) = config.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
     }
-    let config_nodes = walk_object(&config, ctx.list_key);
+    let config_nodes = walk_object(&config, &ctx.shape());
     let applied_set: FieldSet = config_nodes
         .iter()
         .filter(|(path, (kind, _))| *kind != NodeKind::Object && ctx.scope.contains(path))

@@ -14,6 +14,11 @@ fn list_key(path: &[&str]) -> Option<ListKeys> {
     }
 }
 
+/// No atomic structs (tests that need one say so).
+fn atomic(_: &[&str]) -> bool {
+    false
+}
+
 fn ctx<'a>(manager: &'a str, time: &'a str) -> WriteContext<'a> {
     WriteContext {
         manager,
@@ -22,6 +27,7 @@ fn ctx<'a>(manager: &'a str, time: &'a str) -> WriteContext<'a> {
         time,
         scope: FieldScope::All,
         list_key: &list_key,
+        atomic: &atomic,
         custom_resource: false,
     }
 }
@@ -772,5 +778,42 @@ fn an_applied_port_without_protocol_is_owned_under_its_default_key() {
         applied["metadata"]["managedFields"][0]["fieldsV1"],
         json!({"f:spec": {"f:ports": {"k:{\"port\":80,\"protocol\":\"TCP\"}": {
             ".": {}, "f:name": {}, "f:port": {}}}}})
+    );
+}
+
+/// kube-apiserver owns an atomic struct (a LabelSelector) whole, `"f:selector":{}`, and an
+/// atomic list item (an OwnerReference) as `k:{"uid":...}:{}`.
+#[test]
+fn atomic_structs_are_owned_whole() {
+    let atomic = |path: &[&str]| matches!(path, ["spec", "selector"]);
+    let context = WriteContext {
+        atomic: &atomic,
+        ..ctx("kubectl", T1)
+    };
+    let mut created = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "replicas": 1}});
+    record_update(None, &mut created, &context);
+    assert_eq!(
+        created["metadata"]["managedFields"][0]["fieldsV1"],
+        json!({"f:spec": {"f:replicas": {}, "f:selector": {}}})
+    );
+    let applied = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "other"}}}});
+    let conflicts = match apply(
+        Some(&created),
+        &applied,
+        false,
+        &WriteContext {
+            atomic: &atomic,
+            ..ctx("applier", T2)
+        },
+        &merge,
+    ) {
+        Ok(result) => panic!("expected a conflict, got {result}"),
+        Err(conflicts) => conflicts,
+    };
+    assert_eq!(
+        conflicts.message(),
+        "Apply failed with 1 conflict: conflict with \"kubectl\" using v1: .spec.selector"
     );
 }

@@ -23,11 +23,18 @@ type NodeMap<'v> = BTreeMap<Vec<PathElement>, (NodeKind, &'v Value)>;
 /// One item of a keyed list: its path element, the item, and the item's fields.
 type KeyedItem<'v> = (PathElement, &'v Value, &'v Map<String, Value>);
 
+/// How a kind's fields are shaped, by field-name path (list positions left out): which
+/// lists merge by keys, and which objects are atomic (owned whole, as a leaf).
+pub(crate) struct Shape<'a> {
+    /// The keys a list merges by; `None`: atomic.
+    pub list_key: &'a dyn Fn(&[&str]) -> Option<ListKeys>,
+    /// Whether the object (or the items of the list) at the path is atomic
+    /// (`+structType=atomic`, such as a LabelSelector).
+    pub atomic: &'a dyn Fn(&[&str]) -> bool,
+}
+
 /// Every ownable node of an object, with its kind and value.
-pub(super) fn walk_object<'v>(
-    obj: &'v Value,
-    list_key: &dyn Fn(&[&str]) -> Option<ListKeys>,
-) -> NodeMap<'v> {
+pub(super) fn walk_object<'v>(obj: &'v Value, shape: &Shape<'_>) -> NodeMap<'v> {
     let mut out = NodeMap::new();
     let Some(root) = obj.as_object() else {
         return out;
@@ -51,7 +58,7 @@ pub(super) fn walk_object<'v>(
                     }
                     path.push(PathElement::Field(meta_field.clone()));
                     names.push(meta_field.as_str());
-                    walk_value(meta_value, &mut path, &mut names, list_key, &mut out);
+                    walk_value(meta_value, &mut path, &mut names, shape, &mut out);
                     names.pop();
                     path.pop();
                 }
@@ -61,7 +68,7 @@ pub(super) fn walk_object<'v>(
             _ => {
                 path.push(PathElement::Field(field.clone()));
                 names.push(field.as_str());
-                walk_value(value, &mut path, &mut names, list_key, &mut out);
+                walk_value(value, &mut path, &mut names, shape, &mut out);
                 names.pop();
                 path.pop();
             }
@@ -74,19 +81,23 @@ pub(super) fn walk_value<'v>(
     value: &'v Value,
     path: &mut Vec<PathElement>,
     names: &mut Vec<&'v str>,
-    list_key: &dyn Fn(&[&str]) -> Option<ListKeys>,
+    shape: &Shape<'_>,
     out: &mut NodeMap<'v>,
 ) {
     match value {
+        // An atomic struct is one value, owned whole.
+        Value::Object(_) if (shape.atomic)(names) => {
+            out.insert(path.clone(), (NodeKind::Leaf, value));
+        }
         // Objects, even empty ones, are never leaves: upstream's apply owns only what is
         // inside a map or struct, so `labels: {}` in a config claims nothing.
         Value::Object(fields) => {
             if !is_struct_root(path) {
                 out.insert(path.clone(), (NodeKind::Object, value));
             }
-            walk_fields(fields, path, names, list_key, out);
+            walk_fields(fields, path, names, shape, out);
         }
-        Value::Array(items) => match keyed_items(items, names, list_key) {
+        Value::Array(items) => match keyed_items(items, names, shape.list_key) {
             Some(keyed) => {
                 // A keyed list is owned as a node by the write that brings it into
                 // existence, as upstream (which compares with the type's empty value)
@@ -94,12 +105,15 @@ pub(super) fn walk_value<'v>(
                 if names.last() != Some(&"containers") {
                     out.insert(path.clone(), (NodeKind::Object, value));
                 }
+                let atomic_items = (shape.atomic)(names);
                 for (element, item, fields) in keyed {
                     path.push(element);
                     out.insert(path.clone(), (NodeKind::Item, item));
                     // Item fields continue the field-name path directly: list_key paths
-                    // leave list positions and keys out.
-                    walk_fields(fields, path, names, list_key, out);
+                    // leave list positions and keys out. Atomic items are owned whole.
+                    if !atomic_items {
+                        walk_fields(fields, path, names, shape, out);
+                    }
                     path.pop();
                 }
             }
@@ -117,13 +131,13 @@ pub(super) fn walk_fields<'v>(
     fields: &'v Map<String, Value>,
     path: &mut Vec<PathElement>,
     names: &mut Vec<&'v str>,
-    list_key: &dyn Fn(&[&str]) -> Option<ListKeys>,
+    shape: &Shape<'_>,
     out: &mut NodeMap<'v>,
 ) {
     for (field, child) in fields {
         path.push(PathElement::Field(field.clone()));
         names.push(field.as_str());
-        walk_value(child, path, names, list_key, out);
+        walk_value(child, path, names, shape, out);
         names.pop();
         path.pop();
     }
