@@ -1,7 +1,7 @@
 //! Writes request by request: create, update, the patch types, server-side apply,
 //! generation and status, finalizers, deletes, dry runs, namespaces (apiserver-semantics §6-7).
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::{Reply, TestServer};
 
@@ -1148,17 +1148,26 @@ async fn writes_answer_partial_object_metadata_when_asked() {
     assert_eq!(missing.json()["kind"], "Status", "errors stay Status");
 }
 
+/// A namespaced CRD `{plural}.example.com` of one version `v1` whose `spec` has
+/// `properties`.
+fn example_crd(plural: &str, kind: &str, properties: Value) -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.example.com")},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object", "properties": {"spec": {"type": "object", "properties": properties}}}}}]}})
+}
+
 #[tokio::test]
 async fn custom_resources_are_defaulted_and_pruned_by_their_schema() {
     let t = TestServer::start().await;
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "gadgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
-                "type": "object", "properties": {"spec": {"type": "object", "properties": {
-                    "size": {"type": "integer", "default": 3},
-                    "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}}]}});
+    let crd = example_crd(
+        "gadgets",
+        "Gadget",
+        json!({"size": {"type": "integer", "default": 3},
+            "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}),
+    );
     t.create_crd(&crd).await;
     let gadget = json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"},
         "spec": {"colour": "red", "extra": {"kept": true}}, "unknown": 1});
@@ -1182,16 +1191,14 @@ async fn custom_resources_are_defaulted_and_pruned_by_their_schema() {
 #[tokio::test]
 async fn custom_resources_are_checked_against_patterns_formats_and_junctors() {
     let t = TestServer::start().await;
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
-                "type": "object", "properties": {"spec": {"type": "object", "properties": {
-                    "name": {"type": "string", "pattern": "^[a-z]+$"},
-                    "when": {"type": "string", "format": "date-time"},
-                    "ports": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
-                        "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}}}}}}}]}});
+    let crd = example_crd(
+        "widgets",
+        "Widget",
+        json!({"name": {"type": "string", "pattern": "^[a-z]+$"},
+            "when": {"type": "string", "format": "date-time"},
+            "ports": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}}),
+    );
     let created = t
         .post(
             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
