@@ -44,6 +44,10 @@ pub(crate) fn conforms(format: &str, value: &str) -> Option<bool> {
 
 /// RFC 3339 with the `T` separator and a zone (`2006-01-02T15:04:05.999Z07:00`).
 fn is_date_time(value: &str) -> bool {
+    // ASCII only, so the byte offsets below are character boundaries.
+    if !value.is_ascii() {
+        return false;
+    }
     let Some((date, rest)) = value.split_once(['T', 't']) else {
         return false;
     };
@@ -298,5 +302,21 @@ mod tests {
         }
         assert_eq!(conforms("no-such-format", "anything"), None);
         assert_eq!(conforms("int32", "9999999999"), None);
+    }
+
+    proptest::proptest! {
+        /// Any text, of any format, gets an answer: no slicing inside a character, no panic.
+        #[test]
+        fn any_text_of_any_format_is_judged_without_panicking(
+            text in "\\PC{0,40}",
+            format in proptest::sample::select(vec![
+                "date-time", "date", "duration", "uuid", "uuid4", "email", "hostname", "ipv4",
+                "ipv6", "cidr", "mac", "uri", "byte", "bsonobjectid", "hexcolor", "ssn",
+            ]),
+        ) {
+            let _ = conforms(format, &text);
+            let _ = conforms(format, &format!("2020-01-02T{text}"));
+            let _ = conforms(format, &format!("{text}T03:04:05é"));
+        }
     }
 }
