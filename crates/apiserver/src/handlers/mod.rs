@@ -427,7 +427,7 @@ where
             ),
             Ok((negotiate::Output::PartialObjectMetadata, _))
         );
-    let deprecation = version_conversion::deprecation_warning(resource);
+    let deprecation = resource.deprecation_warning.clone();
     let mut answer = json_resource_call(state, request, routed).await;
     if let Some(warning) = deprecation {
         let warn = |response| response::with_warnings(response, std::slice::from_ref(&warning));

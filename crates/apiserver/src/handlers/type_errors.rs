@@ -86,7 +86,6 @@ impl Walker<'_> {
                     owner,
                     path: path.as_slice(),
                 },
-                path.clone(),
             );
             path.pop();
             if found.is_some() {
@@ -97,13 +96,7 @@ impl Walker<'_> {
     }
 
     /// Checks one value against its schema; `field` is where Go would say it is.
-    fn check(
-        &self,
-        schema: &Value,
-        value: &Value,
-        field: &Field<'_>,
-        mut path: Vec<String>,
-    ) -> Option<String> {
+    fn check(&self, schema: &Value, value: &Value, field: &Field<'_>) -> Option<String> {
         if value.is_null() {
             return None; // Go leaves the zero value.
         }
@@ -124,7 +117,7 @@ impl Walker<'_> {
             if !value.is_object() {
                 return mismatch();
             }
-            return self.check_struct(name, schema, value, &mut path);
+            return self.check_struct(name, schema, value, &mut field.path.to_vec());
         }
         match schema.get("type").and_then(Value::as_str) {
             Some("string") if !value.is_string() => mismatch(),
@@ -138,7 +131,7 @@ impl Walker<'_> {
                 let item_schema = schema.get("items")?;
                 items
                     .iter()
-                    .find_map(|item| self.check(item_schema, item, field, path.clone()))
+                    .find_map(|item| self.check(item_schema, item, field))
             }
             Some("object") => {
                 let Some(entries) = value.as_object() else {
@@ -147,7 +140,7 @@ impl Walker<'_> {
                 match schema.get("additionalProperties").filter(|s| s.is_object()) {
                     Some(entry_schema) => entries
                         .values()
-                        .find_map(|entry| self.check(entry_schema, entry, field, path.clone())),
+                        .find_map(|entry| self.check(entry_schema, entry, field)),
                     None => None,
                 }
             }

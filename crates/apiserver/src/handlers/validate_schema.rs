@@ -380,12 +380,32 @@ fn check_junctors(schema: &Value, value: &Value, path: &str, causes: &mut Vec<St
 /// Whether `text` matches the schema's `pattern` (Go's RE2 syntax, which the `regex` crate
 /// shares). A pattern that does not compile (kube-apiserver rejects it in the CRD) or
 /// would compile too large matches everything.
+/// Compiled patterns are kept (up to [`MAX_CACHED_PATTERNS`]), so a list of strings under
+/// one schema compiles its pattern once.
 fn matches_pattern(pattern: &str, text: &str) -> bool {
-    regex::RegexBuilder::new(pattern)
-        .size_limit(1 << 20)
-        .build()
-        .map_or(true, |re| re.is_match(text))
+    static COMPILED: std::sync::LazyLock<
+        std::sync::Mutex<std::collections::HashMap<String, Option<regex::Regex>>>,
+    > = std::sync::LazyLock::new(Default::default);
+    let regex = {
+        let mut compiled = crate::sync::lock(&COMPILED);
+        if compiled.len() >= MAX_CACHED_PATTERNS && !compiled.contains_key(pattern) {
+            compiled.clear();
+        }
+        compiled
+            .entry(pattern.to_owned())
+            .or_insert_with(|| {
+                regex::RegexBuilder::new(pattern)
+                    .size_limit(1 << 20)
+                    .build()
+                    .ok()
+            })
+            .clone()
+    };
+    regex.is_none_or(|re| re.is_match(text))
 }
+
+/// How many compiled `pattern`s are kept at most.
+const MAX_CACHED_PATTERNS: usize = 256;
 
 fn check_number(schema: &Value, n: f64, value: &Value, path: &str, causes: &mut Vec<StatusCause>) {
     let flag = |key| schema.get(key).and_then(Value::as_bool) == Some(true);

@@ -30,7 +30,8 @@ fn multi_version(resource: &ResourceDef) -> bool {
 /// Whether `object` must be converted to be served through `resource`.
 fn needs_conversion(resource: &ResourceDef, object: &Value) -> bool {
     (!resource.builtin || event_versions::converts(resource))
-        && object.get("apiVersion").and_then(Value::as_str) != Some(&resource.api_version())
+        && object.get("apiVersion").and_then(Value::as_str)
+            != Some(resource.api.api_version.as_str())
 }
 
 /// `object` in the version `resource` serves, if it is stored in another one (an
@@ -94,9 +95,4 @@ pub(crate) fn to_storage_version(resource: &ResourceDef, object: &mut Value) {
     if let Some(schema) = resource.storage_schema.as_deref() {
         structural_schema::prune(schema, fields);
     }
-}
-
-/// The `Warning` a deprecated version adds to every answer, if it is deprecated.
-pub(crate) fn deprecation_warning(resource: &ResourceDef) -> Option<String> {
-    resource.deprecation_warning.clone()
 }
