@@ -55,6 +55,7 @@
 //!   unspecified), which makes its output deterministic.
 
 mod backoff;
+mod compact;
 mod delta;
 mod delta_fifo;
 mod error;
@@ -66,6 +67,7 @@ mod index;
 mod list_watch;
 mod lister;
 mod mutation_cache;
+mod pending_notification;
 mod processor;
 mod processor_listener;
 mod queue;
@@ -100,7 +102,10 @@ pub use reflector::{
     DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_MIN_WATCH_TIMEOUT, DEFAULT_PAGE_SIZE, Reflector,
     ReflectorOptions, WatchErrorHandler,
 };
-pub use representation::{ArcRepr, Representation};
+pub use compact::{
+    CompactError, CompactObject, CompactRepr, DICTIONARY_SIZE, SAMPLE_PREFIX, TRAINING_SAMPLES,
+};
+pub use representation::{ArcRepr, Representation, SharedOrCompact, StoredObject};
 pub use shared_informer::{InformerError, InformerOptions, SharedIndexInformer};
 pub use store::{Cache, CacheOptions, KeyFunc, KnownObjects, Store, TransformFunc};
 pub use thread_safe_store::ThreadSafeStore;

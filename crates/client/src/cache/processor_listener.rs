@@ -9,7 +9,10 @@ use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use kubeclient_machinery::Object;
+
 use super::handler::{Notification, ResourceEventHandler};
+use super::pending_notification::PendingNotification;
 use super::processor::{LISTENER_CAPACITY, resync_deadline};
 
 /// Registration ids are unique across every informer of the process, so a registration
@@ -23,7 +26,7 @@ static NEXT_REGISTRATION_ID: AtomicU64 = AtomicU64::new(1);
 /// delivered.
 pub(crate) struct ProcessorListener<K> {
     pub(crate) id: u64,
-    sender: mpsc::UnboundedSender<(Notification<K>, bool)>,
+    sender: mpsc::UnboundedSender<(PendingNotification<K>, bool)>,
     pub(crate) pending_initial: Arc<AtomicUsize>,
     /// The period the handler asked for.
     pub(crate) requested_resync: Duration,
@@ -44,7 +47,7 @@ pub(crate) struct ProcessorListener<K> {
 impl<K> ProcessorListener<K> {
     /// Queues a notification (never blocks); `initial` marks an initial-list add, which
     /// the registration's `has_synced` waits for.
-    pub(crate) fn send(&self, notification: Notification<K>, initial: bool) {
+    pub(crate) fn send(&self, notification: PendingNotification<K>, initial: bool) {
         if initial {
             self.pending_initial.fetch_add(1, Ordering::SeqCst);
         }
@@ -73,14 +76,14 @@ pub(crate) enum Sink<K> {
 
 /// Creates a listener and starts its delivery task; `room` is notified each time the
 /// listener delivers a notification below its capacity, or ends.
-pub(crate) fn spawn_listener<K: Send + Sync + 'static>(
+pub(crate) fn spawn_listener<K: Object + Send + Sync + 'static>(
     sink: Sink<K>,
     requested_resync: Duration,
     resync_period: Duration,
     room: Arc<Notify>,
 ) -> ProcessorListener<K> {
     let id = NEXT_REGISTRATION_ID.fetch_add(1, Ordering::Relaxed);
-    let (sender, mut receiver) = mpsc::unbounded_channel::<(Notification<K>, bool)>();
+    let (sender, mut receiver) = mpsc::unbounded_channel::<(PendingNotification<K>, bool)>();
     let pending_initial = Arc::new(AtomicUsize::new(0));
     let removed = CancellationToken::new();
     let finished = CancellationToken::new();
@@ -92,12 +95,13 @@ pub(crate) fn spawn_listener<K: Send + Sync + 'static>(
     tokio::spawn(async move {
         // However the task ends, say so (a remover may be waiting for it).
         let _done = done.drop_guard();
-        while let Some((notification, initial)) = receiver.recv().await {
+        while let Some((pending_notification, initial)) = receiver.recv().await {
             if gone.is_cancelled() {
                 break;
             }
-            match &sink {
-                Sink::Handler(handler) => {
+            match (&sink, pending_notification.resolve()) {
+                (_, None) => {}
+                (Sink::Handler(handler), Some(notification)) => {
                     let handler = handler.clone();
                     let delivered = notification.clone();
                     // A panicking handler must not take the informer down: isolate the call.
@@ -108,7 +112,7 @@ pub(crate) fn spawn_listener<K: Send + Sync + 'static>(
                         tracing::error!("an event handler panicked; the notification was skipped");
                     }
                 }
-                Sink::Channel(channel) => {
+                (Sink::Channel(channel), Some(notification)) => {
                     let sent = tokio::select! {
                         biased;
                         () = gone.cancelled() => false,

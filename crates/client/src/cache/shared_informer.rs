@@ -12,7 +12,10 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::compact::CompactRepr;
 use super::handler::{Notification, ResourceEventHandler};
+use super::pending_notification::PendingNotification;
+use super::representation::SharedOrCompact;
 use super::list_watch::ListerWatcher;
 use super::processor::{
     EventHandlerRegistration, LISTENER_CAPACITY, MINIMUM_RESYNC_PERIOD, determine_resync_period,
@@ -54,6 +57,32 @@ pub struct InformerOptions<K> {
     /// client-go.
     #[doc(alias = "AtomicFIFO")]
     pub atomic_events: bool,
+    /// How the cache holds objects: shared `Arc<K>` (the default) or compact
+    /// ([`compact_cache`](Self::compact_cache)).
+    pub representation: SharedOrCompact<K>,
+}
+
+impl<K> InformerOptions<K>
+where
+    K: Object + serde::Serialize + serde::de::DeserializeOwned,
+{
+    /// Holds the cache compact: every object compressed with a dictionary trained on its
+    /// type, about a tenth of the memory of a decoded object, decoded on each read (see
+    /// [`CompactRepr`]). Handlers still receive decoded objects.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kubeclient::cache::InformerOptions;
+    ///
+    /// let options = InformerOptions::<Pod>::default().compact_cache();
+    /// assert!(options.representation.is_compact());
+    /// ```
+    pub fn compact_cache(mut self) -> Self {
+        self.representation = SharedOrCompact::Compact(CompactRepr::new());
+        self
+    }
 }
 
 impl<K: Object> Default for InformerOptions<K> {
@@ -64,6 +93,7 @@ impl<K: Object> Default for InformerOptions<K> {
             indexers: Indexers::namespace(),
             reflector: ReflectorOptions::default(),
             atomic_events: false,
+            representation: SharedOrCompact::Shared,
         }
     }
 }
@@ -122,8 +152,9 @@ where
     /// An informer over `lister_watcher`.
     #[must_use]
     pub fn new(lister_watcher: Arc<dyn ListerWatcher<K>>, options: InformerOptions<K>) -> Self {
-        let indexer = Arc::new(Cache::new(
+        let indexer = Arc::new(Cache::with_representation(
             CacheOptions::default().indexers(options.indexers),
+            options.representation,
         ));
         let (synced, _) = watch::channel(false);
         SharedIndexInformer {
@@ -316,13 +347,11 @@ where
         if state.started {
             // Replay the cache as initial adds, atomically with respect to new deltas.
             for obj in self.inner.indexer.list() {
-                listener.send(
-                    Notification::Add {
-                        obj,
-                        is_in_initial_list: true,
-                    },
-                    true,
-                );
+                let add = Notification::Add {
+                    obj,
+                    is_in_initial_list: true,
+                };
+                listener.send(add.into(), true);
             }
         }
         let registration = EventHandlerRegistration::new(&listener, self.inner.synced.subscribe());
@@ -408,7 +437,7 @@ where
                             old: obj.clone(),
                             new: obj,
                         };
-                        distribute(&state, update, true, false);
+                        distribute(&state, update.into(), true, false);
                     }
                 }
                 delta => {
@@ -422,7 +451,11 @@ where
 
     /// Applies one single-object delta to the cache; the notification it makes and whether
     /// it is a sync (an update that did not change the resourceVersion).
-    fn apply(&self, delta: &Delta<K>, is_in_initial_list: bool) -> Option<(Notification<K>, bool)> {
+    fn apply(
+        &self,
+        delta: &Delta<K>,
+        is_in_initial_list: bool,
+    ) -> Option<(PendingNotification<K>, bool)> {
         if let Delta::Deleted(deleted) = delta {
             let key = match deleted {
                 DeletedObject::Final(obj) => self.inner.indexer.key_of(obj).ok(),
@@ -431,29 +464,31 @@ where
             if let Some(key) = key {
                 self.inner.indexer.delete_by_key(&key);
             }
-            return Some((Notification::Delete(deleted.clone()), false));
+            return Some((Notification::Delete(deleted.clone()).into(), false));
         }
         let obj = delta.object().cloned()?;
-        let existing = self.inner.indexer.get(&obj).ok().flatten();
-        match existing {
-            Some(old) => {
-                if let Err(err) = self.inner.indexer.update(obj.clone()) {
-                    tracing::warn!(informer = %self.inner.name, error = %kubeclient_machinery::ErrorChain(&err), "cache update failed");
-                    return None;
-                }
-                let sync = old.resource_version() == obj.resource_version();
-                Some((Notification::Update { old, new: obj }, sync))
+        // One store call: the object it replaces comes back in its stored form, so a compact
+        // cache decodes it only if, and where, a listener delivers the update.
+        match self.inner.indexer.swap(obj.clone()) {
+            Ok(Some(previous)) => {
+                let sync = previous.resource_version() == obj.resource_version();
+                let update = PendingNotification::update(
+                    self.inner.indexer.representation(),
+                    previous,
+                    obj,
+                );
+                Some((update, sync))
             }
-            None => {
-                if let Err(err) = self.inner.indexer.add(obj.clone()) {
-                    tracing::warn!(informer = %self.inner.name, error = %kubeclient_machinery::ErrorChain(&err), "cache add failed");
-                    return None;
-                }
+            Ok(None) => {
                 let add = Notification::Add {
                     obj,
                     is_in_initial_list,
                 };
-                Some((add, false))
+                Some((add.into(), false))
+            }
+            Err(err) => {
+                tracing::warn!(informer = %self.inner.name, error = %kubeclient_machinery::ErrorChain(&err), "cache write failed");
+                None
             }
         }
     }
@@ -490,7 +525,7 @@ where
         for deleted in deletions {
             distribute(
                 state,
-                Notification::Delete(deleted),
+                Notification::Delete(deleted).into(),
                 false,
                 is_in_initial_list,
             );
@@ -509,7 +544,7 @@ where
                     (add, false)
                 }
             };
-            distribute(state, notification, sync, is_in_initial_list);
+            distribute(state, notification.into(), sync, is_in_initial_list);
         }
     }
 
@@ -567,10 +602,14 @@ where
             if let Some(handler) = &state.watch_error_handler {
                 options.watch_error_handler = Some(handler.clone());
             }
-            let reflector = Arc::new(
-                Reflector::new(self.inner.lister_watcher.clone(), queue.clone(), options)
-                    .reuse_unchanged_from(self.inner.indexer.clone()),
-            );
+            let mut reflector =
+                Reflector::new(self.inner.lister_watcher.clone(), queue.clone(), options);
+            // Sharing unchanged objects on a relist saves decoding them again; a compact
+            // cache would have to decode each one to share it, so it does not.
+            if !self.inner.indexer.representation().is_compact() {
+                reflector = reflector.reuse_unchanged_from(self.inner.indexer.clone());
+            }
+            let reflector = Arc::new(reflector);
             let _ = self.inner.reflector.set(reflector.clone());
             (queue, reflector)
         };
@@ -615,11 +654,15 @@ where
 /// adds count towards each registration's `has_synced`.
 fn distribute<K>(
     state: &State<K>,
-    notification: Notification<K>,
+    notification: PendingNotification<K>,
     sync: bool,
     is_in_initial_list: bool,
 ) {
-    let initial = is_in_initial_list && matches!(notification, Notification::Add { .. });
+    let initial = is_in_initial_list
+        && matches!(
+            notification,
+            PendingNotification::Ready(Notification::Add { .. })
+        );
     for listener in state.listeners.iter().filter(|l| !sync || l.resyncing) {
         listener.send(notification.clone(), initial);
     }

@@ -8,7 +8,7 @@ use kubeclient_machinery::{Object, meta_namespace_key};
 
 use super::error::{BoxError, Error, Result};
 use super::index::{Indexer, Indexers};
-use super::representation::{ArcRepr, Representation};
+use super::representation::{Representation, SharedOrCompact};
 use super::thread_safe_store::ThreadSafeStore;
 use super::transaction::{Transaction, TransactionType};
 
@@ -160,6 +160,10 @@ impl<K> CacheOptions<K> {
 /// The informer's cache: a [`ThreadSafeStore`] plus a key function and an optional
 /// transformer. Implements [`Store`], [`Indexer`] and [`KnownObjects`].
 ///
+/// Objects are held as shared `Arc<K>` ([`Cache::new`]) or compact
+/// ([`Cache::with_representation`] with [`SharedOrCompact::Compact`]); both are the
+/// same type, so an informer's cache is a `Cache<K>` either way.
+///
 /// Keys are computed on the untransformed object, then the transformer runs, then the
 /// object is stored.
 ///
@@ -180,17 +184,17 @@ impl<K> CacheOptions<K> {
 /// assert!(cache.get_by_key("prod/a").unwrap().is_some());
 /// ```
 #[doc(alias = "NewIndexer", alias = "NewStore")]
-pub struct Cache<K, R: Representation<K> = ArcRepr> {
+pub struct Cache<K, R: Representation<K> = SharedOrCompact<K>> {
     store: ThreadSafeStore<K, R>,
     key_func: Option<KeyFunc<K>>,
     transformer: Option<TransformFunc<K>>,
 }
 
 impl<K: Object> Cache<K> {
-    /// A cache holding objects as `Arc<K>`.
+    /// A cache holding objects as shared `Arc<K>`.
     #[must_use]
     pub fn new(options: CacheOptions<K>) -> Self {
-        Cache::with_representation(options, ArcRepr)
+        Cache::with_representation(options, SharedOrCompact::Shared)
     }
 }
 
@@ -233,6 +237,24 @@ impl<K: Object, R: Representation<K>> Cache<K, R> {
         &self.store
     }
 
+    /// How this cache holds objects.
+    #[must_use]
+    pub fn representation(&self) -> &R {
+        self.store.representation()
+    }
+
+    /// Stores `obj` under its key like [`Store::update`] and hands back the object stored
+    /// there before, in its stored form (nothing is decoded).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Key`], [`Error::Transform`] or [`Error::IndexWrite`]; nothing is stored.
+    pub fn swap(&self, obj: Arc<K>) -> Result<Option<R::Stored>> {
+        let key = self.key_of(&obj)?;
+        let obj = transform(self.transformer.as_ref(), obj)?;
+        self.store.swap(&key, obj)
+    }
+
     /// The number of objects.
     #[must_use]
     pub fn len(&self) -> usize {
@@ -262,9 +284,7 @@ impl<K: Object, R: Representation<K>> Store<K> for Cache<K, R> {
     }
 
     fn update(&self, obj: Arc<K>) -> Result<()> {
-        let key = self.key_of(&obj)?;
-        let obj = transform(self.transformer.as_ref(), obj)?;
-        self.store.update(&key, obj)
+        self.swap(obj).map(drop)
     }
 
     fn delete(&self, obj: &K) -> Result<()> {

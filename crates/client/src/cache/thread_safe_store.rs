@@ -51,10 +51,17 @@ pub struct ThreadSafeStore<K, R: Representation<K> = ArcRepr> {
 /// - no index holds an empty value set, or a key that is not in `items`.
 struct Inner<K, S> {
     /// key → stored object. Keys are `Arc<str>` so the index sets share the allocation.
-    items: HashMap<Arc<str>, S>,
+    items: HashMap<Arc<str>, Entry<S>>,
     index: StoreIndex<K>,
     /// The resource version of the last write that carried one ("last write wins").
     resource_version: String,
+}
+
+/// A stored object and, when its representation decodes on read, the index values it was
+/// filed under (so replacing or deleting it needs no decode).
+struct Entry<S> {
+    stored: S,
+    index_values: Option<Box<[Option<Vec<String>>]>>,
 }
 
 impl<K: Object> ThreadSafeStore<K> {
@@ -79,6 +86,12 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
         }
     }
 
+    /// How this store holds objects.
+    #[must_use]
+    pub fn representation(&self) -> &R {
+        &self.repr
+    }
+
     /// Stores `obj` under `key`, replacing any previous object, and updates every index.
     /// Identical to [`update`](Self::update).
     ///
@@ -95,27 +108,63 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
     ///
     /// [`Error::IndexWrite`] when an index function fails on `obj`; the store is unchanged.
     pub fn update(&self, key: &str, obj: Arc<K>) -> Result<()> {
-        self.update_locked(&mut write(&self.inner), key, obj)
+        self.swap(key, obj).map(drop)
     }
 
-    fn update_locked(&self, inner: &mut Inner<K, R::Stored>, key: &str, obj: Arc<K>) -> Result<()> {
-        let new_values = inner.index.values_of(key, &obj)?;
+    /// Stores `obj` under `key` like [`update`](Self::update) and hands back what was
+    /// stored there before, as it was stored (not decoded; dropped by the caller, outside
+    /// the store's lock).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexWrite`] when an index function fails on `obj`; the store is unchanged.
+    pub fn swap(&self, key: &str, obj: Arc<K>) -> Result<Option<R::Stored>> {
+        // Encoding can be costly: do it before taking the lock.
+        let stored = self.repr.to_stored(Arc::clone(&obj));
+        self.store_locked(&mut write(&self.inner), key, &obj, stored)
+    }
+
+    /// The old values of the entry under `key`: remembered, or computed from its object.
+    fn old_values(&self, inner: &Inner<K, R::Stored>, entry: &Entry<R::Stored>) -> Vec<Option<Vec<String>>> {
+        match &entry.index_values {
+            Some(values) => values.to_vec(),
+            None => match self.repr.to_object(&entry.stored) {
+                Some(old) => inner.index.old_values_of(&old),
+                None => Vec::new(),
+            },
+        }
+    }
+
+    fn store_locked(
+        &self,
+        inner: &mut Inner<K, R::Stored>,
+        key: &str,
+        obj: &K,
+        stored: R::Stored,
+    ) -> Result<Option<R::Stored>> {
+        let new_values = inner.index.values_of(key, obj)?;
         let (key, old_values) = match inner.items.get_key_value(key) {
-            Some((stored_key, stored)) => {
-                let old = self.repr.to_object(stored);
-                (
-                    Arc::clone(stored_key),
-                    Some(inner.index.old_values_of(&old)),
-                )
-            }
+            Some((stored_key, entry)) => (Arc::clone(stored_key), Some(self.old_values(inner, entry))),
             None => (Arc::from(key), None),
         };
-        set_resource_version(&mut inner.resource_version, obj.as_ref());
-        inner
-            .items
-            .insert(Arc::clone(&key), self.repr.to_stored(obj));
+        set_resource_version(&mut inner.resource_version, obj);
+        let index_values = self.remembered(&new_values);
+        let previous = inner.items.insert(
+            Arc::clone(&key),
+            Entry {
+                stored,
+                index_values,
+            },
+        );
         inner.index.update(&key, old_values, Some(new_values));
-        Ok(())
+        Ok(previous.map(|entry| entry.stored))
+    }
+
+    /// The index values to keep beside an object (only when reading it back decodes).
+    fn remembered(&self, values: &IndexValues) -> Option<Box<[Option<Vec<String>>]>> {
+        self.repr
+            .decodes_on_read()
+            .then(|| values.iter().cloned().map(Some).collect())
     }
 
     /// Removes `key` from the map and every index; a missing key is a silent no-op.
@@ -147,7 +196,9 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
         for (i, (key, transaction)) in transactions.into_iter().enumerate() {
             let applied = match transaction.kind {
                 TransactionType::Add | TransactionType::Update => {
-                    self.update_locked(&mut guard, &key, transaction.object)
+                    let stored = self.repr.to_stored(Arc::clone(&transaction.object));
+                    self.store_locked(&mut guard, &key, &transaction.object, stored)
+                        .map(drop)
                 }
                 TransactionType::Delete => {
                     self.delete_locked(&mut guard, &key, Some(&transaction.object));
@@ -163,9 +214,8 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
         if let Some(obj) = obj {
             set_resource_version(&mut inner.resource_version, obj);
         }
-        if let Some((key, stored)) = inner.items.remove_entry(key) {
-            let old = self.repr.to_object(&stored);
-            let old_values = inner.index.old_values_of(&old);
+        if let Some((key, entry)) = inner.items.remove_entry(key) {
+            let old_values = self.old_values(inner, &entry);
             inner.index.update(&key, Some(old_values), None);
         }
     }
@@ -177,7 +227,7 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
         inner
             .items
             .get(key)
-            .map(|stored| self.repr.to_object(stored))
+            .and_then(|entry| self.repr.to_object(&entry.stored))
     }
 
     /// Every stored object, in no particular order.
@@ -187,7 +237,7 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
         inner
             .items
             .values()
-            .map(|stored| self.repr.to_object(stored))
+            .filter_map(|entry| self.repr.to_object(&entry.stored))
             .collect()
     }
 
@@ -221,18 +271,44 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
         for (key, obj) in items {
             map.insert(Arc::from(key), obj);
         }
+        // Encoding can be costly: do it before taking the lock.
+        let stored: Vec<(Arc<str>, Arc<K>, R::Stored)> = map
+            .into_iter()
+            .map(|(key, obj)| {
+                let stored = self.repr.to_stored(Arc::clone(&obj));
+                (key, obj, stored)
+            })
+            .collect();
         let mut guard = write(&self.inner);
         let inner = &mut *guard;
-        let values: Vec<(&Arc<str>, IndexValues)> = map
+        let values: Vec<IndexValues> = stored
             .iter()
-            .map(|(key, obj)| Ok((key, inner.index.values_of(key, obj)?)))
+            .map(|(key, obj, _)| inner.index.values_of(key, obj))
             .collect::<Result<_>>()?;
-        inner.index.rebuild(values.into_iter());
-        inner.items = map
-            .into_iter()
-            .map(|(key, obj)| (key, self.repr.to_stored(obj)))
-            .collect();
+        let remembered: Vec<_> = values.iter().map(|v| self.remembered(v)).collect();
+        inner
+            .index
+            .rebuild(stored.iter().map(|(key, _, _)| key).zip(values));
+        let previous = std::mem::replace(
+            &mut inner.items,
+            stored
+                .into_iter()
+                .zip(remembered)
+                .map(|((key, _, stored), index_values)| {
+                    (
+                        key,
+                        Entry {
+                            stored,
+                            index_values,
+                        },
+                    )
+                })
+                .collect(),
+        );
         resource_version.clone_into(&mut inner.resource_version);
+        drop(guard);
+        // The replaced objects are freed outside the lock.
+        drop(previous);
         Ok(())
     }
 
@@ -321,11 +397,25 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
     pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<()> {
         let mut guard = write(&self.inner);
         let inner = &mut *guard;
-        let items = inner
+        let items: Vec<(Arc<str>, Arc<K>)> = inner
             .items
             .iter()
-            .map(|(key, stored)| (key, self.repr.to_object(stored)));
-        inner.index.add_indexers(indexers, items)
+            .filter_map(|(key, entry)| Some((Arc::clone(key), self.repr.to_object(&entry.stored)?)))
+            .collect();
+        inner
+            .index
+            .add_indexers(indexers, items.iter().map(|(k, o)| (k, Arc::clone(o))))?;
+        if self.repr.decodes_on_read() {
+            // The remembered values are positional: file every object again.
+            for (key, obj) in &items {
+                let values = inner.index.values_of(key, obj).ok();
+                let remembered = values.as_ref().and_then(|v| self.remembered(v));
+                if let Some(entry) = inner.items.get_mut(key) {
+                    entry.index_values = remembered;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Sets the store's resource version without changing its contents (Go's `Bookmark`).
@@ -346,7 +436,7 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
         keys: impl Iterator<Item = &'a Arc<str>>,
     ) -> Vec<Arc<K>> {
         keys.filter_map(|key| inner.items.get(key))
-            .map(|stored| self.repr.to_object(stored))
+            .filter_map(|entry| self.repr.to_object(&entry.stored))
             .collect()
     }
 
@@ -357,12 +447,30 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
         let items: Vec<(&Arc<str>, Arc<K>)> = inner
             .items
             .iter()
-            .map(|(key, stored)| (key, self.repr.to_object(stored)))
+            .filter_map(|(key, entry)| Some((key, self.repr.to_object(&entry.stored)?)))
             .collect();
+        assert_eq!(items.len(), inner.items.len(), "every stored object reads back");
+        for (key, obj) in &items {
+            let remembered = &inner.items[*key].index_values;
+            assert_eq!(
+                remembered.is_some(),
+                self.repr.decodes_on_read(),
+                "index values are remembered exactly when reading decodes"
+            );
+            if let Some(remembered) = remembered {
+                let recomputed: Vec<Option<Vec<String>>> = inner
+                    .index
+                    .values_of(key, obj)
+                    .map(|values| values.into_iter().map(Some).collect())
+                    .unwrap_or_default();
+                assert_eq!(**remembered, *recomputed, "remembered index values of {key}");
+            }
+        }
         inner
             .index
             .check(items.iter().map(|(k, o)| (*k, Arc::clone(o))));
     }
+
 }
 
 /// Records `obj`'s resource version (reusing the string's buffer). Every Rust object has
