@@ -36,7 +36,8 @@ struct Args {
     /// Runs per peer (medians are reported).
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Which peers: ours-typed, kube, ours-strip, ours-dynamic, ours-metadata, ours-typed-pb
+    /// Which peers: ours-typed, kube, ours-strip, ours-compact, ours-compact-strip, ours-dynamic,
+    /// ours-metadata, ours-typed-pb
     /// (typed over protobuf).
     #[arg(
         long,

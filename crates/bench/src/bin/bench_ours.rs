@@ -93,12 +93,14 @@ async fn main() {
     }
     let client = Client::new(config).await.expect("a client");
     // LIST + WATCH, like the peer (the load server refuses watch-list).
+    let compact = args.mode.starts_with("compact");
     let factory = SharedInformerFactory::new(client)
         .watch_list(false)
-        .strip_managed_fields(args.mode == "strip");
+        .strip_managed_fields(args.mode == "strip" || args.mode == "compact-strip")
+        .compact_cache(compact);
     let peer = format!("kubeclient {}", args.mode);
     let report = match args.mode.as_str() {
-        "typed" | "strip" | "typed-pb" => {
+        "typed" | "strip" | "typed-pb" | "compact" | "compact-strip" => {
             measure(&factory, factory.informer::<Pod>(), &args, peer, start).await
         }
         "dynamic" => {
@@ -116,7 +118,9 @@ async fn main() {
                 factory.metadata_informer(&ApiResource::of::<Pod>());
             measure(&factory, informer, &args, peer, start).await
         }
-        other => panic!("unknown mode {other:?}: typed, typed-pb, strip, dynamic or metadata"),
+        other => panic!(
+            "unknown mode {other:?}: typed, typed-pb, strip, compact, compact-strip, dynamic or metadata"
+        ),
     };
     println!("{}", report.to_json());
     std::process::exit(0);

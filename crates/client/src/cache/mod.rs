@@ -82,6 +82,9 @@ mod transaction;
 mod undelta_store;
 
 pub use backoff::Backoff;
+pub use compact::{
+    CompactError, CompactObject, CompactRepr, DICTIONARY_SIZE, SAMPLE_PREFIX, TRAINING_SAMPLES,
+};
 pub use delta::{Delta, DeltaType, Deltas, ReplacedAllInfo};
 pub use delta_fifo::{DeltaFIFO, DeltaFifoOptions};
 pub use error::{BoxError, Error, Result};
@@ -101,9 +104,6 @@ pub use real_fifo::{RealFIFO, RealFifoOptions};
 pub use reflector::{
     DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_MIN_WATCH_TIMEOUT, DEFAULT_PAGE_SIZE, Reflector,
     ReflectorOptions, WatchErrorHandler,
-};
-pub use compact::{
-    CompactError, CompactObject, CompactRepr, DICTIONARY_SIZE, SAMPLE_PREFIX, TRAINING_SAMPLES,
 };
 pub use representation::{ArcRepr, Representation, SharedOrCompact, StoredObject};
 pub use shared_informer::{InformerError, InformerOptions, SharedIndexInformer};

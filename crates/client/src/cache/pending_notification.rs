@@ -19,10 +19,7 @@ pub(crate) enum PendingNotification<K> {
     /// Ready to deliver.
     Ready(Notification<K>),
     /// An update whose old object is decoded when it is delivered.
-    Update {
-        old: Arc<StoredOld<K>>,
-        new: Arc<K>,
-    },
+    Update { old: Arc<StoredOld<K>>, new: Arc<K> },
 }
 
 impl<K> Clone for PendingNotification<K> {
@@ -48,9 +45,15 @@ impl<K> From<Notification<K>> for PendingNotification<K> {
 impl<K: Object> PendingNotification<K> {
     /// An update from the object `previous` stored under the key to `new`: ready at once
     /// when `previous` is shared, decoded on delivery when it is compact.
-    pub(crate) fn update(repr: &SharedOrCompact<K>, previous: StoredObject<K>, new: Arc<K>) -> Self {
+    pub(crate) fn update(
+        repr: &SharedOrCompact<K>,
+        previous: StoredObject<K>,
+        new: Arc<K>,
+    ) -> Self {
         match previous {
-            StoredObject::Shared(old) => PendingNotification::Ready(Notification::Update { old, new }),
+            StoredObject::Shared(old) => {
+                PendingNotification::Ready(Notification::Update { old, new })
+            }
             stored @ StoredObject::Compact(_) => PendingNotification::Update {
                 old: Arc::new(StoredOld {
                     repr: repr.clone(),

@@ -106,12 +106,6 @@ pub enum SharedOrCompact<K> {
     Compact(CompactRepr<K>),
 }
 
-impl<K> Default for SharedOrCompact<K> {
-    fn default() -> Self {
-        SharedOrCompact::Shared
-    }
-}
-
 impl<K> Clone for SharedOrCompact<K> {
     fn clone(&self) -> Self {
         match self {

@@ -14,15 +14,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::compact::CompactRepr;
 use super::handler::{Notification, ResourceEventHandler};
-use super::pending_notification::PendingNotification;
-use super::representation::SharedOrCompact;
 use super::list_watch::ListerWatcher;
+use super::pending_notification::PendingNotification;
 use super::processor::{
     EventHandlerRegistration, LISTENER_CAPACITY, MINIMUM_RESYNC_PERIOD, determine_resync_period,
     resync_deadline,
 };
 use super::processor_listener::{ProcessorListener, Sink, spawn_listener};
 use super::reflector::{Reflector, ReflectorOptions, WatchErrorHandler};
+use super::representation::SharedOrCompact;
 use super::{
     Cache, CacheOptions, Delta, Deltas, Indexers, KnownObjects, Queue, RealFIFO, RealFifoOptions,
     ReplacedAllInfo, Store, TransformFunc,
@@ -472,11 +472,8 @@ where
         match self.inner.indexer.swap(obj.clone()) {
             Ok(Some(previous)) => {
                 let sync = previous.resource_version() == obj.resource_version();
-                let update = PendingNotification::update(
-                    self.inner.indexer.representation(),
-                    previous,
-                    obj,
-                );
+                let update =
+                    PendingNotification::update(self.inner.indexer.representation(), previous, obj);
                 Some((update, sync))
             }
             Ok(None) => {

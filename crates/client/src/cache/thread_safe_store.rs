@@ -125,7 +125,11 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
     }
 
     /// The old values of the entry under `key`: remembered, or computed from its object.
-    fn old_values(&self, inner: &Inner<K, R::Stored>, entry: &Entry<R::Stored>) -> Vec<Option<Vec<String>>> {
+    fn old_values(
+        &self,
+        inner: &Inner<K, R::Stored>,
+        entry: &Entry<R::Stored>,
+    ) -> Vec<Option<Vec<String>>> {
         match &entry.index_values {
             Some(values) => values.to_vec(),
             None => match self.repr.to_object(&entry.stored) {
@@ -144,7 +148,9 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
     ) -> Result<Option<R::Stored>> {
         let new_values = inner.index.values_of(key, obj)?;
         let (key, old_values) = match inner.items.get_key_value(key) {
-            Some((stored_key, entry)) => (Arc::clone(stored_key), Some(self.old_values(inner, entry))),
+            Some((stored_key, entry)) => {
+                (Arc::clone(stored_key), Some(self.old_values(inner, entry)))
+            }
             None => (Arc::from(key), None),
         };
         set_resource_version(&mut inner.resource_version, obj);
@@ -449,7 +455,11 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
             .iter()
             .filter_map(|(key, entry)| Some((key, self.repr.to_object(&entry.stored)?)))
             .collect();
-        assert_eq!(items.len(), inner.items.len(), "every stored object reads back");
+        assert_eq!(
+            items.len(),
+            inner.items.len(),
+            "every stored object reads back"
+        );
         for (key, obj) in &items {
             let remembered = &inner.items[*key].index_values;
             assert_eq!(
@@ -463,14 +473,16 @@ impl<K: Object, R: Representation<K>> ThreadSafeStore<K, R> {
                     .values_of(key, obj)
                     .map(|values| values.into_iter().map(Some).collect())
                     .unwrap_or_default();
-                assert_eq!(**remembered, *recomputed, "remembered index values of {key}");
+                assert_eq!(
+                    **remembered, *recomputed,
+                    "remembered index values of {key}"
+                );
             }
         }
         inner
             .index
             .check(items.iter().map(|(k, o)| (*k, Arc::clone(o))));
     }
-
 }
 
 /// Records `obj`'s resource version (reusing the string's buffer). Every Rust object has

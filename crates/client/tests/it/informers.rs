@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeclient::cache::{
-    ApiListWatch, BoxFuture, InformerOptions, ListerWatcher, Notification, ReflectorOptions,
-    ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
+    ApiListWatch, BoxFuture, Indexer, InformerOptions, ListerWatcher, Notification,
+    ReflectorOptions, ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
 };
 use kubeclient::informers::SharedInformerFactory;
 use kubeclient::machinery::{
@@ -89,6 +89,23 @@ impl Running {
 }
 
 fn informer(client: &Client, watch_list: bool, resync: Duration) -> Running {
+    informer_holding(client, watch_list, resync, Holding::Shared)
+}
+
+/// How the informer's cache holds objects: every scenario run with `Holding::Compact` must
+/// pass exactly as with shared objects.
+#[derive(Clone, Copy, Debug)]
+enum Holding {
+    Shared,
+    Compact,
+}
+
+fn informer_holding(
+    client: &Client,
+    watch_list: bool,
+    resync: Duration,
+    holding: Holding,
+) -> Running {
     let api = Api::<ConfigMap>::namespaced(client.clone(), "default");
     assert_eq!(
         api.uses_protobuf(),
@@ -110,6 +127,10 @@ fn informer(client: &Client, watch_list: bool, resync: Duration) -> Running {
             ..ReflectorOptions::default()
         },
         ..InformerOptions::default()
+    };
+    let options = match holding {
+        Holding::Shared => options,
+        Holding::Compact => options.compact_cache(),
     };
     let informer = SharedIndexInformer::new(Arc::new(lister_watcher), options);
     let stop = CancellationToken::new();
@@ -223,7 +244,19 @@ impl ResourceEventHandler<ConfigMap> for Shared {
         } else {
             "update"
         };
-        self.0.log.lock().unwrap().push(format!("{kind} {key}"));
+        // The values before and after: the old object is the cached one, decoded in full.
+        let value = |cm: &ConfigMap| {
+            cm.data
+                .as_ref()
+                .and_then(|data| data.get("v"))
+                .cloned()
+                .unwrap_or_default()
+        };
+        self.0
+            .log
+            .lock()
+            .unwrap()
+            .push(format!("{kind} {key} {}->{}", value(old), value(new)));
     }
 
     fn on_delete(&self, obj: &DeletedObject<ConfigMap>) {
@@ -283,10 +316,26 @@ async fn events_after_sync_reach_the_cache_and_handlers_in_order_over_protobuf()
     events_after_sync_reach_the_cache_and_handlers_in_order_as(ContentType::Protobuf).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_after_sync_reach_a_compact_cache_and_handlers_in_order() {
+    events_after_sync_reach_the_cache_and_handlers_in_order_holding(
+        ContentType::Json,
+        Holding::Compact,
+    )
+    .await;
+}
+
 async fn events_after_sync_reach_the_cache_and_handlers_in_order_as(content: ContentType) {
+    events_after_sync_reach_the_cache_and_handlers_in_order_holding(content, Holding::Shared).await;
+}
+
+async fn events_after_sync_reach_the_cache_and_handlers_in_order_holding(
+    content: ContentType,
+    holding: Holding,
+) {
     let f = start_as(content).await;
     create(&f.client, "before").await;
-    let running = informer(&f.client, true, Duration::ZERO);
+    let running = informer_holding(&f.client, true, Duration::ZERO, holding);
     let recorder = Arc::new(Recorder::default());
     running
         .informer
@@ -308,7 +357,7 @@ async fn events_after_sync_reach_the_cache_and_handlers_in_order_as(content: Con
         [
             "add default/before true",
             "add default/after false",
-            "update default/after",
+            "update default/after 1->2",
             "delete default/before"
         ]
     );
@@ -362,12 +411,34 @@ async fn a_410_forces_a_paged_relist_that_reports_missed_deletions_as_tombstones
     .await;
 }
 
+/// 1,200 objects: the compact cache trains its dictionary during the first list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_410_forces_a_paged_relist_of_a_compact_cache_that_reports_missed_deletions_as_tombstones()
+ {
+    a_410_forces_a_paged_relist_that_reports_missed_deletions_as_tombstones_holding(
+        ContentType::Json,
+        Holding::Compact,
+    )
+    .await;
+}
+
 async fn a_410_forces_a_paged_relist_that_reports_missed_deletions_as_tombstones_as(
     content: ContentType,
 ) {
+    a_410_forces_a_paged_relist_that_reports_missed_deletions_as_tombstones_holding(
+        content,
+        Holding::Shared,
+    )
+    .await;
+}
+
+async fn a_410_forces_a_paged_relist_that_reports_missed_deletions_as_tombstones_holding(
+    content: ContentType,
+    holding: Holding,
+) {
     let f = start_as(content).await;
     bulk_create(&f.server, 1200);
-    let running = informer(&f.client, false, Duration::ZERO);
+    let running = informer_holding(&f.client, false, Duration::ZERO, holding);
     let recorder = Arc::new(Recorder::default());
     running
         .informer
@@ -573,9 +644,18 @@ async fn a_handler_added_late_gets_the_cache_as_initial_adds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resync_redelivers_cached_objects_as_updates_with_the_same_version() {
+    resync_redelivers_cached_objects_holding(Holding::Shared).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resync_redelivers_objects_of_a_compact_cache_as_updates_with_the_same_version() {
+    resync_redelivers_cached_objects_holding(Holding::Compact).await;
+}
+
+async fn resync_redelivers_cached_objects_holding(holding: Holding) {
     let f = start().await;
     create(&f.client, "a").await;
-    let running = informer(&f.client, true, Duration::from_secs(1));
+    let running = informer_holding(&f.client, true, Duration::from_secs(1), holding);
     let recorder = Arc::new(Recorder::default());
     running
         .informer
@@ -661,6 +741,51 @@ async fn one_factory_shares_informers_and_two_factories_share_nothing() {
     assert!(a1.is_stopped() && b.is_stopped());
 }
 
+/// A factory with `compact_cache(true)`: listers, indexes and late handlers read the
+/// compact objects back as the server wrote them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compact_factory_serves_listers_indexes_and_late_handlers() {
+    let f = start().await;
+    bulk_create(&f.server, 600);
+    touch(&f.client, "bulk-00007", "changed").await;
+    let factory = SharedInformerFactory::new(f.client.clone()).compact_cache(true);
+    let informer = factory.informer::<ConfigMap>();
+    assert!(informer.indexer().representation().is_compact());
+    let lister = factory.lister::<ConfigMap>();
+    factory.start();
+    assert!(
+        tokio::time::timeout(WAIT, factory.wait_for_cache_sync())
+            .await
+            .unwrap()
+    );
+    converge(&f.client, &informer).await;
+    let server: ConfigMap = Api::<ConfigMap>::namespaced(f.client.clone(), "default")
+        .get("bulk-00007")
+        .await
+        .unwrap();
+    let cached = lister.by_namespace("default").get("bulk-00007").unwrap();
+    assert_eq!(
+        *cached, server,
+        "the cached object is the server's, field for field"
+    );
+    assert_eq!(
+        informer
+            .indexer()
+            .by_index(kubeclient::cache::NAMESPACE_INDEX, "default")
+            .unwrap()
+            .len(),
+        600
+    );
+    let late = Arc::new(Recorder::default());
+    let registration = informer.add_event_handler(Shared(late.clone())).unwrap();
+    crate::support::until("the late handler gets every cached object", || {
+        registration.has_synced()
+    })
+    .await;
+    assert_eq!(late.present.lock().unwrap().len(), 600);
+    factory.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notifications_are_also_a_stream() {
     use futures_util::StreamExt;
@@ -689,9 +814,18 @@ async fn notifications_are_also_a_stream() {
 /// handler saw a consistent story.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_writes_and_faults_always_converge() {
+    random_writes_and_faults_always_converge_holding(Holding::Shared).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_writes_and_faults_always_converge_in_a_compact_cache() {
+    random_writes_and_faults_always_converge_holding(Holding::Compact).await;
+}
+
+async fn random_writes_and_faults_always_converge_holding(holding: Holding) {
     for seed in [7_u64, 42, 1234] {
         let f: Fixture = start_with(ApiServer::builder().history_window(50)).await;
-        let running = informer(&f.client, seed % 2 == 0, Duration::ZERO);
+        let running = informer_holding(&f.client, seed % 2 == 0, Duration::ZERO, holding);
         let recorder = Arc::new(Recorder::default());
         running
             .informer

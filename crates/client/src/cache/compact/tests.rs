@@ -24,7 +24,10 @@ fn replica(i: usize) -> Pod {
         containers: vec![Container {
             name: "web".to_owned(),
             image: Some("registry.example.com/team/web:1.24.3".to_owned()),
-            args: Some(vec!["--port=8080".to_owned(), "--log-level=info".to_owned()]),
+            args: Some(vec![
+                "--port=8080".to_owned(),
+                "--log-level=info".to_owned(),
+            ]),
             ..Container::default()
         }],
         ..PodSpec::default()
@@ -35,7 +38,10 @@ fn replica(i: usize) -> Pod {
 fn wait_for_dictionary(codec: &CompactRepr<Pod>) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !codec.has_dictionary() {
-        assert!(Instant::now() < deadline, "the dictionary was never trained");
+        assert!(
+            Instant::now() < deadline,
+            "the dictionary was never trained"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -68,7 +74,10 @@ fn the_dictionary_makes_objects_of_one_type_far_smaller_than_their_json() {
     wait_for_dictionary(&codec);
     let with = codec.encode(&replica(5000)).unwrap().encoded_len();
     assert!(without < json_len, "{without} >= {json_len}");
-    assert!(with * 2 < without, "with a dictionary {with}, without {without}");
+    assert!(
+        with * 2 < without,
+        "with a dictionary {with}, without {without}"
+    );
 }
 
 #[test]
@@ -81,18 +90,24 @@ fn broken_bytes_are_errors_never_panics() {
     for cut in rv_end..good.bytes.len() {
         let mut bytes = good.bytes.to_vec();
         bytes.truncate(cut);
-        let _ = codec.decode(&CompactObject { bytes: bytes.into() });
+        let _ = codec.decode(&CompactObject {
+            bytes: bytes.into(),
+        });
     }
     for at in rv_end..good.bytes.len() {
         let mut bytes = good.bytes.to_vec();
         bytes[at] ^= 0x5a;
-        let _ = codec.decode(&CompactObject { bytes: bytes.into() });
+        let _ = codec.decode(&CompactObject {
+            bytes: bytes.into(),
+        });
     }
     // Claiming a dictionary the codec does not have is refused.
     let mut bytes = good.bytes.to_vec();
     bytes[0] |= WITH_DICTIONARY;
     assert!(matches!(
-        codec.decode(&CompactObject { bytes: bytes.into() }),
+        codec.decode(&CompactObject {
+            bytes: bytes.into()
+        }),
         Err(CompactError::MissingDictionary)
     ));
 }
