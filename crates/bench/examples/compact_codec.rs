@@ -43,6 +43,11 @@ fn main() {
         .map(|p| serde_json::to_vec(&**p).expect("encodes"))
         .collect();
     per_pod("serde_json::to_vec", start.elapsed(), PODS);
+    let start = Instant::now();
+    for p in &pods {
+        let _ = simd_json::serde::to_vec(&**p).expect("encodes");
+    }
+    per_pod("simd_json::serde::to_vec", start.elapsed(), PODS);
     let json_len: usize = json.iter().map(Vec::len).sum::<usize>() / PODS;
     let start = Instant::now();
     for bytes in &json {
