@@ -60,6 +60,17 @@ pub struct Faults {
     malformed_watch_events: AtomicU64,
     /// Standing faults for clients whose User-Agent contains a string, until lifted.
     by_user_agent: Mutex<Vec<(String, Fault)>>,
+    lists: AtomicU64,
+    watches: AtomicU64,
+}
+
+/// How many list and watch requests the server received (see [`Faults::requests`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestCounts {
+    /// GETs of a collection without `watch` (LIST).
+    pub lists: u64,
+    /// Watches (`watch=true` or the legacy `/watch/` prefix), watch-lists included.
+    pub watches: u64,
 }
 
 impl Faults {
@@ -128,6 +139,36 @@ impl Faults {
         crate::sync::lock(&self.by_user_agent).clear();
         crate::sync::lock(&self.queued).clear();
         self.set_delay(Duration::ZERO);
+    }
+
+    /// How many lists and watches of any resource reached the server so far, counted
+    /// before any fault answers them: a test checks how often a client lists (one LIST
+    /// through a string of refused watches, say) without a recording layer of its own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # async fn run() {
+    /// let server = kubeclient_apiserver::ApiServer::start().await.unwrap();
+    /// let before = server.faults().requests();
+    /// // ... a client lists ...
+    /// assert!(server.faults().requests().lists >= before.lists);
+    /// # }
+    /// ```
+    pub fn requests(&self) -> RequestCounts {
+        RequestCounts {
+            lists: self.lists.load(Ordering::Relaxed),
+            watches: self.watches.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Counts one resource request: a watch, a list (a GET of a collection), or neither.
+    pub(crate) fn count_request(&self, get_collection: bool, watch: bool) {
+        if watch {
+            self.watches.fetch_add(1, Ordering::Relaxed);
+        } else if get_collection {
+            self.lists.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// The number of queued faults.

@@ -342,6 +342,11 @@ where
         .get(USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
+    let is_get = *request.method() == Method::GET;
+    state.faults.count_request(
+        is_get && path.name.is_none() && path.subresource.is_none(),
+        is_get && is_watch,
+    );
     if let Some(fault) = state
         .faults
         .for_user_agent(user_agent)
