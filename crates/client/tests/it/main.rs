@@ -18,7 +18,8 @@
 //! - `realapi`: the informer against a real kube-apiserver (v1.20, etcd), when one is running.
 //! - `realapi_comparison`: the embedded server answers the same requests as the real one.
 //! - `reflector_rules`: client-go's reflector edge rules (watch-list 429, stop before run,
-//!   page sizes at concrete resourceVersions, paginated results).
+//!   page sizes at concrete resourceVersions, paginated results, refused or throttled
+//!   watches resumed without a relist).
 //! - `soak`: seeded random schedules of writes and faults; see the module for the full run.
 //! - `protobuf`: the typed client over protobuf: every verb, the pager, watches, errors
 //!   (the informer tests in `informers` also run over protobuf).
