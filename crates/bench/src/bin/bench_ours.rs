@@ -9,7 +9,7 @@ use clap::Parser;
 use k8s_openapi::api::core::v1::Pod;
 use kubeclient::cache::{ResourceEventHandlerFuncs, SharedIndexInformer};
 use kubeclient::informers::SharedInformerFactory;
-use kubeclient::machinery::{ApiResource, DynamicObject, Object};
+use kubeclient::machinery::{ApiResource, Object, PartialObjectMetadata};
 use kubeclient::{Client, Config};
 use kubeclient_bench::{
     ClientArgs, CountingAllocator, Report, counting_allocator, cpu_time, peak_rss_bytes,
@@ -112,7 +112,7 @@ async fn main() {
             .await
         }
         "metadata" => {
-            let informer: SharedIndexInformer<DynamicObject> =
+            let informer: SharedIndexInformer<PartialObjectMetadata> =
                 factory.metadata_informer(&ApiResource::of::<Pod>());
             measure(&factory, informer, &args, peer, start).await
         }

@@ -11,6 +11,8 @@
 //! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
 //! - `leader_election`: three candidates on one Lease: cut off, stopped, released.
 //! - `events`: the event recorder: counts, aggregation, the spam filter.
+//! - `metadata_informer`: metadata-only informers keep `PartialObjectMetadata`, also from a
+//!   server that ignores `as=` and sends whole objects.
 //! - `metrics`: the Prometheus registry and the /metrics, /healthz, /readyz server.
 //! - `hangs`: a server that never answers ends in a timeout, discovery included.
 //! - `informer_pipeline`: undecodable objects, relists sharing unchanged objects, per-handler
@@ -42,6 +44,7 @@ mod hangs;
 mod informer_pipeline;
 mod informers;
 mod leader_election;
+mod metadata_informer;
 mod metrics;
 mod mutation_cache;
 mod protobuf;
