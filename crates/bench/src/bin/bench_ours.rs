@@ -86,7 +86,14 @@ async fn measure<K: Object + Send + Sync + 'static>(
 async fn main() {
     let args = ClientArgs::parse();
     let start = Instant::now();
-    let mut config = Config::new(args.url.parse().expect("a URL"));
+    // metadata-full: the load server ignores `as=` under this prefix (whole Pods answer
+    // the metadata informer's requests).
+    let url = if args.mode == "metadata-full" {
+        format!("{}/ignore-as", args.url.trim_end_matches('/'))
+    } else {
+        args.url.clone()
+    };
+    let mut config = Config::new(url.parse().expect("a URL"));
     config.timeout = None;
     if args.mode == "typed-pb" {
         config.content_type = kubeclient::rest::ContentType::Protobuf;
@@ -111,12 +118,14 @@ async fn main() {
             )
             .await
         }
-        "metadata" => {
+        "metadata" | "metadata-full" => {
             let informer: SharedIndexInformer<PartialObjectMetadata> =
                 factory.metadata_informer(&ApiResource::of::<Pod>());
             measure(&factory, informer, &args, peer, start).await
         }
-        other => panic!("unknown mode {other:?}: typed, typed-pb, strip, dynamic or metadata"),
+        other => panic!(
+            "unknown mode {other:?}: typed, typed-pb, strip, dynamic, metadata or metadata-full"
+        ),
     };
     println!("{}", report.to_json());
     std::process::exit(0);
