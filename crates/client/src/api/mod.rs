@@ -177,7 +177,6 @@ impl<K> Api<K> {
         self.protobuf
     }
 
-    /// A read request, asking for protobuf first when this Api speaks it.
     /// The same resource and namespace, read as another type (JSON only: protobuf is
     /// decided per built-in type).
     pub(crate) fn retyped<T>(&self) -> Api<T> {
@@ -190,6 +189,7 @@ impl<K> Api<K> {
         }
     }
 
+    /// A read request, asking for protobuf first when this Api speaks it.
     fn read(&self, request: Request) -> Request {
         if self.protobuf {
             request.accept(ContentType::Protobuf.accept())

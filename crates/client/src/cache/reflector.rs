@@ -370,10 +370,11 @@ where
     /// `initial-events-end` bookmark, then the same stream carries the changes.
     /// `Ok(None)`: stopped. `Err`: the server refused it; the caller falls back to LIST.
     ///
-    /// As client-go: a 429 or a connection failure backs off and retries the watch-list
-    /// (a LIST is the heavier request for an overloaded server); a stream that closes
-    /// before the bookmark starts over, after a backoff step, unless it was a very short
-    /// watch with nothing in it, which means the server does not really serve it.
+    /// As client-go: a 429 or a refused connection backs off and retries the watch-list
+    /// (a LIST is the heavier request for an overloaded server), any other error falls
+    /// back to LIST; a stream that closes before the bookmark starts over, after a
+    /// backoff step, unless it was a very short watch with nothing in it, which means the
+    /// server does not really serve it.
     async fn watch_list(
         &self,
         stop: &CancellationToken,
@@ -401,7 +402,7 @@ where
             };
             let mut stream = match opened {
                 Ok(stream) => stream,
-                Err(err) if is_retriable_watch_list_error(&err) => {
+                Err(err) if is_watch_error_retriable(&err) => {
                     tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "watch-list failed; backing off");
                     if !self.sleep(stop, backoff.next_delay()).await {
                         return Ok(None);
@@ -675,16 +676,6 @@ where
 /// 429. Every other error relists.
 fn is_watch_error_retriable(err: &Error) -> bool {
     err.is_connection_refused() || err.api().is_some_and(ApiError::is_too_many_requests)
-}
-
-/// 429 and connection failures: back off and retry the watch-list (it brings the whole
-/// state, so a restarted server is no hazard).
-fn is_retriable_watch_list_error(err: &Error) -> bool {
-    match err {
-        Error::Api(api) => api.is_too_many_requests(),
-        Error::Transport { .. } | Error::Timeout { .. } => true,
-        _ => false,
-    }
 }
 
 #[cfg(test)]
