@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use kubeclient_machinery::{Status, StatusReason};
@@ -60,6 +60,18 @@ pub struct Faults {
     malformed_watch_events: AtomicU64,
     /// Standing faults for clients whose User-Agent contains a string, until lifted.
     by_user_agent: Mutex<Vec<(String, Fault)>>,
+    lists: AtomicU64,
+    watches: AtomicU64,
+    ignore_as: AtomicBool,
+}
+
+/// How many list and watch requests the server received (see [`Faults::requests`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestCounts {
+    /// GETs of a collection without `watch` (LIST).
+    pub lists: u64,
+    /// Watches (`watch=true` or the legacy `/watch/` prefix), watch-lists included.
+    pub watches: u64,
 }
 
 impl Faults {
@@ -123,11 +135,83 @@ impl Faults {
             .map(|(_, fault)| fault.clone())
     }
 
-    /// Removes queued and standing faults and the delay.
+    /// Removes queued and standing faults, the delay and the ignoring of `as=`.
     pub fn clear(&self) {
+        self.ignore_as_parameter(false);
         crate::sync::lock(&self.by_user_agent).clear();
         crate::sync::lock(&self.queued).clear();
         self.set_delay(Duration::ZERO);
+    }
+
+    /// While `ignore` is set, the server ignores the `as=` parameter of `Accept` clauses
+    /// (`as=PartialObjectMetadata`, `as=Table`) and answers with whole objects, as older
+    /// or non-standard servers do and as a proxy that rewrites `Accept` makes any server
+    /// do: metadata-only clients then get full objects.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # async fn run() {
+    /// let server = kubeclient_apiserver::ApiServer::start().await.unwrap();
+    /// server.faults().ignore_as_parameter(true);
+    /// // ... a metadata-only list now returns a full ConfigMapList ...
+    /// server.faults().ignore_as_parameter(false);
+    /// # }
+    /// ```
+    pub fn ignore_as_parameter(&self, ignore: bool) {
+        self.ignore_as.store(ignore, Ordering::Relaxed);
+    }
+
+    /// `accept` with every clause that carries an `as=` parameter dropped, when
+    /// [`ignore_as_parameter`](Self::ignore_as_parameter) is set (`None`: leave it).
+    pub(crate) fn rewrite_accept(&self, accept: &str) -> Option<String> {
+        if !self.ignore_as.load(Ordering::Relaxed) {
+            return None;
+        }
+        let kept: Vec<&str> = accept
+            .split(',')
+            .filter(|clause| {
+                !clause
+                    .split(';')
+                    .skip(1)
+                    .any(|param| param.trim().starts_with("as="))
+            })
+            .collect();
+        Some(if kept.is_empty() {
+            "application/json".to_owned()
+        } else {
+            kept.join(",")
+        })
+    }
+
+    /// How many lists and watches of any resource reached the server so far, counted
+    /// before any fault answers them: a test checks how often a client lists (one LIST
+    /// through a string of refused watches, say) without a recording layer of its own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # async fn run() {
+    /// let server = kubeclient_apiserver::ApiServer::start().await.unwrap();
+    /// let before = server.faults().requests();
+    /// // ... a client lists ...
+    /// assert!(server.faults().requests().lists >= before.lists);
+    /// # }
+    /// ```
+    pub fn requests(&self) -> RequestCounts {
+        RequestCounts {
+            lists: self.lists.load(Ordering::Relaxed),
+            watches: self.watches.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Counts one resource request: a watch, a list (a GET of a collection), or neither.
+    pub(crate) fn count_request(&self, get_collection: bool, watch: bool) {
+        if watch {
+            self.watches.fetch_add(1, Ordering::Relaxed);
+        } else if get_collection {
+            self.lists.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// The number of queued faults.
@@ -185,6 +269,27 @@ mod tests {
         faults.set_delay(Duration::from_millis(5));
         faults.clear();
         assert_eq!((faults.pending(), faults.delay()), (0, Duration::ZERO));
+    }
+
+    #[test]
+    fn ignoring_as_drops_the_clauses_that_carry_it() {
+        let faults = Faults::default();
+        let metadata =
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(faults.rewrite_accept(metadata), None);
+        faults.ignore_as_parameter(true);
+        assert_eq!(
+            faults.rewrite_accept(metadata).as_deref(),
+            Some("application/json")
+        );
+        assert_eq!(
+            faults
+                .rewrite_accept("application/json;as=Table;v=v1;g=meta.k8s.io")
+                .as_deref(),
+            Some("application/json")
+        );
+        faults.clear();
+        assert_eq!(faults.rewrite_accept(metadata), None);
     }
 
     #[test]

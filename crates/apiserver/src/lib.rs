@@ -42,7 +42,7 @@ mod tls;
 #[cfg(test)]
 mod fuzz_tests;
 
-pub use faults::{Fault, Faults, MAX_FAULT_COUNT};
+pub use faults::{Fault, Faults, MAX_FAULT_COUNT, RequestCounts};
 pub use pod_logs::PodLogs;
 pub use server::{ApiServer, ApiServerBuilder, DEFAULT_KUBERNETES_MINOR_VERSION, StartError};
 pub use state::Limits;

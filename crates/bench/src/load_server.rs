@@ -1,6 +1,7 @@
 //! The neutral load server: a precomputed PodList (paged or whole) and a precomputed watch
 //! stream, served from memory so the server is never the bottleneck; as JSON, as
-//! PartialObjectMetadata, or as protobuf when `Accept` starts with it.
+//! PartialObjectMetadata, or as protobuf when `Accept` starts with it. Under
+//! `/ignore-as/...` it ignores `as=PartialObjectMetadata` and sends whole Pods.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -18,6 +19,9 @@ use tokio::sync::mpsc;
 
 use kubeclient::machinery::protobuf;
 use kubeclient_bench::{LIST_RESOURCE_VERSION, RELIST_CHANGE_EVERY, pod};
+
+/// The path prefix under which the server ignores `as=` (see [`handle`]).
+pub(crate) const IGNORE_AS_PREFIX: &str = "/ignore-as";
 
 /// The ERROR event that ends the first watch of the relist scenario.
 const GONE: &[u8] = br#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 999999 (1000000)","reason":"Expired","code":410}}
@@ -301,7 +305,13 @@ async fn handle(data: Arc<LoadData>, request: Request<hyper::body::Incoming>) ->
         .query()
         .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
         .unwrap_or_default();
-    if request.uri().path() != "/api/v1/pods" {
+    // Under `/ignore-as` the server ignores `as=PartialObjectMetadata` and answers
+    // metadata-only clients with whole Pods, as older or non-standard servers do.
+    let (path, ignore_as) = match request.uri().path().strip_prefix(IGNORE_AS_PREFIX) {
+        Some(path) => (path, true),
+        None => (request.uri().path(), false),
+    };
+    if path != "/api/v1/pods" {
         return full(
             404,
             r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"NotFound","code":404}"#,
@@ -312,7 +322,7 @@ async fn handle(data: Arc<LoadData>, request: Request<hyper::body::Incoming>) ->
         .get("accept")
         .and_then(|a| a.to_str().ok())
         .unwrap_or_default();
-    let form = if accept.contains("as=PartialObjectMetadata") {
+    let form = if accept.contains("as=PartialObjectMetadata") && !ignore_as {
         Form::Metadata
     } else if accept.starts_with(protobuf::MEDIA_TYPE) {
         Form::Protobuf

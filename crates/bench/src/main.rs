@@ -36,9 +36,10 @@ struct Args {
     /// Runs per peer (medians are reported).
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Which peers: ours-typed, kube, ours-strip, ours-compact, ours-compact-strip, ours-dynamic,
-    /// ours-metadata, ours-typed-pb
-    /// (typed over protobuf).
+    /// Which peers: ours-typed, kube, ours-strip, ours-compact, ours-compact-strip,
+    /// ours-dynamic, ours-metadata, ours-typed-pb (typed over protobuf), ours-metadata-full
+    /// (the metadata informer against a server that ignores `as=PartialObjectMetadata` and
+    /// sends whole Pods).
     #[arg(
         long,
         default_value = "ours-typed,kube,ours-strip,ours-dynamic,ours-metadata",

@@ -180,6 +180,46 @@ impl Error {
         }
     }
 
+    /// Whether the request failed because the server refused the connection (nothing
+    /// listens at the address: an API server restarting, a load balancer without a
+    /// backend), found anywhere in the cause chain. Go's `utilnet.IsConnectionRefused`;
+    /// the reflector re-watches from its last resourceVersion on such an error instead of
+    /// relisting.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{Error as IoError, ErrorKind};
+    ///
+    /// let refused = kubeclient::Error::Transport {
+    ///     url: "https://10.0.0.1:6443/api/v1/pods".to_owned(),
+    ///     source: Box::new(IoError::from(ErrorKind::ConnectionRefused)),
+    /// };
+    /// assert!(refused.is_connection_refused());
+    /// let reset = kubeclient::Error::Transport {
+    ///     url: "https://10.0.0.1:6443/api/v1/pods".to_owned(),
+    ///     source: Box::new(IoError::from(ErrorKind::ConnectionReset)),
+    /// };
+    /// assert!(!reset.is_connection_refused());
+    /// ```
+    #[must_use]
+    pub fn is_connection_refused(&self) -> bool {
+        let Error::Transport { source, .. } = self else {
+            return false;
+        };
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
+        while let Some(err) = cause {
+            if err
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+            {
+                return true;
+            }
+            cause = err.source();
+        }
+        false
+    }
+
     /// Whether this is a 404 from the server.
     #[must_use]
     pub fn is_not_found(&self) -> bool {

@@ -51,8 +51,8 @@ pub use decode::{ObjectDecodeError, decode_object};
 pub use error_chain::ErrorChain;
 pub use gvk::{ApiResource, GroupResource, GroupVersion, GroupVersionKind, GroupVersionResource};
 pub use meta::{
-    DeletedFinalStateUnknown, DeletedObject, DynamicObject, KeyError, Object, ObjectName, TypeMeta,
-    meta_namespace_key, split_meta_namespace_key,
+    DeletedFinalStateUnknown, DeletedObject, DynamicObject, KeyError, Object, ObjectName,
+    PartialObjectMetadata, TypeMeta, meta_namespace_key, split_meta_namespace_key,
 };
 pub use selector::{FieldSelector, LabelSelector, SelectorError};
 pub use status::{ApiError, Status, StatusCause, StatusDetails, StatusReason};

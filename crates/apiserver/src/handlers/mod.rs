@@ -34,7 +34,7 @@ pub(crate) use write::{
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use kubeclient_machinery::protobuf;
@@ -328,6 +328,16 @@ where
     {
         return Err(not_found_status());
     }
+    let mut request = request;
+    if let Some(accept) = request
+        .headers()
+        .get(ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|accept| state.faults.rewrite_accept(accept))
+        .and_then(|accept| http::HeaderValue::from_str(&accept).ok())
+    {
+        request.headers_mut().insert(ACCEPT, accept);
+    }
     let query = query::Query::parse(request.uri().query());
     let is_watch = query.flag("watch") || path.watch_prefix;
     let routed = Routed {
@@ -342,6 +352,11 @@ where
         .get(USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
+    let is_get = *request.method() == Method::GET;
+    state.faults.count_request(
+        is_get && path.name.is_none() && path.subresource.is_none(),
+        is_get && is_watch,
+    );
     if let Some(fault) = state
         .faults
         .for_user_agent(user_agent)

@@ -15,7 +15,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kubeclient::cache::{Lister, ResourceEventHandlerFuncs, SharedIndexInformer, Store};
 use kubeclient::config::{Kubeconfig, KubeconfigOptions};
 use kubeclient::informers::SharedInformerFactory;
-use kubeclient::machinery::{ApiResource, DynamicObject, GroupVersionKind, Object};
+use kubeclient::machinery::{
+    ApiResource, DynamicObject, GroupVersionKind, Object, PartialObjectMetadata,
+};
 use kubeclient::workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 use kubeclient::{Api, Client, Config, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kubeclient_apiserver::ApiServer;
@@ -350,7 +352,7 @@ struct Informers {
     configmaps: SharedIndexInformer<ConfigMap>,
     secrets: SharedIndexInformer<Secret>,
     widgets: SharedIndexInformer<DynamicObject>,
-    configmap_metadata: SharedIndexInformer<DynamicObject>,
+    configmap_metadata: SharedIndexInformer<PartialObjectMetadata>,
     counts: Vec<Arc<Counts>>,
 }
 

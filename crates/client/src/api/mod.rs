@@ -177,6 +177,18 @@ impl<K> Api<K> {
         self.protobuf
     }
 
+    /// The same resource and namespace, read as another type (JSON only: protobuf is
+    /// decided per built-in type).
+    pub(crate) fn retyped<T>(&self) -> Api<T> {
+        Api {
+            client: self.client.clone(),
+            resource: self.resource.clone(),
+            namespace: self.namespace.clone(),
+            protobuf: false,
+            _kind: PhantomData,
+        }
+    }
+
     /// A read request, asking for protobuf first when this Api speaks it.
     fn read(&self, request: Request) -> Request {
         if self.protobuf {

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use kubeclient_machinery::DynamicObject;
+use kubeclient_machinery::PartialObjectMetadata;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -130,13 +130,30 @@ impl<K> ApiListWatch<K> {
     }
 }
 
-impl ApiListWatch<DynamicObject> {
-    /// Metadata only: lists `PartialObjectMetadataList`s and watches `PartialObjectMetadata`
-    /// (the objects carry `metadata` and nothing else).
+impl ApiListWatch<PartialObjectMetadata> {
+    /// Metadata only, for the resource and namespace of `api` (typed or dynamic): lists
+    /// `PartialObjectMetadataList`s and watches `PartialObjectMetadata`. Every object is
+    /// decoded as [`PartialObjectMetadata`], so only metadata is kept even from a server
+    /// that ignores `as=PartialObjectMetadata` and sends whole objects.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn run(client: kubeclient::Client) {
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kubeclient::cache::{ApiListWatch, InformerOptions, SharedIndexInformer};
+    /// use kubeclient::machinery::PartialObjectMetadata;
+    ///
+    /// let lw = ApiListWatch::metadata_only(kubeclient::Api::<Pod>::all(client));
+    /// let informer: SharedIndexInformer<PartialObjectMetadata> =
+    ///     SharedIndexInformer::new(Arc::new(lw), InformerOptions::default());
+    /// # let _ = informer; }
+    /// ```
     #[must_use]
-    pub fn metadata_only(api: Api<DynamicObject>) -> Self {
+    pub fn metadata_only<K>(api: Api<K>) -> Self {
         ApiListWatch {
-            api,
+            api: api.retyped(),
             tweak: None,
             mode: ListWatchMode::MetadataOnly,
             strip_managed_fields: false,

@@ -370,10 +370,11 @@ where
     /// `initial-events-end` bookmark, then the same stream carries the changes.
     /// `Ok(None)`: stopped. `Err`: the server refused it; the caller falls back to LIST.
     ///
-    /// As client-go: a 429 or a connection failure backs off and retries the watch-list
-    /// (a LIST is the heavier request for an overloaded server); a stream that closes
-    /// before the bookmark starts over, after a backoff step, unless it was a very short
-    /// watch with nothing in it, which means the server does not really serve it.
+    /// As client-go: a 429 or a refused connection backs off and retries the watch-list
+    /// (a LIST is the heavier request for an overloaded server), any other error falls
+    /// back to LIST; a stream that closes before the bookmark starts over, after a
+    /// backoff step, unless it was a very short watch with nothing in it, which means the
+    /// server does not really serve it.
     async fn watch_list(
         &self,
         stop: &CancellationToken,
@@ -401,7 +402,7 @@ where
             };
             let mut stream = match opened {
                 Ok(stream) => stream,
-                Err(err) if is_retriable_watch_error(&err) => {
+                Err(err) if is_watch_error_retriable(&err) => {
                     tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "watch-list failed; backing off");
                     if !self.sleep(stop, backoff.next_delay()).await {
                         return Ok(None);
@@ -504,20 +505,18 @@ where
                     };
                     match opened {
                         Ok(events) => (events, !(rv.is_empty() || rv == "0")),
-                        Err(Error::Api(err)) if err.is_too_many_requests() => {
-                            let delay = backoff.next_delay();
-                            tokio::select! {
-                                () = stop.cancelled() => return Ok(()),
-                                () = tokio::time::sleep(delay) => continue,
+                        Err(err) if is_watch_error_retriable(&err) => {
+                            // The server is down or overloaded, not the resourceVersion
+                            // unusable: a relist would only add a full LIST per informer to
+                            // the herd reconnecting to a restarting server. Resume from the
+                            // last resourceVersion once it answers; if it came back with
+                            // another history, the watch gets 410 or "too large resource
+                            // version" and that relists.
+                            tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "watch failed; backing off");
+                            if !self.sleep(stop, backoff.next_delay()).await {
+                                return Ok(());
                             }
-                        }
-                        Err(err @ (Error::Transport { .. } | Error::Timeout { .. })) => {
-                            // The server is unreachable: it may come back restarted with
-                            // another history (resourceVersions are not comparable across
-                            // an empty restart), so relist after a backoff step rather than
-                            // resume from our resourceVersion. client-go re-watches here.
-                            tracing::debug!(reflector = %self.options.name, error = %kubeclient_machinery::ErrorChain(&err), "the server is unreachable; relisting once it answers");
-                            return Ok(());
+                            continue;
                         }
                         Err(err) => {
                             tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %kubeclient_machinery::ErrorChain(&err), "failed to watch");
@@ -671,14 +670,12 @@ where
     }
 }
 
-/// 429 and connection failures: back off and retry the watch-list (it brings the whole
-/// state, so a restarted server is no hazard).
-fn is_retriable_watch_error(err: &Error) -> bool {
-    match err {
-        Error::Api(api) => api.is_too_many_requests(),
-        Error::Transport { .. } | Error::Timeout { .. } => true,
-        _ => false,
-    }
+/// Whether opening a watch that failed with `err` is retried from the same resourceVersion
+/// after a backoff step instead of relisting (client-go's `isWatchErrorRetriable`): the
+/// connection was refused (the server is most likely restarting) or the server answered
+/// 429. Every other error relists.
+fn is_watch_error_retriable(err: &Error) -> bool {
+    err.is_connection_refused() || err.api().is_some_and(ApiError::is_too_many_requests)
 }
 
 #[cfg(test)]

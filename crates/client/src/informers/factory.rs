@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use kubeclient_machinery::gvk::ScopeNamespaced;
 use kubeclient_machinery::{
-    ApiResource, DynamicObject, GroupResource, GroupVersionResource, Object,
+    ApiResource, DynamicObject, GroupResource, GroupVersionResource, Object, PartialObjectMetadata,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -301,8 +301,31 @@ impl SharedInformerFactory {
     }
 
     /// The shared metadata-only informer of a resource (client-go's `metadatainformer`):
-    /// objects carry only `metadata`.
-    pub fn metadata_informer(&self, resource: &ApiResource) -> SharedIndexInformer<DynamicObject> {
+    /// it caches [`PartialObjectMetadata`], only metadata, even when the server ignores
+    /// `as=PartialObjectMetadata` and sends whole objects.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run(client: kubeclient::Client) {
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kubeclient::cache::Store;
+    /// use kubeclient::informers::SharedInformerFactory;
+    /// use kubeclient::machinery::{ApiResource, Object};
+    ///
+    /// let factory = SharedInformerFactory::new(client);
+    /// let pods = factory.metadata_informer(&ApiResource::of::<Pod>());
+    /// factory.start();
+    /// factory.wait_for_cache_sync().await;
+    /// for pod in pods.indexer().list() {
+    ///     println!("{} {:?}", pod.name(), pod.labels());
+    /// }
+    /// # }
+    /// ```
+    pub fn metadata_informer(
+        &self,
+        resource: &ApiResource,
+    ) -> SharedIndexInformer<PartialObjectMetadata> {
         self.get_or_create(InformerKey::Metadata(resource.gvr()), resource, || {
             ApiListWatch::metadata_only(self.dynamic_api(resource))
         })

@@ -11,6 +11,8 @@
 //! - `informers`: reflector, shared informers, factories: sync, recovery, handlers, convergence.
 //! - `leader_election`: three candidates on one Lease: cut off, stopped, released.
 //! - `events`: the event recorder: counts, aggregation, the spam filter.
+//! - `metadata_informer`: metadata-only informers keep `PartialObjectMetadata`, also from a
+//!   server that ignores `as=` and sends whole objects.
 //! - `metrics`: the Prometheus registry and the /metrics, /healthz, /readyz server.
 //! - `hangs`: a server that never answers ends in a timeout, discovery included.
 //! - `informer_pipeline`: undecodable objects, relists sharing unchanged objects, per-handler
@@ -18,7 +20,8 @@
 //! - `realapi`: the informer against a real kube-apiserver (v1.20, etcd), when one is running.
 //! - `realapi_comparison`: the embedded server answers the same requests as the real one.
 //! - `reflector_rules`: client-go's reflector edge rules (watch-list 429, stop before run,
-//!   page sizes at concrete resourceVersions, paginated results).
+//!   page sizes at concrete resourceVersions, paginated results, refused or throttled
+//!   watches resumed without a relist).
 //! - `soak`: seeded random schedules of writes and faults; see the module for the full run.
 //! - `protobuf`: the typed client over protobuf: every verb, the pager, watches, errors
 //!   (the informer tests in `informers` also run over protobuf).
@@ -41,6 +44,7 @@ mod hangs;
 mod informer_pipeline;
 mod informers;
 mod leader_election;
+mod metadata_informer;
 mod metrics;
 mod mutation_cache;
 mod protobuf;

@@ -30,8 +30,11 @@ pub(crate) enum Injected {
     BreakAfter(Duration),
     /// The server's stream, opened only after this long (writes can happen meanwhile).
     OpenAfter(Duration),
-    /// Refused: the server is unreachable (a transport error).
-    Unreachable,
+    /// Refused: nothing listens at the server's address (a transport error caused by
+    /// an `io::Error` of kind `ConnectionRefused`).
+    Refused,
+    /// Failed: the connection was reset while opening (a transport error of another kind).
+    Reset,
 }
 
 /// Records every list and watch (with the resourceVersion it asked for), can replace the
@@ -116,9 +119,13 @@ impl ListerWatcher<ConfigMap> for Recording {
                     let event = Ok(WatchEvent::Error(Box::new(status)));
                     Ok(futures_util::stream::iter([event]).boxed())
                 }
-                Some(Injected::Unreachable) => Err(kubeclient::Error::Transport {
+                Some(Injected::Refused) => Err(kubeclient::Error::Transport {
                     url: "injected".to_owned(),
-                    source: "connection refused".into(),
+                    source: Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)),
+                }),
+                Some(Injected::Reset) => Err(kubeclient::Error::Transport {
+                    url: "injected".to_owned(),
+                    source: Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
                 }),
                 Some(Injected::OpenAfter(after)) => {
                     tokio::time::sleep(after).await;
@@ -481,16 +488,179 @@ async fn the_resource_version_updater_hook_hears_each_watch_event_in_order() {
     stop.cancel();
 }
 
+/// A TCP front of the embedded server that can go down (its port refuses connections and
+/// the connections it carried are cut) and come back on the same port: an API server
+/// restarting behind a fixed address, as the reflector sees it.
+struct Front {
+    address: std::net::SocketAddr,
+    upstream: std::net::SocketAddr,
+    running: Mutex<Option<(CancellationToken, tokio::task::JoinHandle<()>)>>,
+}
+
+impl Front {
+    async fn start(upstream: std::net::SocketAddr) -> Arc<Front> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let front = Arc::new(Front {
+            address: listener.local_addr().unwrap(),
+            upstream,
+            running: Mutex::new(None),
+        });
+        front.serve(listener);
+        front
+    }
+
+    fn serve(&self, listener: tokio::net::TcpListener) {
+        let down = CancellationToken::new();
+        let (upstream, token) = (self.upstream, down.clone());
+        let accepting = tokio::spawn(async move {
+            loop {
+                let accepted = tokio::select! {
+                    () = token.cancelled() => return,
+                    accepted = listener.accept() => accepted,
+                };
+                let Ok((mut client, _)) = accepted else {
+                    return;
+                };
+                let token = token.clone();
+                tokio::spawn(async move {
+                    let Ok(mut server) = tokio::net::TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        () = token.cancelled() => {}
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                    }
+                });
+            }
+        });
+        *self.running.lock().unwrap() = Some((down, accepting));
+    }
+
+    /// Closes the port (connecting to it is refused) and cuts every open connection.
+    async fn down(&self) {
+        let running = self.running.lock().unwrap().take();
+        if let Some((down, accepting)) = running {
+            down.cancel();
+            let _ = accepting.await;
+        }
+    }
+
+    /// Listens on the same port again.
+    async fn up(&self) {
+        let listener = tokio::net::TcpListener::bind(self.address).await.unwrap();
+        self.serve(listener);
+    }
+
+    /// A client of the server through this front.
+    async fn client(&self, server: &kubeclient_apiserver::ApiServer) -> kubeclient::Client {
+        let mut config = crate::support::config_of(server);
+        let scheme = config
+            .cluster_url
+            .scheme_str()
+            .unwrap_or("https")
+            .to_owned();
+        config.cluster_url = format!("{scheme}://{}", self.address).parse().unwrap();
+        kubeclient::Client::new(config).await.unwrap()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_watch_that_finds_the_server_unreachable_relists_once_it_answers() {
+async fn a_refused_connection_is_told_apart_from_other_transport_errors() {
+    let f = start().await;
+    let front = Front::start(f.server.address()).await;
+    let api: Api<ConfigMap> = Api::namespaced(front.client(&f.server).await, "default");
+    api.list(&ListParams::default()).await.unwrap();
+    front.down().await;
+    let err = api.list(&ListParams::default()).await.unwrap_err();
+    assert!(err.is_connection_refused(), "{err:?}");
+    let not_found = Api::<ConfigMap>::namespaced(f.client.clone(), "default")
+        .get("missing")
+        .await
+        .unwrap_err();
+    assert!(!not_found.is_connection_refused());
+}
+
+/// client-go's `TestReflectorListAndWatchInitConnBackoff`: watches refused while the server
+/// is down back off and retry from the last resourceVersion; the one LIST is the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_watches_back_off_and_resume_from_the_last_resource_version_without_relisting() {
+    for watch_list in [false, true] {
+        let f = start().await;
+        let front = Front::start(f.server.address()).await;
+        bulk_create(&f.server, 5);
+        let lw = Recording::new(
+            Api::namespaced(front.client(&f.server).await, "default"),
+            false,
+        );
+        let informer = informer(&lw, watch_list, None);
+        let stop = run(&informer);
+        until("the informer syncs", || informer.has_synced()).await;
+        // One event on the watch, so that cutting it is not a "very short watch" (which
+        // relists).
+        converges_on_a_new_object(&f, &informer, "first-event").await;
+        let before = f.server.faults().requests();
+        let watches_before = lw.watch_count();
+
+        front.down().await;
+        // A change while the server is out of reach: the resumed watch must bring it.
+        let object = serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1",
+            "metadata": {"name": "during-outage", "namespace": "default"}});
+        crate::support::store_write(&f.server, "during-outage", object);
+        until("five refused watches", || {
+            lw.watch_count() >= watches_before + 5
+        })
+        .await;
+        // Stable now: nothing arrives while the server is out of reach.
+        let last_rv = informer.last_sync_resource_version();
+        front.up().await;
+        until("the change made during the outage arrives", || {
+            informer
+                .indexer()
+                .get_by_key("default/during-outage")
+                .ok()
+                .flatten()
+                .is_some()
+        })
+        .await;
+
+        let after = f.server.faults().requests();
+        let expected_lists = u64::from(!watch_list);
+        assert_eq!(
+            (before.lists, after.lists),
+            (expected_lists, expected_lists),
+            "one initial sync and no relist (watch-list: {watch_list})"
+        );
+        assert_eq!(lw.list_count(), usize::from(!watch_list));
+        let resumed_from = lw.watch_rvs.lock().unwrap()[watches_before..].to_vec();
+        assert!(
+            resumed_from.iter().all(|rv| *rv == last_rv),
+            "every retry resumes from {last_rv}: {resumed_from:?}"
+        );
+        stop.cancel();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttled_watches_back_off_and_resume_without_relisting() {
     let f = start().await;
     let (lw, informer, stop) = synced(&f, fast_backoff()).await;
-    lw.inject(&[Injected::Unreachable]);
+    lw.inject(&[Injected::TooManyRequests; 5]);
+    lw.inject(&[Injected::Refused; 2]);
     f.server.drop_watches();
-    until("a relist after the server came back", || {
-        lw.list_count() == 2
-    })
-    .await;
-    converges_on_a_new_object(&f, &informer, "after-outage").await;
+    converges_on_a_new_object(&f, &informer, "after-throttling").await;
+    // The first watch, five throttled, two refused, and the one that worked.
+    assert_eq!(lw.watch_count(), 9);
+    assert_eq!(lw.list_count(), 1, "re-watched, never relisted");
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_that_cannot_open_for_another_transport_reason_relists_as_client_go_does() {
+    let f = start().await;
+    let (lw, informer, stop) = synced(&f, fast_backoff()).await;
+    lw.inject(&[Injected::Reset]);
+    f.server.drop_watches();
+    until("a relist after the failed watch", || lw.list_count() == 2).await;
+    converges_on_a_new_object(&f, &informer, "after-reset").await;
     stop.cancel();
 }

@@ -1,4 +1,5 @@
-//! Object metadata: the [`Object`] trait, [`DynamicObject`], object keys and tombstones.
+//! Object metadata: the [`Object`] trait, [`DynamicObject`], [`PartialObjectMetadata`],
+//! object keys and tombstones.
 //!
 //! Generic code throughout kubeclient (stores, informers, listers) is written once over
 //! [`Object`] and serves both the `k8s-openapi` types and [`DynamicObject`].
@@ -6,6 +7,7 @@
 mod dynamic_object;
 mod key;
 mod object;
+mod partial_object_metadata;
 
 pub use dynamic_object::{DynamicObject, TypeMeta};
 pub use key::{
@@ -13,3 +15,4 @@ pub use key::{
     split_meta_namespace_key,
 };
 pub use object::Object;
+pub use partial_object_metadata::PartialObjectMetadata;
