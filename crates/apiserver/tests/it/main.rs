@@ -2,6 +2,7 @@
 //!
 //! - (the fuzzing of paths, queries, bodies and patches is in `src/fuzz_tests.rs`)
 //! - `bootstrap`: the objects a fresh cluster has.
+//! - `crd_guards`: CRDs never replace or remove a built-in API (issue 24).
 //! - `defaults`: defaulting of built-in kinds.
 //! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
 //! - `hardening`: regression tests of bad input, limits and misuse (issue 12).
@@ -18,6 +19,7 @@
 //! - `python`: the official Python client drives the server.
 
 mod bootstrap;
+mod crd_guards;
 mod defaults;
 mod garbage_collection;
 mod hardening;
