@@ -17,6 +17,7 @@
 //! - `protobuf`: protobuf bodies, reads, watch frames and Status, and 406/415 for custom
 //!   resources.
 //! - `python`: the official Python client drives the server.
+//! - `tokens`: ServiceAccount tokens bound to audience, expiry and their objects (issue 24).
 
 mod bootstrap;
 mod crd_guards;
@@ -35,4 +36,5 @@ mod python;
 mod reviews;
 mod streams;
 mod support;
+mod tokens;
 mod watch;
