@@ -10,6 +10,7 @@ mod object;
 mod pod_target;
 mod port_forward;
 mod port_forward_spdy;
+mod port_forward_streams;
 mod printers;
 mod query;
 mod read;
