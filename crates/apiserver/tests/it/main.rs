@@ -8,6 +8,7 @@
 //! - `hardening`: regression tests of bad input, limits and misuse (issue 12).
 //! - `http_discovery`, `http_reads`, `http_writes`: the API semantics clients depend on,
 //!   checked request by request.
+//! - `validation_gaps`: validation that used to do nothing (issue 24).
 //! - `watch`: watch streams: resume, 410, bookmarks, watch-list, selectors.
 //! - `kubectl`: the real kubectl 1.33 drives the server.
 //! - `kubectl_create`: kubectl's typed `create` commands, which send protobuf bodies.
@@ -37,4 +38,5 @@ mod reviews;
 mod streams;
 mod support;
 mod tokens;
+mod validation_gaps;
 mod watch;
