@@ -14,13 +14,18 @@ use serde_json::{Value, json};
 
 use crate::sync::lock;
 
-/// The audience tokens are issued for by default (kube-apiserver's `--api-audiences`
-/// default, the issuer URL).
-pub(crate) const DEFAULT_AUDIENCE: &str = "https://kubernetes.default.svc.cluster.local";
+/// The issuer ServiceAccount tokens name by default (`kubeclient serve
+/// --service-account-issuer`, kube-apiserver's flag of that name), which is also the
+/// default API audience (kube-apiserver's `--api-audiences` defaults to the issuer).
+pub const DEFAULT_SERVICE_ACCOUNT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
 /// The most ServiceAccount tokens kept at once; issuing more drops the one closest to
 /// expiry, so that TokenRequests cannot grow memory without bound.
 const MAX_ISSUED_TOKENS: usize = 10_000;
+
+/// The JOSE header of every token the server issues: what marks a bearer token as one of
+/// ours, to be checked (and refused when it no longer holds) rather than ignored.
+const TOKEN_HEADER: &str = r#"{"alg":"none","kid":"kubeclient"}"#;
 
 /// An authenticated user (`authentication.k8s.io/v1` `UserInfo`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,17 +99,119 @@ impl UserInfo {
     }
 }
 
-struct IssuedToken {
-    user: UserInfo,
-    audiences: Vec<String>,
-    /// Unix seconds.
-    expires: i64,
+/// An object a token is bound to: its ServiceAccount, and the Pod or Secret it was
+/// requested for. The token is only as alive as they are: the same name *and* uid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct BoundObject {
+    /// `ServiceAccount`, `Pod` or `Secret`.
+    pub(crate) kind: &'static str,
+    /// Its name (in the token's namespace).
+    pub(crate) name: String,
+    /// Its uid when the token was issued.
+    pub(crate) uid: String,
+}
+
+/// What a ServiceAccount token claims (the JWT claims kube-apiserver signs: `aud`,
+/// `exp`, `iat`, and `kubernetes.io` with the namespace, ServiceAccount and bound
+/// object).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TokenClaims {
+    /// The ServiceAccount's namespace.
+    pub(crate) namespace: String,
+    /// The ServiceAccount (kind `ServiceAccount`).
+    pub(crate) service_account: BoundObject,
+    /// The Pod or Secret the token was bound to, if any.
+    pub(crate) bound_object: Option<BoundObject>,
+    /// Who the token is for (`aud`).
+    pub(crate) audiences: Vec<String>,
+    /// Unix seconds (`iat`).
+    pub(crate) issued: i64,
+    /// Unix seconds (`exp`).
+    pub(crate) expires: i64,
+}
+
+/// Why an issued token is not accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TokenRejection {
+    /// Not a token this server issued (or one it forgot, being over its bound).
+    #[error("invalid bearer token")]
+    Unknown,
+    /// Past its `exp`.
+    #[error("token has expired")]
+    Expired,
+    /// Issued for other audiences than the ones asked for (the API's, by default).
+    #[error("token audiences do not match")]
+    Audience,
+    /// Its ServiceAccount, Pod or Secret is gone, or was re-created (another uid).
+    #[error("the object the token is bound to is gone or was re-created")]
+    Unbound,
+}
+
+impl TokenClaims {
+    /// The user the token authenticates.
+    pub(crate) fn user(&self) -> UserInfo {
+        UserInfo::service_account(
+            &self.namespace,
+            &self.service_account.name,
+            &self.service_account.uid,
+        )
+    }
+
+    /// Checks the token at `now` for `audiences` (any one of them must be among the
+    /// token's); `live_uid(kind, namespace, name)` is the uid of the object as stored now.
+    /// The audiences both sides share, when the token holds.
+    ///
+    /// # Errors
+    ///
+    /// [`TokenRejection`] saying which check failed.
+    pub(crate) fn verify(
+        &self,
+        now: i64,
+        audiences: &[String],
+        live_uid: &dyn Fn(&str, &str, &str) -> Option<String>,
+    ) -> Result<Vec<String>, TokenRejection> {
+        if now >= self.expires {
+            return Err(TokenRejection::Expired);
+        }
+        let shared: Vec<String> = audiences
+            .iter()
+            .filter(|a| self.audiences.contains(a))
+            .cloned()
+            .collect();
+        if shared.is_empty() {
+            return Err(TokenRejection::Audience);
+        }
+        let alive = |object: &BoundObject| {
+            live_uid(object.kind, &self.namespace, &object.name).as_deref() == Some(&object.uid)
+        };
+        if !alive(&self.service_account) || self.bound_object.as_ref().is_some_and(|o| !alive(o)) {
+            return Err(TokenRejection::Unbound);
+        }
+        Ok(shared)
+    }
+
+    /// The JWT claims, as kube-apiserver writes them.
+    fn to_json(&self, issuer: &str) -> Value {
+        let reference = |object: &BoundObject| json!({"name": object.name, "uid": object.uid});
+        let mut kubernetes = json!({
+            "namespace": self.namespace,
+            "serviceaccount": reference(&self.service_account),
+        });
+        if let Some(bound) = &self.bound_object {
+            kubernetes[bound.kind.to_ascii_lowercase()] = reference(bound);
+        }
+        json!({
+            "aud": self.audiences, "exp": self.expires, "iat": self.issued, "iss": issuer,
+            "kubernetes.io": kubernetes, "nbf": self.issued,
+            "sub": self.user().username,
+        })
+    }
 }
 
 /// The ServiceAccount tokens the server issued.
 #[derive(Default)]
 pub(crate) struct TokenRegistry {
-    tokens: Mutex<HashMap<String, IssuedToken>>,
+    tokens: Mutex<HashMap<String, TokenClaims>>,
 }
 
 impl std::fmt::Debug for TokenRegistry {
@@ -115,28 +222,23 @@ impl std::fmt::Debug for TokenRegistry {
     }
 }
 
+fn encode_segment(text: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text.as_bytes())
+}
+
 impl TokenRegistry {
-    /// Issues a token for `user`, valid for `audiences` until `expires` (Unix seconds).
-    /// The token is shaped like a JWT (its claims readable, as clients sometimes decode
-    /// them); the server recognizes it by value, not by signature.
-    pub(crate) fn issue(
-        &self,
-        user: &UserInfo,
-        audiences: &[String],
-        now: i64,
-        expires: i64,
-    ) -> String {
-        let encode = |value: &Value| {
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string().as_bytes())
-        };
-        let header = json!({"alg": "none", "kid": "kubeclient"});
-        let claims = json!({
-            "iss": DEFAULT_AUDIENCE, "sub": user.username, "aud": audiences,
-            "iat": now, "nbf": now, "exp": expires,
-        });
+    /// Issues a token with `claims`, naming `issuer`. The token is shaped like a JWT (its
+    /// claims readable, as clients sometimes decode them); the server recognizes it by
+    /// value, not by signature.
+    pub(crate) fn issue(&self, claims: TokenClaims, issuer: &str) -> String {
         let secret =
             uuid::Uuid::new_v4().simple().to_string() + &uuid::Uuid::new_v4().simple().to_string();
-        let token = format!("{}.{}.{secret}", encode(&header), encode(&claims));
+        let token = format!(
+            "{}.{}.{secret}",
+            encode_segment(TOKEN_HEADER),
+            encode_segment(&claims.to_json(issuer).to_string())
+        );
+        let now = claims.issued;
         let mut tokens = lock(&self.tokens);
         tokens.retain(|_, issued| issued.expires > now);
         if tokens.len() >= MAX_ISSUED_TOKENS
@@ -147,22 +249,28 @@ impl TokenRegistry {
         {
             tokens.remove(&soonest);
         }
-        tokens.insert(
-            token.clone(),
-            IssuedToken {
-                user: user.clone(),
-                audiences: audiences.to_vec(),
-                expires,
-            },
-        );
+        tokens.insert(token.clone(), claims);
         token
     }
 
-    /// The user and audiences of an issued, unexpired token.
-    pub(crate) fn lookup(&self, token: &str, now: i64) -> Option<(UserInfo, Vec<String>)> {
-        let tokens = lock(&self.tokens);
-        let issued = tokens.get(token).filter(|issued| issued.expires > now)?;
-        Some((issued.user.clone(), issued.audiences.clone()))
+    /// The claims of an issued token (expired or not: [`TokenClaims::verify`] judges).
+    ///
+    /// # Errors
+    ///
+    /// [`TokenRejection::Unknown`] for a token the server does not hold.
+    pub(crate) fn lookup(&self, token: &str) -> Result<TokenClaims, TokenRejection> {
+        lock(&self.tokens)
+            .get(token)
+            .cloned()
+            .ok_or(TokenRejection::Unknown)
+    }
+
+    /// Whether `token` has the shape of the tokens this server issues (held or not).
+    pub(crate) fn looks_issued(token: &str) -> bool {
+        token
+            .split('.')
+            .next()
+            .is_some_and(|head| head == encode_segment(TOKEN_HEADER))
     }
 }
 
@@ -171,17 +279,36 @@ pub(crate) fn now_seconds() -> i64 {
     jiff::Timestamp::now().as_second()
 }
 
-/// The user presenting `bearer` (if any): `None` when the request must be refused.
+/// How the server judges ServiceAccount tokens: the API audiences (a token must be
+/// for one of them) and the live uid of an object (`kind`, `namespace`, `name`).
+pub(crate) struct TokenCheck<'a> {
+    /// The API audiences (`--api-audiences`).
+    pub(crate) audiences: &'a [String],
+    /// The uid of a stored ServiceAccount, Pod or Secret.
+    pub(crate) live_uid: &'a dyn Fn(&str, &str, &str) -> Option<String>,
+}
+
+/// The user presenting `bearer` (if any): `None` when the request must be refused. A
+/// token this server issued must hold ([`TokenClaims::verify`]) even when the server
+/// requires no token: it is refused, not taken for the administrator.
 pub(crate) fn authenticate(
     required_token: Option<&str>,
     tokens: &TokenRegistry,
+    check: &TokenCheck<'_>,
     bearer: Option<&str>,
     client_certificate: Option<&UserInfo>,
 ) -> Option<UserInfo> {
     if let Some(presented) = bearer
-        && let Some((user, _)) = tokens.lookup(presented, now_seconds())
+        && (TokenRegistry::looks_issued(presented) || tokens.lookup(presented).is_ok())
     {
-        return Some(user);
+        let claims = tokens.lookup(presented).ok()?;
+        return match claims.verify(now_seconds(), check.audiences, check.live_uid) {
+            Ok(_) => Some(claims.user()),
+            Err(rejection) => {
+                tracing::debug!(%rejection, "a ServiceAccount token was refused");
+                None
+            }
+        };
     }
     match required_token {
         None => Some(UserInfo::admin()),
@@ -194,6 +321,27 @@ pub(crate) fn authenticate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const NO_OBJECTS: &dyn Fn(&str, &str, &str) -> Option<String> = &|_, _, _| None;
+
+    fn claims(audiences: &[&str], expires: i64) -> TokenClaims {
+        TokenClaims {
+            namespace: "default".to_owned(),
+            service_account: BoundObject {
+                kind: "ServiceAccount",
+                name: "builder".to_owned(),
+                uid: "u1".to_owned(),
+            },
+            bound_object: None,
+            audiences: audiences.iter().map(|a| (*a).to_owned()).collect(),
+            issued: 100,
+            expires,
+        }
+    }
+
+    fn api() -> Vec<String> {
+        vec![DEFAULT_SERVICE_ACCOUNT_ISSUER.to_owned()]
+    }
 
     #[test]
     fn a_client_certificate_is_the_user_its_subject_names() {
@@ -214,35 +362,108 @@ mod tests {
             UserInfo::admin()
         );
         let registry = TokenRegistry::default();
+        let check = TokenCheck {
+            audiences: &api(),
+            live_uid: NO_OBJECTS,
+        };
         assert_eq!(
-            authenticate(Some("t"), &registry, None, Some(&user)),
+            authenticate(Some("t"), &registry, &check, None, Some(&user)),
             Some(user.clone()),
             "a verified certificate authenticates without the token"
         );
     }
 
     #[test]
-    fn issued_tokens_authenticate_until_they_expire() {
+    fn issued_tokens_hold_for_their_audience_until_expiry_while_their_account_lives() {
+        let token_claims = claims(&[DEFAULT_SERVICE_ACCOUNT_ISSUER], 200);
+        let live: &dyn Fn(&str, &str, &str) -> Option<String> = &|kind, namespace, name| {
+            ((kind, namespace, name) == ("ServiceAccount", "default", "builder"))
+                .then(|| "u1".to_owned())
+        };
+        assert_eq!(token_claims.verify(150, &api(), live), Ok(api()));
+        assert_eq!(
+            token_claims.verify(200, &api(), live),
+            Err(TokenRejection::Expired)
+        );
+        assert_eq!(
+            token_claims.verify(150, &["https://vault.example.com".to_owned()], live),
+            Err(TokenRejection::Audience)
+        );
+        assert_eq!(
+            token_claims.verify(150, &api(), NO_OBJECTS),
+            Err(TokenRejection::Unbound),
+            "the ServiceAccount is gone"
+        );
+        let recreated: &dyn Fn(&str, &str, &str) -> Option<String> =
+            &|_, _, _| Some("u2".to_owned());
+        assert_eq!(
+            token_claims.verify(150, &api(), recreated),
+            Err(TokenRejection::Unbound),
+            "the ServiceAccount was re-created"
+        );
+        let mut bound = token_claims.clone();
+        bound.bound_object = Some(BoundObject {
+            kind: "Pod",
+            name: "web".to_owned(),
+            uid: "p1".to_owned(),
+        });
+        assert_eq!(
+            bound.verify(150, &api(), live),
+            Err(TokenRejection::Unbound),
+            "the bound Pod is gone"
+        );
+    }
+
+    #[test]
+    fn tokens_are_jwt_shaped_and_refused_once_forgotten_or_invalid() {
         let registry = TokenRegistry::default();
-        let user = UserInfo::service_account("default", "builder", "u1");
-        let token = registry.issue(&user, &[DEFAULT_AUDIENCE.to_owned()], 100, 200);
+        let now = now_seconds();
+        let token = registry.issue(claims(&["a"], now + 100), "https://issuer.example");
         assert_eq!(token.split('.').count(), 3);
+        let payload = token.split('.').nth(1).unwrap();
+        let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .unwrap();
+        let decoded: Value = serde_json::from_slice(&decoded).unwrap();
+        assert_eq!(decoded["iss"], "https://issuer.example");
+        assert_eq!(decoded["kubernetes.io"]["serviceaccount"]["uid"], "u1");
+        assert!(TokenRegistry::looks_issued(&token));
+        let live: &dyn Fn(&str, &str, &str) -> Option<String> = &|_, _, _| Some("u1".to_owned());
+        let check = TokenCheck {
+            audiences: &["a".to_owned()],
+            live_uid: live,
+        };
+        assert!(authenticate(None, &registry, &check, Some(&token), None).is_some());
+        let other = TokenCheck {
+            audiences: &["b".to_owned()],
+            live_uid: live,
+        };
         assert_eq!(
-            registry.lookup(&token, 150).map(|(u, _)| u),
-            Some(user.clone())
+            authenticate(None, &registry, &other, Some(&token), None),
+            None,
+            "refused even by a server that requires no token"
         );
-        assert!(registry.lookup(&token, 200).is_none());
-        assert!(registry.lookup("forged", 150).is_none());
+        let forgotten = TokenRegistry::default();
         assert_eq!(
-            authenticate(Some("admin-token"), &registry, Some("admin-token"), None),
-            Some(UserInfo::admin())
-        );
-        assert_eq!(
-            authenticate(Some("admin-token"), &registry, Some("nope"), None),
+            authenticate(None, &forgotten, &check, Some(&token), None),
             None
         );
         assert_eq!(
-            authenticate(None, &registry, None, None),
+            authenticate(
+                Some("admin-token"),
+                &registry,
+                &check,
+                Some("admin-token"),
+                None
+            ),
+            Some(UserInfo::admin())
+        );
+        assert_eq!(
+            authenticate(Some("admin-token"), &registry, &check, Some("nope"), None),
+            None
+        );
+        assert_eq!(
+            authenticate(None, &registry, &check, None, None),
             Some(UserInfo::admin())
         );
     }
@@ -250,11 +471,33 @@ mod tests {
     #[test]
     fn the_registry_stays_bounded() {
         let registry = TokenRegistry::default();
-        let user = UserInfo::admin();
         for i in 0..(MAX_ISSUED_TOKENS + 5) {
             let expires = 1_000 + i64::try_from(i).unwrap();
-            registry.issue(&user, &[], 0, expires);
+            let mut token_claims = claims(&[], expires);
+            token_claims.issued = 0;
+            registry.issue(token_claims, "");
         }
         assert_eq!(lock(&registry.tokens).len(), MAX_ISSUED_TOKENS);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bearer_tokens_never_panic_or_pass_for_an_issued_one(
+            bearer in "[A-Za-z0-9._-]{0,80}",
+            header in proptest::prelude::any::<bool>(),
+        ) {
+            let registry = TokenRegistry::default();
+            let issued = registry.issue(claims(&["a"], now_seconds() + 100), "");
+            // Half the cases carry our header, as a forged token would.
+            let bearer = if header {
+                format!("{}.{bearer}", encode_segment(TOKEN_HEADER))
+            } else {
+                bearer
+            };
+            let live: &dyn Fn(&str, &str, &str) -> Option<String> = &|_, _, _| Some("u1".to_owned());
+            let check = TokenCheck { audiences: &["a".to_owned()], live_uid: live };
+            let user = authenticate(Some("admin"), &registry, &check, Some(&bearer), None);
+            proptest::prop_assert_eq!(user.is_some(), bearer == issued || bearer == "admin");
+        }
     }
 }

@@ -32,6 +32,9 @@ fn state() -> Arc<State> {
             kubernetes_minor_version: 37,
             admin_enabled: true,
             limits: Limits::default(),
+            service_account_issuer: crate::authentication::DEFAULT_SERVICE_ACCOUNT_ISSUER
+                .to_owned(),
+            api_audiences: vec![crate::authentication::DEFAULT_SERVICE_ACCOUNT_ISSUER.to_owned()],
         },
         sessions: Default::default(),
         // No controller task runs here: wake-ups are only recorded.

@@ -42,6 +42,7 @@ mod tls;
 #[cfg(test)]
 mod fuzz_tests;
 
+pub use authentication::DEFAULT_SERVICE_ACCOUNT_ISSUER;
 pub use faults::{Fault, Faults, MAX_FAULT_COUNT, RequestCounts};
 pub use pod_logs::PodLogs;
 pub use server::{ApiServer, ApiServerBuilder, DEFAULT_KUBERNETES_MINOR_VERSION, StartError};

@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::authentication::UserInfo;
+use crate::authentication::{DEFAULT_SERVICE_ACCOUNT_ISSUER, UserInfo};
 use crate::controllers::Controllers;
 use crate::faults::Faults;
 use crate::handlers;
@@ -55,6 +55,8 @@ pub struct ApiServerBuilder {
     initial_revision: u64,
     garbage_collector: bool,
     kubernetes_minor_version: u32,
+    service_account_issuer: String,
+    api_audiences: Option<Vec<String>>,
 }
 
 /// The minor version `/version` reports by default (`v1.37.0`).
@@ -74,6 +76,8 @@ impl Default for ApiServerBuilder {
             initial_revision: 0,
             garbage_collector: true,
             kubernetes_minor_version: DEFAULT_KUBERNETES_MINOR_VERSION,
+            service_account_issuer: DEFAULT_SERVICE_ACCOUNT_ISSUER.to_owned(),
+            api_audiences: None,
         }
     }
 }
@@ -213,6 +217,40 @@ impl ApiServerBuilder {
         self
     }
 
+    /// The issuer (`iss`) of the ServiceAccount tokens `TokenRequest` issues, as
+    /// kube-apiserver's `--service-account-issuer`. Default
+    /// `https://kubernetes.default.svc.cluster.local`.
+    pub fn service_account_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.service_account_issuer = issuer.into();
+        self
+    }
+
+    /// The audiences the API accepts ServiceAccount tokens for, as kube-apiserver's
+    /// `--api-audiences`: a token requested for other audiences only (`kubectl create
+    /// token --audience https://vault.example.com`) does not authenticate requests.
+    /// TokenRequests that name no audience get these. Default: the
+    /// [issuer](Self::service_account_issuer) alone.
+    ///
+    /// ```
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kubeclient_apiserver::ApiServer::builder()
+    ///     .service_account_issuer("https://issuer.example")
+    ///     .api_audiences(["https://issuer.example", "api"])
+    ///     .start()
+    ///     .await?;
+    /// # server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn api_audiences<I, S>(mut self, audiences: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.api_audiences = Some(audiences.into_iter().map(Into::into).collect());
+        self
+    }
+
     /// Binds the port and starts serving.
     ///
     /// # Errors
@@ -258,6 +296,12 @@ impl ApiServerBuilder {
                 kubernetes_minor_version: self.kubernetes_minor_version,
                 admin_enabled: self.admin,
                 limits: self.limits,
+                api_audiences: self
+                    .api_audiences
+                    .clone()
+                    .filter(|audiences| !audiences.is_empty())
+                    .unwrap_or_else(|| vec![self.service_account_issuer.clone()]),
+                service_account_issuer: self.service_account_issuer.clone(),
             },
             sessions: if self.legacy_remote_command {
                 Sessions::legacy_remote_command()

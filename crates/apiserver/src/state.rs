@@ -61,6 +61,12 @@ pub(crate) struct Config {
     pub admin_enabled: bool,
     /// Resource limits.
     pub limits: Limits,
+    /// The `iss` of the ServiceAccount tokens the server issues
+    /// (`--service-account-issuer`).
+    pub service_account_issuer: String,
+    /// The audiences the API accepts ServiceAccount tokens for, and gives TokenRequests
+    /// that name none (`--api-audiences`; default: the issuer).
+    pub api_audiences: Vec<String>,
 }
 
 /// Everything a request handler reads or changes.

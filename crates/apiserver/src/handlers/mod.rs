@@ -10,6 +10,7 @@ mod object;
 mod pod_target;
 mod port_forward;
 mod port_forward_spdy;
+mod port_forward_streams;
 mod printers;
 mod query;
 mod read;
@@ -69,6 +70,28 @@ pub(crate) struct Call {
     pub user: UserInfo,
 }
 
+/// The uid of the stored ServiceAccount, Pod or Secret a token is bound to
+/// (`kind`, `namespace`, `name`), if it exists.
+pub(crate) fn live_uid(state: &State) -> impl Fn(&str, &str, &str) -> Option<String> + '_ {
+    move |kind, namespace, name| {
+        let plural = match kind {
+            "ServiceAccount" => "serviceaccounts",
+            "Pod" => "pods",
+            "Secret" => "secrets",
+            _ => return None,
+        };
+        let stored = state.store.get(
+            &kubeclient_machinery::GroupResource::new("", plural),
+            &store_key(Some(namespace), name),
+        )?;
+        stored
+            .value
+            .pointer("/metadata/uid")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    }
+}
+
 /// Serves one request. `client_certificate` is the user of the client certificate TLS
 /// verified against the server's CA, if any.
 pub(crate) async fn handle<B>(
@@ -92,12 +115,20 @@ where
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    let user = authentication::authenticate(
-        state.config.token.as_deref(),
-        &state.tokens,
-        bearer,
-        client_certificate,
-    );
+    let user = {
+        let live_uid = live_uid(&state);
+        let check = authentication::TokenCheck {
+            audiences: &state.config.api_audiences,
+            live_uid: &live_uid,
+        };
+        authentication::authenticate(
+            state.config.token.as_deref(),
+            &state.tokens,
+            &check,
+            bearer,
+            client_certificate,
+        )
+    };
     match user {
         Some(user) => {
             request.extensions_mut().insert(user);

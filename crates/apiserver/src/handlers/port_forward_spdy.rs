@@ -11,7 +11,6 @@
 //! failed. The server answers each SYN_STREAM with a SYN_REPLY, echoes PINGs, and ends
 //! on GOAWAY or when the connection closes.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,8 +28,9 @@ use tokio::task::JoinSet;
 
 use super::pod_target::{find_pod, require_host};
 use super::port_forward::port_target;
+use super::port_forward_streams::{Complete, Delivery, Kind, Opened, Streams};
 use super::response::{Body, HandlerResult, fail, full};
-use super::spdy::{self, Frame, HeaderDecoder, HeaderEncoder};
+use super::spdy::{self, Frame, FrameReader, HeaderDecoder, HeaderEncoder};
 use crate::sessions::stopped;
 use crate::state::State;
 
@@ -38,12 +38,8 @@ use crate::state::State;
 const PROTOCOL: &str = "portforward.k8s.io";
 const PROTOCOL_HEADER: &str = "x-stream-protocol-version";
 
-/// The most streams one connection may have open (two per forwarded connection).
-const MAX_STREAMS: usize = 1024;
 /// Frames queued for the client before producers wait.
 const OUTGOING_QUEUE: usize = 32;
-/// Chunks queued for a slow target, per stream.
-const TO_TARGET_QUEUE: usize = 8;
 /// The largest DATA frame sent.
 const MAX_DATA: usize = 32 * 1024;
 /// How long a connection to a target may take.
@@ -102,25 +98,6 @@ struct Session {
     pod: super::pod_target::PodTarget,
 }
 
-/// A stream the client opened.
-struct Stream {
-    request_id: String,
-    /// Where data from the client goes (data streams, once forwarding started).
-    to_target: Option<mpsc::Sender<Bytes>>,
-}
-
-/// The two streams of one forwarded connection, as they arrive.
-#[derive(Default)]
-struct Pair {
-    port: u16,
-    error: Option<u32>,
-    data: Option<u32>,
-    /// Data the client sent before the pair was complete.
-    early: Vec<Bytes>,
-    /// The client finished the data stream before the pair was complete.
-    data_fin: bool,
-}
-
 impl Session {
     async fn run(self, upgrade: OnUpgrade) {
         let io = match upgrade.await {
@@ -130,7 +107,7 @@ impl Session {
                 return;
             }
         };
-        let (mut reader, mut writer) = tokio::io::split(io);
+        let (reader, mut writer) = tokio::io::split(io);
         let (frames, mut queue) = mpsc::channel::<Vec<u8>>(OUTGOING_QUEUE);
         let writer_task = tokio::spawn(async move {
             while let Some(frame) = queue.recv().await {
@@ -140,20 +117,21 @@ impl Session {
             }
             let _ = writer.shutdown().await;
         });
+        // Cancel safe: a frame half read when another branch wins stays buffered.
+        let mut reader = FrameReader::new(reader);
         let mut decoder = HeaderDecoder::new();
         let mut encoder = HeaderEncoder::new();
-        let mut streams: HashMap<u32, Stream> = HashMap::new();
-        let mut pairs: HashMap<String, Pair> = HashMap::new();
-        let mut forwards = JoinSet::new();
+        let mut streams = Streams::default();
+        let mut forwards = JoinSet::<String>::new();
         let mut stopping = self.state.sessions.stopping();
         let mut last_stream = 0;
         loop {
             let frame = tokio::select! {
-                frame = spdy::read_frame(&mut reader) => frame,
+                frame = reader.next() => frame,
                 Some(done) = forwards.join_next(), if !forwards.is_empty() => {
-                    if let Ok((data, error)) = done {
-                        streams.remove(&data);
-                        streams.remove(&error);
+                    // A cancelled forward (its stream was reset) is already forgotten.
+                    if let Ok(request_id) = done {
+                        streams.finished(&request_id);
                     }
                     continue;
                 }
@@ -190,15 +168,20 @@ impl Session {
                             .map(|(_, v)| v.as_str())
                     };
                     let port = header("port").and_then(|p| p.parse::<u16>().ok());
-                    let kind = header("streamtype");
+                    let kind = match header("streamtype") {
+                        Some("data") => Some(Kind::Data),
+                        Some("error") => Some(Kind::Error),
+                        _ => None,
+                    };
                     let request_id = header("requestid").unwrap_or_default().to_owned();
-                    let (Some(port), Some(kind @ ("data" | "error"))) = (port, kind) else {
+                    let (Some(port), Some(kind)) = (port, kind) else {
                         let _ = frames
                             .send(spdy::rst_stream_frame(stream_id, spdy::RST_PROTOCOL_ERROR))
                             .await;
                         continue;
                     };
-                    if streams.len() >= MAX_STREAMS {
+                    let opened = streams.open(stream_id, &request_id, kind, port, fin);
+                    if matches!(opened, Opened::Refused) {
                         let _ = frames
                             .send(spdy::rst_stream_frame(stream_id, spdy::RST_REFUSED_STREAM))
                             .await;
@@ -212,69 +195,39 @@ impl Session {
                     {
                         break;
                     }
-                    streams.insert(
-                        stream_id,
-                        Stream {
-                            request_id: request_id.clone(),
-                            to_target: None,
-                        },
-                    );
-                    let pair = pairs.entry(request_id.clone()).or_default();
-                    pair.port = port;
-                    if kind == "data" {
-                        pair.data = Some(stream_id);
-                        pair.data_fin |= fin;
-                    } else {
-                        pair.error = Some(stream_id);
-                    }
-                    if let (Some(error), Some(data)) = (pair.error, pair.data)
-                        && let Some(pair) = pairs.remove(&request_id)
-                    {
-                        let (sender, receiver) = mpsc::channel(TO_TARGET_QUEUE);
-                        for chunk in pair.early {
-                            let _ = sender.try_send(chunk);
-                        }
-                        if !pair.data_fin
-                            && let Some(stream) = streams.get_mut(&data)
-                        {
-                            stream.to_target = Some(sender);
-                        }
-                        let target = port_target(&self.pod, pair.port);
-                        let frames = frames.clone();
-                        forwards.spawn(async move {
-                            forward(target, receiver, frames, data, error).await;
-                            (data, error)
+                    if let Opened::Complete(complete) = opened {
+                        let target = port_target(&self.pod, complete.port);
+                        let (frames, data, error) = (frames.clone(), complete.data, complete.error);
+                        let request_id = complete.request_id.clone();
+                        let (from_client, complete) = take_receiver(complete);
+                        let abort = forwards.spawn(async move {
+                            forward(target, from_client, frames, data, error).await;
+                            request_id
                         });
+                        streams.started(&complete, abort);
                     }
                 }
                 Frame::Data {
                     stream_id,
                     fin,
                     data,
-                } => {
-                    let Some(stream) = streams.get_mut(&stream_id) else {
-                        continue;
-                    };
-                    if let Some(sender) = &stream.to_target {
-                        if !data.is_empty() && sender.send(data).await.is_err() {
-                            stream.to_target = None;
+                } => match streams.data(stream_id, data.clone(), fin) {
+                    Delivery::Forward(sender) => {
+                        if sender.send(data).await.is_err() {
+                            streams.target_gone(stream_id);
                         }
-                    } else if let Some(pair) = pairs.get_mut(&stream.request_id)
-                        && pair.data == Some(stream_id)
-                    {
-                        if pair.early.len() < TO_TARGET_QUEUE && !data.is_empty() {
-                            pair.early.push(data);
-                        }
-                        pair.data_fin |= fin;
                     }
-                    if fin {
-                        // Half-close: the target sees EOF once the queue drains.
-                        stream.to_target = None;
+                    Delivery::Refuse => {
+                        let _ = frames
+                            .send(spdy::rst_stream_frame(
+                                stream_id,
+                                spdy::RST_FLOW_CONTROL_ERROR,
+                            ))
+                            .await;
                     }
-                }
-                Frame::RstStream { stream_id } => {
-                    streams.remove(&stream_id);
-                }
+                    Delivery::Done => {}
+                },
+                Frame::RstStream { stream_id } => streams.reset(stream_id),
                 Frame::Ping { id } => {
                     if frames.send(spdy::ping_frame(id)).await.is_err() {
                         break;
@@ -285,6 +238,7 @@ impl Session {
             }
         }
         let _ = frames.send(spdy::goaway_frame(last_stream)).await;
+        streams.abort_all();
         forwards.abort_all();
         drop(frames);
         drop(forwards);
@@ -296,6 +250,13 @@ impl Session {
             writer_task.abort();
         }
     }
+}
+
+/// Splits the client-data receiver off a completed pair, for the forward to own.
+fn take_receiver(mut complete: Complete) -> (mpsc::Receiver<Bytes>, Complete) {
+    let (_, empty) = mpsc::channel(1);
+    let receiver = std::mem::replace(&mut complete.from_client, empty);
+    (receiver, complete)
 }
 
 /// Forwards one connection: the data stream to and from the target, then the end of the

@@ -7,7 +7,7 @@
 //! never allocations. Flow control (WINDOW_UPDATE) is not used: the SPDY peers of
 //! Kubernetes (moby/spdystream) neither send nor honour it.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 
@@ -31,6 +31,8 @@ const GOAWAY: u16 = 7;
 pub(crate) const RST_PROTOCOL_ERROR: u32 = 1;
 /// RST_STREAM status: the stream is refused (e.g. too many streams).
 pub(crate) const RST_REFUSED_STREAM: u32 = 3;
+/// RST_STREAM status: the peer sent more than the receiver keeps.
+pub(crate) const RST_FLOW_CONTROL_ERROR: u32 = 7;
 
 /// One frame read from the peer.
 #[derive(Debug, PartialEq, Eq)]
@@ -77,34 +79,90 @@ pub(crate) enum SpdyError {
     Headers(String),
 }
 
-/// Reads the next frame; `None` at a clean end of the connection.
+/// Reads frames from a connection. A frame read in part stays in the buffer until the
+/// rest arrives, so [`FrameReader::next`] can lose a `select!` race at any point without
+/// losing its place in the stream (a half-read frame thrown away would make payload bytes
+/// be read as the next header).
 ///
-/// # Errors
-///
-/// [`SpdyError`] for I/O failures and malformed or oversized frames.
-pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
-    reader: &mut R,
-) -> Result<Option<Frame>, SpdyError> {
-    let mut head = [0u8; 8];
-    match reader.read_exact(&mut head).await {
-        Ok(_) => {}
-        Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(err) => return Err(err.into()),
+/// Invariant: `buffer` holds the bytes read but not yet returned as frames, at most one
+/// frame header plus [`MAX_FRAME_PAYLOAD`] bytes once a header has been judged.
+pub(crate) struct FrameReader<R> {
+    reader: R,
+    buffer: BytesMut,
+}
+
+/// How much the reader asks for at once when no frame is pending.
+const READ_CHUNK: usize = 64 * 1024;
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub(crate) fn new(reader: R) -> Self {
+        FrameReader {
+            reader,
+            buffer: BytesMut::with_capacity(READ_CHUNK),
+        }
     }
+
+    /// The next frame; `None` at a clean end of the connection (between frames).
+    ///
+    /// # Errors
+    ///
+    /// [`SpdyError`] for I/O failures, a connection ending inside a frame, and malformed
+    /// or oversized frames.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: bytes read before the future is dropped stay buffered for the next
+    /// call (the only await is `read_buf`, which reads nothing when cancelled).
+    pub(crate) async fn next(&mut self) -> Result<Option<Frame>, SpdyError> {
+        loop {
+            let wanted = match parse_frame(&mut self.buffer)? {
+                Parsed::Frame(frame) => return Ok(Some(frame)),
+                Parsed::Need(bytes) => bytes,
+            };
+            self.buffer.reserve(wanted.max(READ_CHUNK));
+            if self.reader.read_buf(&mut self.buffer).await? == 0 {
+                if self.buffer.is_empty() {
+                    return Ok(None);
+                }
+                return Err(SpdyError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+            }
+        }
+    }
+}
+
+/// What the buffer holds.
+enum Parsed {
+    /// A whole frame, taken off the buffer.
+    Frame(Frame),
+    /// Not yet a whole frame: this many more bytes are needed at least.
+    Need(usize),
+}
+
+/// Takes the first frame off `buffer` if it is complete.
+fn parse_frame(buffer: &mut BytesMut) -> Result<Parsed, SpdyError> {
+    let Some(head) = buffer
+        .get(..8)
+        .and_then(|head| <[u8; 8]>::try_from(head).ok())
+    else {
+        return Ok(Parsed::Need(8 - buffer.len()));
+    };
     let [a, b, c, d, flags, l1, l2, l3] = head;
     let length = usize::from(l1) << 16 | usize::from(l2) << 8 | usize::from(l3);
     if length > MAX_FRAME_PAYLOAD {
         return Err(SpdyError::TooLarge(length));
     }
-    let mut payload = vec![0u8; length];
-    reader.read_exact(&mut payload).await?;
+    if buffer.len() < 8 + length {
+        return Ok(Parsed::Need(8 + length - buffer.len()));
+    }
+    let mut frame = buffer.split_to(8 + length).freeze();
+    let payload = frame.split_off(8);
     let fin = flags & FLAG_FIN != 0;
     if a & 0x80 == 0 {
         let stream_id = u32::from_be_bytes([a, b, c, d]) & 0x7fff_ffff;
-        return Ok(Some(Frame::Data {
+        return Ok(Parsed::Frame(Frame::Data {
             stream_id,
             fin,
-            data: Bytes::from(payload),
+            data: payload,
         }));
     }
     let version = u16::from_be_bytes([a & 0x7f, b]);
@@ -119,18 +177,17 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
             .map(u32::from_be_bytes)
             .ok_or(SpdyError::Truncated { kind, len: length })
     };
-    Ok(Some(match kind {
+    Ok(Parsed::Frame(match kind {
         SYN_STREAM => {
             let stream_id = word(0)? & 0x7fff_ffff;
             // stream id, associated stream id, priority and slot: 10 bytes.
-            let header_block = payload
-                .get(10..)
-                .map(Bytes::copy_from_slice)
-                .ok_or(SpdyError::Truncated { kind, len: length })?;
+            if payload.len() < 10 {
+                return Err(SpdyError::Truncated { kind, len: length });
+            }
             Frame::SynStream {
                 stream_id,
                 fin,
-                header_block,
+                header_block: payload.slice(10..),
             }
         }
         RST_STREAM => Frame::RstStream {
@@ -437,6 +494,7 @@ pub(crate) fn dictionary() -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncWriteExt as _;
 
     #[test]
     fn dictionary_is_the_spdy3_one() {
@@ -495,50 +553,142 @@ mod tests {
         assert!(parse_header_block(&[0, 0, 0, 1, 0, 0, 0, 9, b'a']).is_err());
     }
 
+    /// Every frame of `bytes`, read through `reader`; the error ends the list.
+    async fn all_frames<R: AsyncRead + Unpin>(reader: R) -> Vec<Result<Frame, String>> {
+        let mut frames = FrameReader::new(reader);
+        let mut out = Vec::new();
+        loop {
+            match frames.next().await {
+                Ok(Some(frame)) => out.push(Ok(frame)),
+                Ok(None) => return out,
+                Err(err) => {
+                    out.push(Err(err.to_string()));
+                    return out;
+                }
+            }
+        }
+    }
+
+    /// A reader handing out bytes one piece per read.
+    struct Pieces(std::collections::VecDeque<Vec<u8>>);
+
+    impl AsyncRead for Pieces {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            if let Some(mut piece) = self.0.pop_front() {
+                let n = piece.len().min(buf.remaining());
+                buf.put_slice(&piece[..n]);
+                if n < piece.len() {
+                    self.0.push_front(piece.split_off(n));
+                }
+            }
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    /// `bytes` in pieces of the given sizes (then the rest at once).
+    fn in_pieces(bytes: &[u8], sizes: &[usize]) -> Pieces {
+        let mut pieces = std::collections::VecDeque::new();
+        let mut rest = bytes;
+        for size in sizes {
+            let (piece, tail) = rest.split_at((*size).min(rest.len()));
+            if !piece.is_empty() {
+                pieces.push_back(piece.to_vec());
+            }
+            rest = tail;
+        }
+        if !rest.is_empty() {
+            pieces.push_back(rest.to_vec());
+        }
+        Pieces(pieces)
+    }
+
     proptest::proptest! {
         #[test]
         fn arbitrary_bytes_never_panic_the_frame_reader_or_header_decoder(
             bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)
         ) {
             let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-            let mut reader: &[u8] = &bytes;
-            runtime.block_on(async {
-                while let Ok(Some(_)) = read_frame(&mut reader).await {}
-            });
+            runtime.block_on(all_frames(&bytes[..]));
             let _ = HeaderDecoder::new().decode(&bytes);
             let _ = parse_header_block(&bytes);
+        }
+
+        #[test]
+        fn frames_split_across_reads_come_out_whole_and_in_order(
+            payloads in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300), 1..8),
+            sizes in proptest::collection::vec(1usize..40, 0..40),
+        ) {
+            let mut wire = Vec::new();
+            for (i, payload) in payloads.iter().enumerate() {
+                wire.extend(data_frame(u32::try_from(i).unwrap() * 2 + 1, i % 2 == 0, payload));
+                wire.extend(ping_frame(u32::try_from(i).unwrap()));
+            }
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let whole = runtime.block_on(all_frames(&wire[..]));
+            let split = runtime.block_on(all_frames(in_pieces(&wire, &sizes)));
+            proptest::prop_assert_eq!(whole.len(), payloads.len() * 2);
+            proptest::prop_assert_eq!(split, whole);
         }
     }
 
     #[tokio::test]
+    async fn a_read_cancelled_mid_frame_resumes_where_it_stopped() {
+        let frame = data_frame(5, false, &[7u8; 1000]);
+        let (mut client, server) = tokio::io::duplex(64 * 1024);
+        let mut reader = FrameReader::new(server);
+        client.write_all(&frame[..500]).await.unwrap();
+        // The read loses a race (as a `select!` branch would) with half a frame in.
+        let raced = tokio::time::timeout(std::time::Duration::from_millis(20), reader.next()).await;
+        assert!(raced.is_err(), "no frame yet");
+        client.write_all(&frame[500..]).await.unwrap();
+        client.write_all(&ping_frame(9)).await.unwrap();
+        assert_eq!(
+            reader.next().await.unwrap(),
+            Some(Frame::Data {
+                stream_id: 5,
+                fin: false,
+                data: Bytes::from(vec![7u8; 1000])
+            })
+        );
+        assert_eq!(reader.next().await.unwrap(), Some(Frame::Ping { id: 9 }));
+    }
+
+    #[tokio::test]
     async fn frames_are_bounded_and_versions_checked() {
-        let mut huge: &[u8] = &[0, 0, 0, 1, 0, 0xff, 0xff, 0xff];
+        let huge: &[u8] = &[0, 0, 0, 1, 0, 0xff, 0xff, 0xff];
         assert!(matches!(
-            read_frame(&mut huge).await,
+            FrameReader::new(huge).next().await,
             Err(SpdyError::TooLarge(_))
         ));
-        let mut v2: &[u8] = &[0x80, 2, 0, 6, 0, 0, 0, 4, 0, 0, 0, 1];
+        let v2: &[u8] = &[0x80, 2, 0, 6, 0, 0, 0, 4, 0, 0, 0, 1];
         assert!(matches!(
-            read_frame(&mut v2).await,
+            FrameReader::new(v2).next().await,
             Err(SpdyError::Version(2))
         ));
         let ping = ping_frame(7);
-        let mut reader: &[u8] = &ping;
         assert_eq!(
-            read_frame(&mut reader).await.unwrap(),
+            FrameReader::new(&ping[..]).next().await.unwrap(),
             Some(Frame::Ping { id: 7 })
         );
         let data = data_frame(3, true, b"hi");
-        let mut reader: &[u8] = &data;
         assert_eq!(
-            read_frame(&mut reader).await.unwrap(),
+            FrameReader::new(&data[..]).next().await.unwrap(),
             Some(Frame::Data {
                 stream_id: 3,
                 fin: true,
                 data: Bytes::from_static(b"hi")
             })
         );
-        let mut empty: &[u8] = &[];
-        assert_eq!(read_frame(&mut empty).await.unwrap(), None);
+        let empty: &[u8] = &[];
+        assert_eq!(FrameReader::new(empty).next().await.unwrap(), None);
+        let truncated = &data[..5];
+        assert!(
+            FrameReader::new(truncated).next().await.is_err(),
+            "an end inside a frame"
+        );
     }
 }

@@ -4,6 +4,7 @@
 mod builtin;
 mod builtin_types;
 mod crd;
+mod crd_validation;
 pub(crate) mod discovery;
 pub(crate) mod event_versions;
 pub(crate) mod openapi;
@@ -14,6 +15,7 @@ use std::sync::{Arc, RwLock};
 pub(crate) use builtin::ALL_VERBS;
 pub(crate) use builtin_types::{BuiltinType, WithType, builtin_type};
 pub(crate) use crd::{CRD_CLEANUP_FINALIZER, crd_resources, crd_status, set_terminating};
+pub(crate) use crd_validation::validate as validate_crd;
 pub(crate) use resource::{
     FOREGROUND_DELETION, FieldSelectors, ORPHAN, Propagation, ResourceDef, Special,
 };
@@ -52,16 +54,21 @@ impl Registry {
         self.read().clone()
     }
 
-    /// The resource served at `group/version/plural`.
+    /// The resource served at `group/version/plural`: a built-in before anything a CRD
+    /// defines.
     pub(crate) fn lookup(
         &self,
         group: &str,
         version: &str,
         plural: &str,
     ) -> Option<Arc<ResourceDef>> {
-        self.read()
-            .iter()
-            .find(|r| r.group == group && r.version == version && r.plural == plural)
+        let all = self.read();
+        let matching =
+            |r: &&Arc<ResourceDef>| r.group == group && r.version == version && r.plural == plural;
+        all.iter()
+            .filter(matching)
+            .find(|r| r.builtin)
+            .or_else(|| all.iter().find(matching))
             .cloned()
     }
 
@@ -72,16 +79,69 @@ impl Registry {
             .any(|r| r.group == group && version.is_none_or(|v| r.version == v))
     }
 
-    /// Serves (or re-serves, after an update) the versions a CRD defines.
-    pub(crate) fn register(&self, group: &str, plural: &str, resources: Vec<ResourceDef>) {
-        let mut all = crate::sync::write(&self.resources);
-        all.retain(|r| !(r.group == group && r.plural == plural));
-        all.extend(resources.into_iter().map(Arc::new));
+    /// Whether `group/plural` is a built-in resource (in any version).
+    pub(crate) fn is_builtin(&self, group: &str, plural: &str) -> bool {
+        self.read()
+            .iter()
+            .any(|r| r.builtin && r.group == group && r.plural == plural)
     }
 
-    /// Stops serving a resource in every version.
-    pub(crate) fn unregister(&self, group: &str, plural: &str) {
+    /// Serves (or re-serves, after an update) the versions a CRD defines, replacing what
+    /// the CRD served before. A CRD never replaces a built-in: when `group/plural` is a
+    /// built-in resource nothing is registered and the answer is `false` (kube-apiserver
+    /// serves its own resources before apiextensions-apiserver's, so such a CRD is
+    /// accepted but never reached).
+    pub(crate) fn register(&self, group: &str, plural: &str, resources: Vec<ResourceDef>) -> bool {
         let mut all = crate::sync::write(&self.resources);
-        all.retain(|r| !(r.group == group && r.plural == plural));
+        if all
+            .iter()
+            .any(|r| r.builtin && r.group == group && r.plural == plural)
+        {
+            return false;
+        }
+        all.retain(|r| r.builtin || !(r.group == group && r.plural == plural));
+        all.extend(resources.into_iter().map(Arc::new));
+        true
+    }
+
+    /// Stops serving what a CRD defined for `group/plural`, in every version; built-in
+    /// resources stay. Whether anything was served.
+    pub(crate) fn unregister(&self, group: &str, plural: &str) -> bool {
+        let mut all = crate::sync::write(&self.resources);
+        let before = all.len();
+        all.retain(|r| r.builtin || !(r.group == group && r.plural == plural));
+        all.len() != before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn custom_cronjobs() -> Vec<ResourceDef> {
+        let mut cronjobs = Registry::new()
+            .lookup("batch", "v1", "cronjobs")
+            .map(|r| (*r).clone())
+            .expect("CronJobs are built in");
+        cronjobs.builtin = false;
+        vec![cronjobs]
+    }
+
+    #[test]
+    fn a_crd_never_replaces_or_removes_a_builtin() {
+        let registry = Registry::new();
+        assert!(!registry.register("batch", "cronjobs", custom_cronjobs()));
+        assert!(
+            registry
+                .lookup("batch", "v1", "cronjobs")
+                .is_some_and(|r| r.builtin)
+        );
+        assert!(!registry.unregister("batch", "cronjobs"));
+        assert!(
+            registry
+                .lookup("batch", "v1", "cronjobs")
+                .is_some_and(|r| r.builtin)
+        );
+        assert!(registry.is_builtin("batch", "cronjobs"));
     }
 }

@@ -169,11 +169,8 @@ async fn echo_server() -> std::net::SocketAddr {
     address
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn kubectl_port_forward_carries_bytes_both_ways_on_concurrent_connections() {
-    let t = TestServer::start().await;
-    let kubectl = Kubectl::for_server(&t);
-    let echo = echo_server().await;
+/// Creates Pod `web`, Running, whose port 8080 forwards to `echo`.
+async fn forwarding_pod(kubectl: &Kubectl, echo: std::net::SocketAddr) {
     let pod = format!(
         r#"{{"apiVersion": "v1", "kind": "Pod",
              "metadata": {{"name": "web", "namespace": "default",
@@ -194,6 +191,88 @@ async fn kubectl_port_forward_carries_bytes_both_ways_on_concurrent_connections(
             r#"{"status":{"phase":"Running"}}"#,
         ])
         .await;
+}
+
+/// Sends `len` bytes (a pattern keyed by `seed`) through `local` and checks the echo.
+async fn echo_through(local: std::net::SocketAddr, len: usize, seed: u8) {
+    let mut connection = tokio::net::TcpStream::connect(local)
+        .await
+        .expect("connect");
+    let payload: Vec<u8> = (0..len)
+        .map(|j| (j as u8).wrapping_mul(31) ^ seed)
+        .collect();
+    let (mut read, mut write) = connection.split();
+    let expected = payload.clone();
+    let sending = async move { write.write_all(&payload).await.expect("send") };
+    let receiving = async move {
+        let mut echoed = vec![0u8; expected.len()];
+        read.read_exact(&mut echoed)
+            .await
+            .expect("receive the echo");
+        assert!(echoed == expected, "connection {seed} got other bytes back");
+    };
+    tokio::join!(sending, receiving);
+}
+
+/// Issue 24: a frame half read when another `select!` branch won was thrown away, and the
+/// connection died with "a SPDY frame of 7434609 bytes is over the limit" (kubectl: "lost
+/// connection to pod") as soon as streams ended while others were busy.
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_port_forward_keeps_four_20_mib_streams_alive_under_connection_churn() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let echo = echo_server().await;
+    forwarding_pod(&kubectl, echo).await;
+    let (mut child, local) = port_forward(&kubectl, ":8080").await;
+    let started = std::time::Instant::now();
+    let mut big = Vec::new();
+    for seed in 0..4u8 {
+        big.push(tokio::spawn(echo_through(local, 20 * 1024 * 1024, seed)));
+    }
+    let churn = tokio::spawn(async move {
+        for round in 0..100u32 {
+            let mut short = Vec::new();
+            for k in 0..4u32 {
+                let seed = u8::try_from((round * 4 + k) % 251).unwrap_or(0);
+                short.push(tokio::spawn(echo_through(
+                    local,
+                    1024 + (round as usize % 7) * 4096,
+                    seed,
+                )));
+            }
+            for connection in short {
+                connection.await.expect("a short connection");
+            }
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(240), churn)
+        .await
+        .expect("400 short connections finish (is the SPDY session alive?)")
+        .expect("the churn task");
+    for client in big {
+        tokio::time::timeout(Duration::from_secs(240), client)
+            .await
+            .expect("a 20 MiB connection finishes")
+            .expect("the client task");
+    }
+    eprintln!(
+        "4 x 20 MiB echoed beside 400 short connections in {:?}",
+        started.elapsed()
+    );
+    assert!(
+        child.try_wait().expect("kubectl's status").is_none(),
+        "kubectl port-forward is still running"
+    );
+    echo_through(local, 4096, 7).await;
+    let _ = child.kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_port_forward_carries_bytes_both_ways_on_concurrent_connections() {
+    let t = TestServer::start().await;
+    let kubectl = Kubectl::for_server(&t);
+    let echo = echo_server().await;
+    forwarding_pod(&kubectl, echo).await;
     let (mut child, local) = port_forward(&kubectl, ":8080").await;
     let mut clients = Vec::new();
     for i in 0..4u8 {

@@ -5,33 +5,7 @@
 use kubeclient_apiserver::ApiServer;
 use serde_json::json;
 
-use crate::support::TestServer;
-
-/// Sends a JSON request with a bearer token; the status and the decoded body.
-async fn with_bearer(
-    t: &TestServer,
-    method: &str,
-    path: String,
-    token: String,
-    body: serde_json::Value,
-) -> (u16, serde_json::Value) {
-    let request = hyper::Request::builder()
-        .method(method)
-        .uri(format!("{}{path}", t.server.url()))
-        .header("authorization", format!("Bearer {token}"))
-        .header("content-type", "application/json")
-        .body(http_body_util::Full::new(bytes::Bytes::from(
-            body.to_string(),
-        )))
-        .unwrap();
-    let response = t.client.request(request).await.unwrap();
-    let status = response.status().as_u16();
-    let body = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    (status, serde_json::from_slice(&body).unwrap_or_default())
-}
+use crate::support::{TestServer, with_bearer};
 
 const SSAR: &str = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
 

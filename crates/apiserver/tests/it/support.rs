@@ -264,3 +264,29 @@ pub(crate) async fn eventually_status(t: &TestServer, path: &str, status: u16) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// Sends a JSON request with a bearer token; the status and the decoded body.
+pub(crate) async fn with_bearer(
+    t: &TestServer,
+    method: &str,
+    path: String,
+    token: String,
+    body: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let request = hyper::Request::builder()
+        .method(method)
+        .uri(format!("{}{path}", t.server.url()))
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(http_body_util::Full::new(bytes::Bytes::from(
+            body.to_string(),
+        )))
+        .unwrap();
+    let response = t.client.request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let body = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    (status, serde_json::from_slice(&body).unwrap_or_default())
+}

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kubeclient_apiserver::{ApiServer, Limits, WatcherLimits};
+use kubeclient_apiserver::{ApiServer, DEFAULT_SERVICE_ACCOUNT_ISSUER, Limits, WatcherLimits};
 
 /// The environment variable `kubeclient serve` reads its token from when neither
 /// `--token` nor `--token-file` is given.
@@ -39,6 +39,15 @@ pub(crate) struct ServeArgs {
     /// Read the required bearer token from this file (surrounding whitespace is ignored).
     #[arg(long, value_name = "PATH")]
     token_file: Option<PathBuf>,
+    /// The issuer (`iss`) of the ServiceAccount tokens TokenRequests get (`kubectl create
+    /// token`), as kube-apiserver's flag of that name.
+    #[arg(long, value_name = "URL", default_value = DEFAULT_SERVICE_ACCOUNT_ISSUER)]
+    service_account_issuer: String,
+    /// The audiences the API accepts ServiceAccount tokens for, comma separated (a token
+    /// requested for another audience only is refused), as kube-apiserver's flag.
+    /// Default: the issuer.
+    #[arg(long, value_name = "AUDIENCE,...", value_delimiter = ',')]
+    api_audiences: Vec<String>,
     /// Serve the fault-injection admin paths (POST /_kubeclient/faults/...).
     #[arg(long)]
     enable_faults: bool,
@@ -109,6 +118,7 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
         .kubernetes_minor_version(args.kubernetes_version)
         .garbage_collector(!args.no_garbage_collector)
         .enable_admin_faults(args.enable_faults)
+        .service_account_issuer(args.service_account_issuer.clone())
         .max_request_body_bytes(args.max_request_body_bytes)
         .max_object_bytes(args.max_object_bytes)
         .header_read_timeout(Duration::from_secs(args.header_read_timeout.max(1)))
@@ -116,6 +126,14 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
             max_queued_changes: args.watch_backlog_changes,
             max_queued_bytes: args.watch_backlog_bytes,
         });
+    let audiences: Vec<&String> = args
+        .api_audiences
+        .iter()
+        .filter(|a| !a.is_empty())
+        .collect();
+    if !audiences.is_empty() {
+        builder = builder.api_audiences(audiences);
+    }
     if let Some(token) = token(&args)? {
         builder = builder.token(token);
     }

@@ -26,6 +26,11 @@ impl Drop for Killed {
 
 /// Starts `kubeclient serve` on a free port; returns the process and its kubeconfig path.
 fn serve(dir: &std::path::Path) -> (Killed, String, String) {
+    serve_with(dir, &[])
+}
+
+/// [`serve`] with more flags.
+fn serve_with(dir: &std::path::Path, flags: &[&str]) -> (Killed, String, String) {
     let kubeconfig = dir.join("kubeconfig").display().to_string();
     let mut child = kubeclient()
         .args([
@@ -35,6 +40,7 @@ fn serve(dir: &std::path::Path) -> (Killed, String, String) {
             "--write-kubeconfig",
             &kubeconfig,
         ])
+        .args(flags)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -250,4 +256,67 @@ fn serve_reads_its_token_from_a_file_and_warns_beyond_loopback_without_one() {
     assert!(first.contains("without a token"), "{first}");
     let _ = server.0.kill();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 24: the ServiceAccount token issuer and the API audiences are flags, as
+/// kube-apiserver's; a token for another audience does not authenticate.
+#[test]
+fn serve_takes_the_service_account_issuer_and_api_audiences_as_flags() {
+    use base64::Engine as _;
+    let dir = scratch("audiences");
+    let (_server, url, kubeconfig) = serve_with(
+        &dir,
+        &[
+            "--service-account-issuer",
+            "https://issuer.example",
+            "--api-audiences",
+            "https://api.example,second",
+        ],
+    );
+    let kubectl_with = |args: &[&str]| {
+        kubectl()
+            .arg(format!("--kubeconfig={kubeconfig}"))
+            .arg(format!("--cache-dir={}", dir.join("cache").display()))
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    };
+    let token_for = |audience: &str| {
+        let output = kubectl_with(&["create", "token", "default", "--audience", audience]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    let token = token_for("second");
+    let claims = token.split('.').nth(1).expect("a JWT");
+    let claims: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(claims)
+            .expect("base64url"),
+    )
+    .expect("JSON claims");
+    assert_eq!(claims["iss"], "https://issuer.example");
+    // kubectl sends no bearer token to a plain-HTTP server: ask directly.
+    let read = |token: &str| {
+        use std::io::{Read as _, Write as _};
+        let address = url.trim_start_matches("http://");
+        let mut connection = std::net::TcpStream::connect(address).expect("the server accepts");
+        write!(
+            connection,
+            "GET /api/v1/namespaces/kube-system/secrets HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+        )
+        .expect("the request is sent");
+        let mut answer = String::new();
+        let _ = connection.read_to_string(&mut answer);
+        answer.lines().next().unwrap_or_default().to_owned()
+    };
+    assert!(
+        read(&token).contains(" 200 "),
+        "an API audience authenticates"
+    );
+    let other = read(&token_for("https://vault.example.com"));
+    assert!(other.contains(" 401 "), "{other}");
 }

@@ -133,7 +133,7 @@ pub(super) fn create_object(
     let mut value = Value::Object(object);
     let warnings = call.validate_fields(&mut value, Decoding::Body)?;
     validate::check_object(&resource, &value)?;
-    kind_rules::check(&resource, &value, true, Vec::new())?;
+    kind_rules::check(&resource, &value, None, Vec::new())?;
     call.check_namespace_exists()?;
     if !ownership_recorded {
         let (manager, api_version) = (call.field_manager(), resource.api_version());
@@ -231,11 +231,16 @@ pub(super) fn create_object(
     )))
 }
 
-fn register_crd(call: &Call, crd: &Value) {
+/// Serves what a stored CustomResourceDefinition defines (after a create or an update).
+/// One whose group and plural name a built-in resource serves nothing: the built-in
+/// stays what is served.
+pub(super) fn register_crd(call: &Call, crd: &Value) {
     if let Ok(resources) = crd_resources(crd)
         && let Some(first) = resources.first()
     {
         let (group, plural) = (first.group.clone(), first.plural.clone());
-        call.state.registry.register(&group, &plural, resources);
+        if !call.state.registry.register(&group, &plural, resources) {
+            tracing::debug!(%group, %plural, "a CRD names a built-in resource; the built-in stays served");
+        }
     }
 }

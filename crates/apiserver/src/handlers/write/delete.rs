@@ -284,6 +284,10 @@ pub(crate) fn after_removal(state: &State, resource: &ResourceDef, object: &Valu
         && let Some(first) = resources.first()
     {
         let group_resource = first.group_resource();
+        // A CRD naming a built-in resource never served it: the built-in's objects stay.
+        if state.registry.is_builtin(&first.group, &first.plural) {
+            return;
+        }
         state.registry.unregister(&first.group, &first.plural);
         for stored in state.store.snapshot(&group_resource, "").objects {
             let key = store_key(Some(stored.namespace()), stored.name());

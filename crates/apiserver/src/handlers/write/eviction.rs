@@ -12,6 +12,12 @@ pub(crate) fn evict(call: &Call) -> HandlerResult<Response<Body>> {
     let name = call.name().to_owned();
     let namespace = call.path.namespace.clone().unwrap_or_default();
     let body = as_object(call.decode_body()?)?;
+    // An Eviction names its Pod; one without a name (or another name) evicts nothing.
+    if meta_str(&Value::Object(body.clone()), "name") != name {
+        return Err(fail(Status::bad_request(
+            "name in URL does not match name in Eviction object",
+        )));
+    }
     let pod = call
         .state
         .store

@@ -8,7 +8,8 @@ use super::*;
 /// The longest `note` of an `events.k8s.io` Event.
 const NOTE_LENGTH_LIMIT: usize = 1024;
 
-/// Checks the kind-specific rules of `object`, about to be stored; `update_causes` (the
+/// Checks the kind-specific rules of `object`, about to be stored over `old` (`None`:
+/// created); `update_causes` (the
 /// immutable fields an update changed) follow its own in the answer.
 ///
 /// # Errors
@@ -17,9 +18,10 @@ const NOTE_LENGTH_LIMIT: usize = 1024;
 pub(super) fn check(
     resource: &ResourceDef,
     object: &Value,
-    creating: bool,
+    old: Option<&Value>,
     update_causes: Vec<StatusCause>,
 ) -> HandlerResult<()> {
+    let creating = old.is_none();
     let mut causes = Vec::new();
     // Validation runs on kube-apiserver's internal Event type: both APIs' messages name
     // `Event` without a group.
@@ -59,6 +61,9 @@ pub(super) fn check(
                     ));
                 }
             }
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            causes.extend(crate::registry::validate_crd(object, old));
         }
         (group, kind) => causes.extend(workloads::causes(group, kind, object)),
     }

@@ -475,7 +475,7 @@ fn write_existing(
             );
         }
         validate::check_object(&call.resource, &result)?;
-        kind_rules::check(&call.resource, &result, false, immutable_causes)?;
+        kind_rules::check(&call.resource, &result, Some(&current.value), immutable_causes)?;
         version_conversion::to_storage_version(&call.resource, &mut result);
         validate::check_size(&call.resource, &result, call.state.config.limits.max_object_bytes)?;
         let write = if finalized(&result) { Write::Delete } else { Write::Update(result.clone()) };
@@ -492,6 +492,10 @@ fn write_existing(
     if !dry_run && let Some(result) = &response_object {
         if finalized(result) {
             after_removal(&call.state, &call.resource, result);
+        } else if call.resource.special == Special::CustomResourceDefinition
+            && let Some(stored) = &outcome.object
+        {
+            create::register_crd(call, &stored.value);
         }
         call.state.controllers.wake_for(result);
     }

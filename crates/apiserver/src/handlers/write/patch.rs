@@ -136,6 +136,22 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
             "the name of the object ({applied_name}) does not match the name on the URL ({name})"
         ))));
     }
+    // Merging would fold items with the same merge key into one: a configuration naming
+    // two containers alike is refused as it stands, as the create would be.
+    let applied_value = Value::Object(applied.clone());
+    let duplicates: Vec<StatusCause> =
+        super::workloads::causes(&call.resource.group, &call.resource.kind, &applied_value)
+            .into_iter()
+            .filter(|cause| cause.reason == "FieldValueDuplicate")
+            .collect();
+    if !duplicates.is_empty() {
+        return Err(fail(Status::invalid(
+            &call.resource.group,
+            &call.resource.kind,
+            &name,
+            duplicates,
+        )));
+    }
     let kind = call.resource.kind.clone();
     let api_version = call.resource.api_version();
     let builtin = call.resource.builtin;

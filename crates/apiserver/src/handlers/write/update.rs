@@ -24,6 +24,14 @@ pub(crate) fn update(call: &Call) -> HandlerResult<Response<Body>> {
             Ok(with_replicas(call, &current.value, replicas.clone()))
         });
     }
+    // A PUT names what it writes (kube-apiserver's `checkName`): a body without a name
+    // would otherwise replace the object with whatever it carries.
+    if meta_str(&Value::Object(body.clone()), "name").is_empty() {
+        return Err(fail(Status::bad_request(format!(
+            "the name of the object ({} based on URL) was undeterminable: name must be provided",
+            call.name()
+        ))));
+    }
     if call.subresource().is_none() && call.resource.allows_create_on_update() {
         let name = call.name();
         let missing = call

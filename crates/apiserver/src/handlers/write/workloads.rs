@@ -289,14 +289,30 @@ fn pod_template(template: Option<&Value>, path: &str, causes: &mut Vec<StatusCau
     pod_spec(spec, &format!("{path}.spec"), causes);
 }
 
-/// A pod spec's containers: at least one, each with a name and an image.
+/// A pod spec's containers: at least one, each with a name and an image; names unique
+/// across init and regular containers (kube-apiserver's `Duplicate value`).
 fn pod_spec(spec: Option<&Value>, path: &str, causes: &mut Vec<StatusCause>) {
-    let containers = spec
-        .and_then(|s| s.get("containers"))
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
+    let list = |field: &str| {
+        spec.and_then(|s| s.get(field))
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+    };
+    let containers = list("containers");
     if containers.is_empty() {
         causes.push(required(&format!("{path}.containers")));
+    }
+    let mut names = std::collections::HashSet::new();
+    for field in ["initContainers", "containers"] {
+        for (index, container) in list(field).iter().enumerate() {
+            let name = container.get("name").and_then(Value::as_str).unwrap_or("");
+            if !name.is_empty() && !names.insert(name) {
+                causes.push(StatusCause::new(
+                    "FieldValueDuplicate",
+                    &format!("Duplicate value: {name:?}"),
+                    &format!("{path}.{field}[{index}].name"),
+                ));
+            }
+        }
     }
     for (index, container) in containers.iter().enumerate() {
         for field in ["name", "image"] {

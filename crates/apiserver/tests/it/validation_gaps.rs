@@ -1,0 +1,95 @@
+//! Regression tests of issue 24, item 5: validation that silently did nothing.
+
+use serde_json::json;
+
+use crate::support::TestServer;
+
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+const PODS: &str = "/api/v1/namespaces/default/pods";
+
+#[tokio::test]
+async fn put_without_metadata_name_is_400_and_keeps_the_data() {
+    let t = TestServer::start().await;
+    t.create_configmap("settings", json!({})).await;
+    for body in [json!({"data": {}}), json!({"metadata": {}, "data": {}})] {
+        let reply = t.put(&format!("{CONFIGMAPS}/settings"), &body).await;
+        assert_eq!(
+            reply.status,
+            400,
+            "{}",
+            String::from_utf8_lossy(&reply.body)
+        );
+        assert_eq!(
+            reply.json()["message"],
+            "the name of the object (settings based on URL) was undeterminable: name must be provided"
+        );
+    }
+    let stored = t.get(&format!("{CONFIGMAPS}/settings")).await.json();
+    assert_eq!(stored["data"], json!({"k": "v"}), "nothing was wiped");
+}
+
+#[tokio::test]
+async fn eviction_without_a_name_is_400_and_the_pod_stays() {
+    let t = TestServer::start().await;
+    let pod =
+        json!({"metadata": {"name": "web"}, "spec": {"containers": [{"name": "c", "image": "x"}]}});
+    assert_eq!(t.post(PODS, &pod).await.status, 201);
+    for metadata in [json!({}), json!({"name": "other"})] {
+        let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": metadata});
+        let reply = t.post(&format!("{PODS}/web/eviction"), &eviction).await;
+        assert_eq!(
+            reply.status,
+            400,
+            "{}",
+            String::from_utf8_lossy(&reply.body)
+        );
+        assert_eq!(
+            reply.json()["message"],
+            "name in URL does not match name in Eviction object"
+        );
+    }
+    assert_eq!(
+        t.get(&format!("{PODS}/web")).await.status,
+        200,
+        "the Pod was not evicted"
+    );
+}
+
+#[tokio::test]
+async fn pod_with_duplicate_container_names_is_refused_on_create_and_apply() {
+    let t = TestServer::start().await;
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "twins"},
+        "spec": {"containers": [{"name": "c", "image": "x"}, {"name": "c", "image": "y"}]}});
+    let reply = t.post(PODS, &pod).await;
+    assert_eq!(
+        reply.status,
+        422,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    assert_eq!(
+        reply.json()["message"],
+        "Pod \"twins\" is invalid: spec.containers[1].name: Duplicate value: \"c\""
+    );
+    let reply = t
+        .patch(
+            &format!("{PODS}/twins?fieldManager=test"),
+            "application/apply-patch+yaml",
+            &pod.to_string(),
+        )
+        .await;
+    assert_eq!(
+        reply.status,
+        422,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let init = json!({"metadata": {"name": "init-twin"},
+        "spec": {"initContainers": [{"name": "c", "image": "x"}], "containers": [{"name": "c", "image": "y"}]}});
+    let reply = t.post(PODS, &init).await;
+    assert_eq!(reply.status, 422);
+    assert_eq!(
+        reply.json()["details"]["causes"][0]["field"],
+        "spec.containers[0].name"
+    );
+}
