@@ -36,16 +36,7 @@ async fn crd_in_the_batch_group_is_refused_and_cronjobs_stay_built_in() {
     let reply = t
         .post(CRDS, &crd("batch", "cronjobs", "CronJob", json!({})))
         .await;
-    assert_eq!(
-        reply.status,
-        422,
-        "{}",
-        String::from_utf8_lossy(&reply.body)
-    );
-    assert_eq!(
-        reply.json()["message"],
-        "CustomResourceDefinition.apiextensions.k8s.io \"cronjobs.batch\" is invalid: spec.group: Invalid value: \"batch\": should be a domain with at least one dot"
-    );
+    reply.assert_status_message(422, "CustomResourceDefinition.apiextensions.k8s.io \"cronjobs.batch\" is invalid: spec.group: Invalid value: \"batch\": should be a domain with at least one dot");
     assert_eq!(t.post(CRONJOBS, &cronjob("nightly")).await.status, 201);
     let protobuf = t
         .get_accepting(

@@ -36,6 +36,18 @@ impl Reply {
         })
     }
 
+    /// Asserts the status code (showing the body when it differs) and the Status message.
+    #[track_caller]
+    pub(crate) fn assert_status_message(&self, status: u16, message: &str) {
+        assert_eq!(
+            self.status,
+            status,
+            "{}",
+            String::from_utf8_lossy(&self.body)
+        );
+        assert_eq!(self.json()["message"], message);
+    }
+
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }

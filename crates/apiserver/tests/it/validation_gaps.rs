@@ -13,16 +13,7 @@ async fn put_without_metadata_name_is_400_and_keeps_the_data() {
     t.create_configmap("settings", json!({})).await;
     for body in [json!({"data": {}}), json!({"metadata": {}, "data": {}})] {
         let reply = t.put(&format!("{CONFIGMAPS}/settings"), &body).await;
-        assert_eq!(
-            reply.status,
-            400,
-            "{}",
-            String::from_utf8_lossy(&reply.body)
-        );
-        assert_eq!(
-            reply.json()["message"],
-            "the name of the object (settings based on URL) was undeterminable: name must be provided"
-        );
+        reply.assert_status_message(400, "the name of the object (settings based on URL) was undeterminable: name must be provided");
     }
     let stored = t.get(&format!("{CONFIGMAPS}/settings")).await.json();
     assert_eq!(stored["data"], json!({"k": "v"}), "nothing was wiped");
@@ -37,16 +28,7 @@ async fn eviction_without_a_name_is_400_and_the_pod_stays() {
     for metadata in [json!({}), json!({"name": "other"})] {
         let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": metadata});
         let reply = t.post(&format!("{PODS}/web/eviction"), &eviction).await;
-        assert_eq!(
-            reply.status,
-            400,
-            "{}",
-            String::from_utf8_lossy(&reply.body)
-        );
-        assert_eq!(
-            reply.json()["message"],
-            "name in URL does not match name in Eviction object"
-        );
+        reply.assert_status_message(400, "name in URL does not match name in Eviction object");
     }
     assert_eq!(
         t.get(&format!("{PODS}/web")).await.status,
@@ -61,15 +43,9 @@ async fn pod_with_duplicate_container_names_is_refused_on_create_and_apply() {
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "twins"},
         "spec": {"containers": [{"name": "c", "image": "x"}, {"name": "c", "image": "y"}]}});
     let reply = t.post(PODS, &pod).await;
-    assert_eq!(
-        reply.status,
+    reply.assert_status_message(
         422,
-        "{}",
-        String::from_utf8_lossy(&reply.body)
-    );
-    assert_eq!(
-        reply.json()["message"],
-        "Pod \"twins\" is invalid: spec.containers[1].name: Duplicate value: \"c\""
+        "Pod \"twins\" is invalid: spec.containers[1].name: Duplicate value: \"c\"",
     );
     let reply = t
         .patch(
