@@ -4,6 +4,7 @@
 
 mod commands;
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -27,6 +28,12 @@ enum Command {
     Serve(commands::serve::ServeArgs),
 }
 
+/// Whether log lines carry ANSI colour: only on a terminal, and never when `NO_COLOR` is set
+/// to a non-empty value (<https://no-color.org>), so a log file or a pipe gets plain text.
+fn log_colour(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(std::ffi::OsStr::is_empty)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
@@ -35,6 +42,10 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(log_colour(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR").as_deref(),
+        ))
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

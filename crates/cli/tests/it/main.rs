@@ -320,3 +320,95 @@ fn serve_takes_the_service_account_issuer_and_api_audiences_as_flags() {
     let other = read(&token_for("https://vault.example.com"));
     assert!(other.contains(" 401 "), "{other}");
 }
+
+/// `kubeclient demo`'s stderr, run briefly with `configure` applied to the command.
+fn demo_stderr(configure: impl FnOnce(&mut Command) -> &mut Command) -> Vec<u8> {
+    let mut command = kubeclient();
+    command
+        .args(["demo", "--duration", "1", "--rate", "10"])
+        .env_remove("KUBECONFIG")
+        .env_remove("NO_COLOR")
+        .env("KUBECLIENT_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let output = configure(&mut command)
+        .output()
+        .expect("kubeclient demo runs");
+    assert!(output.status.success(), "exit {:?}", output.status);
+    output.stderr
+}
+
+/// What is left of `text` once the demo's own progress-line clearing (`\r ESC[K`, written
+/// only on a terminal) is taken out: any ESC that remains belongs to a log line.
+fn without_line_clearing(text: &[u8]) -> String {
+    String::from_utf8_lossy(text).replace("\x1b[K", "")
+}
+
+/// Issue 25: log lines carried ANSI colour escapes into files and pipes
+/// (`kubeclient demo 2>log` started with `ESC[2m2026-...`).
+#[test]
+fn logs_are_plain_text_when_stderr_is_a_pipe() {
+    let stderr = demo_stderr(|command| command);
+    let text = String::from_utf8_lossy(&stderr);
+    assert!(text.contains(" INFO "), "a log line was written: {text}");
+    assert!(!stderr.contains(&0x1b), "no ESC byte on a pipe: {text:?}");
+}
+
+/// On a terminal (a pseudo-terminal from util-linux `script`) log lines are coloured,
+/// unless `NO_COLOR` is set to a non-empty value.
+#[test]
+fn logs_are_coloured_on_a_terminal_unless_no_color_is_set() {
+    let on_terminal = |no_color: Option<&str>| {
+        let mut command = Command::new("script");
+        command
+            .args(["-qec"])
+            .arg(format!(
+                "'{}' demo --duration 1 --rate 10",
+                env!("CARGO_BIN_EXE_kubeclient")
+            ))
+            .arg("/dev/null")
+            .env_remove("KUBECONFIG")
+            .env_remove("NO_COLOR")
+            .env("KUBECLIENT_LOG", "info")
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit());
+        if let Some(value) = no_color {
+            command.env("NO_COLOR", value);
+        }
+        match command.output() {
+            Ok(output) => {
+                assert!(output.status.success(), "exit {:?}", output.status);
+                Some(output.stdout)
+            }
+            Err(err) => {
+                eprintln!(
+                    "skipped: util-linux `script` (a pseudo-terminal) is not available: {err}"
+                );
+                None
+            }
+        }
+    };
+    let Some(coloured) = on_terminal(None) else {
+        return;
+    };
+    let coloured = without_line_clearing(&coloured);
+    assert!(
+        coloured.contains("\x1b[32m INFO"),
+        "a terminal gets colour: {coloured:?}"
+    );
+    let plain = on_terminal(Some("1")).map(|out| without_line_clearing(&out));
+    let plain = plain.expect("script ran the first time");
+    assert!(
+        plain.contains(" INFO "),
+        "a log line was written: {plain:?}"
+    );
+    assert!(
+        !plain.contains('\x1b'),
+        "NO_COLOR=1 turns colour off: {plain:?}"
+    );
+    let empty = on_terminal(Some("")).map(|out| without_line_clearing(&out));
+    assert!(
+        empty.expect("script ran").contains("\x1b[32m INFO"),
+        "an empty NO_COLOR does not turn colour off"
+    );
+}
