@@ -136,3 +136,16 @@ pub use tokio_util::sync::CancellationToken;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeExamples;
+
+/// The Rust examples of the pages under `docs/`, compiled as doc tests like README's.
+#[cfg(doctest)]
+mod docs_examples {
+    #[doc = include_str!("../../../docs/APISERVER.md")]
+    struct ApiServer;
+    #[doc = include_str!("../../../docs/CONTROLLERS.md")]
+    struct Controllers;
+    #[doc = include_str!("../../../docs/STATUS.md")]
+    struct Status;
+    #[doc = include_str!("../../../docs/STREAMS.md")]
+    struct Streams;
+}

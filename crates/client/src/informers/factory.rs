@@ -158,7 +158,7 @@ impl SharedInformerFactory {
     /// dictionary trained on its type, a tenth of a decoded object's memory or less,
     /// decoded on every read (lister `get`/`list`, indexes). Handlers still receive decoded
     /// objects; an update's old object is decoded on the handler's task, not on the watch
-    /// path. Choose it for large caches read rarely (see README's Performance section).
+    /// path. Choose it for large caches read rarely (see docs/BENCHMARKS.md, "Summary").
     ///
     /// # Examples
     ///

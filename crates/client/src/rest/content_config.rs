@@ -23,7 +23,7 @@ use kubeclient_machinery::protobuf;
 #[doc(alias = "ContentConfig", alias = "AcceptContentTypes")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ContentType {
-    /// `application/json` (the default; see README's Performance for why).
+    /// `application/json` (the default; see docs/STATUS.md, "Protobuf", for why).
     #[default]
     Json,
     /// `application/vnd.kubernetes.protobuf` for built-in kinds, JSON for the rest.

@@ -25,7 +25,7 @@ use crate::support::{start, start_with};
 /// Sequences run, and operations in each.
 const SEEDS: u64 = 25;
 const OPERATIONS: usize = 40;
-/// The share of answers that must agree (measured: see the closing notes and README).
+/// The share of answers that must agree (measured: see the closing notes and docs/APISERVER.md).
 const REQUIRED_AGREEMENT: f64 = 0.9;
 
 /// The resources the sequences work on: path under the namespace, kind, apiVersion.
