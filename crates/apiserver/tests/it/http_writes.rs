@@ -740,7 +740,7 @@ async fn dry_run_writes_nothing() {
 
 #[tokio::test]
 async fn a_dry_run_update_or_patch_answers_with_the_live_resource_version() {
-    // As kube-apiserver v1.20 answers (checked against ../shared/realapi): `kubectl diff`
+    // As kube-apiserver v1.20 answers (checked against a real v1.20): `kubectl diff`
     // compares with this answer, so a missing resourceVersion shows as a change.
     let t = TestServer::start().await;
     let created = t

@@ -1,19 +1,19 @@
-//! The informer against a **real kube-apiserver** (v1.20 with etcd, from
-//! `../shared/realapi`): sync through the LIST fallback (v1.20 refuses a watch-list with
+//! The informer against a **real kube-apiserver** (any you have; CI runs v1.20 with etcd):
+//! sync through the LIST fallback (v1.20 refuses a watch-list with
 //! 422), a 410 after a real etcd compaction, relisting in pages from etcd, resuming after a
 //! connection broken mid-stream, and an informer served by the real watch cache. The first
 //! two also run over protobuf.
 //!
-//! `.ci/run` starts the server with ConfigMaps uncached (`--watch-cache-sizes=configmaps#0`:
-//! their lists and watches go to etcd, as on a server without a watch cache; v1.20's watch
-//! cache grows to keep every event of the last 75 s, so it never answers 410 quickly) and
-//! an etcd compaction every 5 s, then sets `KUBECLIENT_REALAPI_KUBECONFIG`. Secrets keep
-//! the watch cache. Without the variable these tests say so and do nothing. By hand:
+//! The tests read only `KUBECLIENT_REALAPI_KUBECONFIG`, the path of a kubeconfig for that
+//! server; without it they say so and do nothing. Start kube-apiserver with ConfigMaps
+//! uncached (`--watch-cache-sizes=configmaps#0`: their lists and watches go to etcd, as on a
+//! server without a watch cache; v1.20's watch cache grows to keep every event of the last
+//! 75 s, so it never answers 410 quickly) and an etcd compaction every 5 s
+//! (`--etcd-compaction-interval=5s`); Secrets keep the watch cache. `.ci/run` does so, and
+//! docs/TESTING.md says how with kind or the v1.20 binaries. Then:
 //!
 //! ```sh
-//! KCM=0 EXTRA_APISERVER_FLAGS="--etcd-compaction-interval=5s --watch-cache-sizes=configmaps#0" \
-//!   ../shared/realapi/start.sh
-//! KUBECLIENT_REALAPI_KUBECONFIG=~/.cache/realapi/run/kubeconfig cargo test -p kubeclient --test it realapi
+//! KUBECLIENT_REALAPI_KUBECONFIG=/path/to/kubeconfig cargo test -p kubeclient --test it realapi
 //! ```
 
 use std::time::Duration;
@@ -43,7 +43,7 @@ async fn real_server_as(content: ContentType) -> Option<Client> {
 pub(crate) async fn real_server_named(variable: &str, content: ContentType) -> Option<Client> {
     let Ok(path) = std::env::var(variable) else {
         eprintln!(
-            "skipped: {variable} is not set (start ../shared/realapi/start.sh and export its kubeconfig path; .ci/run does)"
+            "skipped: {variable} is not set (export the path of a real kube-apiserver's kubeconfig: see docs/TESTING.md)"
         );
         return None;
     };

@@ -1,10 +1,11 @@
-//! The embedded server against a **real kube-apiserver** (v1.20, `../shared/realapi`), request
+//! The embedded server against a **real kube-apiserver** (CI: v1.20; any kube-apiserver
+//! whose kubeconfig path is in `KUBECLIENT_REALAPI_KUBECONFIG`), request
 //! by request: the same scenarios run in a fresh namespace on both, and the answers (status
 //! code, Status reason and message, or the object) must agree once what legitimately
 //! differs is normalized away (uids, resourceVersions, times, allocated IPs and ports, and
 //! the fields Kubernetes versions after 1.20 add, which the embedded server follows).
 //!
-//! Runs only where `.ci/run` (or you, see `realapi.rs`) started the real server; prints the
+//! Runs only where that variable is set (`.ci/run` sets it; see `realapi.rs`); prints the
 //! agreement of every scenario. The real server in CI runs without kube-controller-manager,
 //! so garbage collection itself is compared by the deletion answers (finalizers, phases),
 //! not by what a controller does afterwards.

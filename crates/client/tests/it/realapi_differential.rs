@@ -1,5 +1,5 @@
 //! Random sequences of API operations sent to the embedded server and to a **real
-//! kube-apiserver** v1.20 (`../shared/realapi`), compared answer by answer after the
+//! kube-apiserver** v1.20 (`KUBECLIENT_REALAPI_KUBECONFIG`, or `KUBECLIENT_REALAPI_GC_KUBECONFIG`), compared answer by answer after the
 //! normalization of `realapi_comparison` (uids, resourceVersions, times, allocated
 //! addresses, fields newer Kubernetes versions add). Creates, reads, lists with selectors
 //! and limits, updates with current, stale and missing resourceVersions, merge, strategic,

@@ -1,15 +1,13 @@
-//! Garbage collection of the embedded server against a **real** kube-apiserver v1.20 with
-//! kube-controller-manager's garbage collector (`../shared/realapi`, started with its default
-//! controllers; `.ci/run` starts one on port 6543 and sets
-//! `KUBECLIENT_REALAPI_GC_KUBECONFIG`). The same owner and dependents are deleted in each
+//! Garbage collection of the embedded server against a **real** kube-apiserver (CI: v1.20)
+//! with kube-controller-manager's garbage collector, whose kubeconfig path is in
+//! `KUBECLIENT_REALAPI_GC_KUBECONFIG` (`.ci/run` starts one on port 6543 and sets it; kind
+//! runs a garbage collector too: docs/TESTING.md). The same owner and dependents are deleted in each
 //! propagation mode on both servers, and both must go through the same states: what is
 //! deleted, what is orphaned, what waits with which finalizer.
 //!
 //! By hand:
 //! ```sh
-//! SECURE_PORT=6543 ETCD_PORT=2479 ETCD_PEER_PORT=2480 REALAPI_RUN=~/.cache/realapi/run-gc \
-//!   ../shared/realapi/start.sh
-//! KUBECLIENT_REALAPI_GC_KUBECONFIG=~/.cache/realapi/run-gc/kubeconfig \
+//! KUBECLIENT_REALAPI_GC_KUBECONFIG=/path/to/kubeconfig \
 //!   cargo test -p kubeclient --test it realapi_garbage_collection
 //! ```
 

@@ -271,7 +271,7 @@ fn watch_frames_refuse_huge_prefixes_and_report_truncation() {
     assert_eq!(decoder.next_event().unwrap().unwrap()["type"], "ADDED");
 }
 
-/// Bodies captured from a real kube-apiserver (v1.20, `../shared/realapi`): each protobuf
+/// Bodies captured from a real kube-apiserver (v1.20): each protobuf
 /// body decodes to the JSON the same server answered for the same URL.
 #[test]
 fn bodies_from_a_real_api_server_decode_to_its_json() {
