@@ -5,9 +5,17 @@
 //! - `crd_guards`: CRDs never replace or remove a built-in API (issue 24).
 //! - `defaults`: defaulting of built-in kinds.
 //! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
-//! - `hardening`: regression tests of bad input, limits and misuse (issue 12).
+//! - `crd_schemas`: custom resources checked, defaulted and pruned by their CRD's schema;
+//!   several versions.
+//! - `events`: core/v1 and events.k8s.io/v1 Events as one stored resource.
+//! - `field_validation`: `fieldValidation` Strict, Warn and Ignore.
 //! - `http_discovery`, `http_reads`, `http_writes`: the API semantics clients depend on,
 //!   checked request by request.
+//! - `immutability`: immutable fields refused on update.
+//! - `kubeconfig_file`: the kubeconfig the server writes (mode, symlinks).
+//! - `limits`: request body size, header read timeout, watch backlog.
+//! - `malformed_input`: bad query parameters, failing JSON patches, undecodable objects
+//!   and invalid labels get 4xx, not a panic.
 //! - `validation_gaps`: validation that used to do nothing (issue 24).
 //! - `watch`: watch streams: resume, 410, bookmarks, watch-list, selectors.
 //! - `kubectl`: the real kubectl 1.33 drives the server.
@@ -22,16 +30,22 @@
 
 mod bootstrap;
 mod crd_guards;
+mod crd_schemas;
 mod defaults;
+mod events;
+mod field_validation;
 mod garbage_collection;
-mod hardening;
 mod http_discovery;
 mod http_reads;
 mod http_writes;
+mod immutability;
+mod kubeconfig_file;
 mod kubectl;
 mod kubectl_cluster;
 mod kubectl_create;
 mod kubectl_streams;
+mod limits;
+mod malformed_input;
 mod protobuf;
 mod python;
 mod reviews;
