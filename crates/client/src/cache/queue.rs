@@ -148,10 +148,11 @@ pub trait Queue<K>: Send + Sync {
     /// The queue's name, used in errors.
     fn name(&self) -> &str;
 
-    /// The same queue as an [`IncrementalReplace`], if it can take a relist in parts;
-    /// the reflector then hands each decoded part of a list to the queue while the rest
-    /// is still arriving, so a list never holds all its decoded objects at once. The
-    /// default: `None` (lists go to [`replace`](Self::replace) whole).
+    /// The same queue as an [`IncrementalReplace`], if it can take a relist in parts; a
+    /// reflector with [`list_in_parts`](super::ReflectorOptions::list_in_parts) then hands
+    /// each decoded part of a list to the queue while the rest is still arriving, so a list
+    /// never holds all its decoded objects at once. The default: `None` (lists go to
+    /// [`replace`](Self::replace) whole).
     fn incremental_replace(&self) -> Option<&dyn IncrementalReplace<K>> {
         None
     }

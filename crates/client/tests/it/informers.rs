@@ -383,6 +383,7 @@ async fn a_large_list_reaches_the_cache_part_by_part_while_it_is_read() {
                 use_watch_list: false,
                 // One page: the whole list is one response.
                 page_size: Some(10_000),
+                list_in_parts: matches!(holding, Holding::Shared),
                 ..ReflectorOptions::default()
             },
             ..InformerOptions::default()
