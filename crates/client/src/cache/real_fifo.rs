@@ -220,6 +220,16 @@ impl<K: Object> RealFIFO<K> {
 }
 
 impl<K: Object> RealFIFO<K> {
+    /// Each listed object with its key, transformed; the first key or transform error.
+    fn keyed(&self, list: Vec<Arc<K>>) -> Result<Vec<(String, Arc<K>)>> {
+        list.into_iter()
+            .map(|obj| {
+                let key = key_of(self.key_func.as_ref(), &obj)?;
+                Ok((key, transform(self.transformer.as_ref(), obj)?))
+            })
+            .collect()
+    }
+
     /// The tombstones a relist queues (client-go's `Replace`): one for every queued key not
     /// `listed` whose last queued change is not already a deletion (carrying that change's
     /// object), then one for every known key not `listed` and absent from the queue
@@ -300,13 +310,7 @@ impl<K: Object> Queue<K> for RealFIFO<K> {
         if self.atomic_events {
             return self.replace_atomically(list, resource_version);
         }
-        let items: Vec<(String, Arc<K>)> = list
-            .into_iter()
-            .map(|obj| {
-                let key = key_of(self.key_func.as_ref(), &obj)?;
-                Ok((key, transform(self.transformer.as_ref(), obj)?))
-            })
-            .collect::<Result<_>>()?;
+        let items = self.keyed(list)?;
         let listed: HashSet<&str> = items.iter().map(|(key, _)| key.as_str()).collect();
         let mut inner = self.core.lock();
         let deletions = self.deletions(&inner.items, |key| listed.contains(key));
@@ -374,13 +378,7 @@ impl<K: Object> IncrementalReplace<K> for RealFIFO<K> {
     }
 
     fn part(&self, items: Vec<Arc<K>>) -> Result<()> {
-        let items: Vec<(String, Arc<K>)> = items
-            .into_iter()
-            .map(|obj| {
-                let key = key_of(self.key_func.as_ref(), &obj)?;
-                Ok((key, transform(self.transformer.as_ref(), obj)?))
-            })
-            .collect::<Result<_>>()?;
+        let items = self.keyed(items)?;
         self.core.write(|inner| {
             let listed = inner.replacing.get_or_insert_with(HashSet::new);
             listed.extend(items.iter().map(|(key, _)| key.clone()));
