@@ -3,7 +3,12 @@
 //! Normal or Warning, a note of at most 1 kB), Services (port names unique) and workloads
 //! ([`workloads`](super::workloads): selectors, templates, pod specs).
 
-use super::*;
+use kubeclient_machinery::{Status, StatusCause};
+use serde_json::Value;
+
+use super::store::{StoreResult, fail};
+use super::{ResourceDef, workloads};
+use crate::object::meta_str;
 
 /// The longest `note` of an `events.k8s.io` Event.
 const NOTE_LENGTH_LIMIT: usize = 1024;
@@ -15,12 +20,12 @@ const NOTE_LENGTH_LIMIT: usize = 1024;
 /// # Errors
 ///
 /// 422 Invalid listing every broken rule.
-pub(super) fn check(
+pub(crate) fn check(
     resource: &ResourceDef,
     object: &Value,
     old: Option<&Value>,
     update_causes: Vec<StatusCause>,
-) -> HandlerResult<()> {
+) -> StoreResult<()> {
     let creating = old.is_none();
     let mut causes = Vec::new();
     // Validation runs on kube-apiserver's internal Event type: both APIs' messages name
@@ -63,7 +68,7 @@ pub(super) fn check(
             }
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            causes.extend(crate::registry::validate_crd(object, old));
+            causes.extend(super::validate_crd(object, old));
         }
         (group, kind) => causes.extend(workloads::causes(group, kind, object)),
     }

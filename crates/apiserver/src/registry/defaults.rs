@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::structural_schema;
 use crate::registry::ResourceDef;
-use crate::state::State;
+use crate::storage::Store;
 
 /// The ClusterIP range Services get addresses from (kubeadm's default, 10.96.0.0/12;
 /// the first address belongs to `default/kubernetes`).
@@ -27,8 +27,8 @@ const DEFAULT_SCHEDULER: &str = "default-scheduler";
 const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
 
 /// Fills the defaults of `object` (a built-in being created, or updated from `current`).
-pub(super) fn apply(
-    state: &State,
+pub(crate) fn apply(
+    store: &Store,
     resource: &ResourceDef,
     object: &mut Map<String, Value>,
     current: Option<&Value>,
@@ -155,7 +155,7 @@ pub(super) fn apply(
                 }
             }
         }
-        ("", "Service") => service(state, object, current),
+        ("", "Service") => service(store, object, current),
         ("", "Secret") => secret(object),
         // The fields Go's Event struct always writes.
         ("", "Event") => {
@@ -406,7 +406,7 @@ fn secret(object: &mut Map<String, Value>) {
     }
 }
 
-fn service(state: &State, object: &mut Map<String, Value>, current: Option<&Value>) {
+fn service(store: &Store, object: &mut Map<String, Value>, current: Option<&Value>) {
     let Some(spec) = child(object, "spec") else {
         return;
     };
@@ -448,7 +448,7 @@ fn service(state: &State, object: &mut Map<String, Value>, current: Option<&Valu
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        let mut used = used_node_ports(state);
+        let mut used = used_node_ports(store);
         if let Some(Value::Array(ports)) = spec.get_mut("ports") {
             for port in ports.iter_mut().filter_map(Value::as_object_mut) {
                 if port
@@ -475,7 +475,7 @@ fn service(state: &State, object: &mut Map<String, Value>, current: Option<&Valu
         .get("clusterIP")
         .and_then(Value::as_str)
         .is_none_or(str::is_empty)
-        && let Some(ip) = allocate_cluster_ip(state)
+        && let Some(ip) = allocate_cluster_ip(store)
     {
         spec.insert("clusterIP".to_owned(), json!(ip));
     }
@@ -513,7 +513,7 @@ fn schedule(spec: &mut Map<String, Value>) {
 /// Whether creating a `resource` allocates fields (a Service's addresses and node ports,
 /// a Pod's node), which kube-apiserver's registry (or kube-scheduler) fills after the field
 /// manager ran: they belong to no manager unless the request set them.
-pub(super) fn allocates(resource: &ResourceDef) -> bool {
+pub(crate) fn allocates(resource: &ResourceDef) -> bool {
     resource.builtin
         && resource.group.is_empty()
         && matches!(resource.kind.as_str(), "Service" | "Pod")
@@ -521,7 +521,7 @@ pub(super) fn allocates(resource: &ResourceDef) -> bool {
 
 /// `object` (a Service or Pod as created) without the allocated fields `requested` (the
 /// request's object) did not set: what the creating manager owns.
-pub(super) fn without_allocated(requested: &Map<String, Value>, object: &Value) -> Value {
+pub(crate) fn without_allocated(requested: &Map<String, Value>, object: &Value) -> Value {
     let mut owned = object.clone();
     let requested_spec = requested.get("spec");
     if object.get("kind").and_then(Value::as_str) == Some("Pod") {
@@ -575,15 +575,14 @@ pub(super) fn without_allocated(requested: &Map<String, Value>, object: &Value) 
 }
 
 /// Every ClusterIP and NodePort in use, read from the stored Services.
-fn stored_services(state: &State) -> Vec<std::sync::Arc<crate::storage::StoredObject>> {
-    state
-        .store
+fn stored_services(store: &Store) -> Vec<std::sync::Arc<crate::storage::StoredObject>> {
+    store
         .snapshot(&GroupResource::new("", "services"), "")
         .objects
 }
 
-fn used_node_ports(state: &State) -> HashSet<i64> {
-    stored_services(state)
+fn used_node_ports(store: &Store) -> HashSet<i64> {
+    stored_services(store)
         .iter()
         .filter_map(|s| {
             s.value
@@ -605,8 +604,8 @@ fn allocate_node_port(used: &mut HashSet<i64>) -> Option<i64> {
 }
 
 /// A free address of 10.96.0.0/16 (the low part of the /12 service range).
-fn allocate_cluster_ip(state: &State) -> Option<String> {
-    let used: HashSet<String> = stored_services(state)
+fn allocate_cluster_ip(store: &Store) -> Option<String> {
+    let used: HashSet<String> = stored_services(store)
         .iter()
         .filter_map(|s| {
             s.value
