@@ -2,29 +2,23 @@
 //! admission plugins every cluster runs: ServiceAccount, DefaultTolerationSeconds,
 //! Priority) fill them in before an object is validated and stored: container and pod
 //! template fields, workload strategies and limits, Job selectors and labels, Service
-//! types, ports, ClusterIP and NodePort allocation, Secret types and `stringData`, and the
-//! initial status of Pods and PersistentVolumeClaims. Checked against a real
+//! types and ports (`kinds/service.rs`, with ClusterIP and NodePort allocation in
+//! `allocators.rs`), Secret types and `stringData`, Pods (`kinds/pod.rs`) and the initial
+//! status of PersistentVolumeClaims. Checked against a real
 //! kube-apiserver; fields newer Kubernetes versions default (Service IP families and
 //! traffic policies, Job completion mode and pod replacement policy, StatefulSet PVC
 //! retention, DaemonSet surge) are filled as those versions do.
 
-use std::collections::HashSet;
-
 use base64::Engine as _;
-use kubeclient_machinery::GroupResource;
 use serde_json::{Map, Value, json};
 
 use super::structural_schema;
 use crate::registry::ResourceDef;
+use crate::registry::strategy::strategy_for;
 use crate::storage::Store;
 
-/// The ClusterIP range Services get addresses from (kubeadm's default, 10.96.0.0/12;
-/// the first address belongs to `default/kubernetes`).
-const SERVICE_IP_PREFIX: [u8; 2] = [10, 96];
 /// The scheduler Pods wait for unless they name another.
-const DEFAULT_SCHEDULER: &str = "default-scheduler";
-/// The NodePort range (kube-apiserver's default).
-const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
+pub(crate) const DEFAULT_SCHEDULER: &str = "default-scheduler";
 
 /// Fills the defaults of `object` (a built-in being created, or updated from `current`).
 pub(crate) fn apply(
@@ -39,23 +33,15 @@ pub(crate) fn apply(
         }
         return;
     }
+    if let Some(strategy) = strategy_for(resource) {
+        match current {
+            None => strategy.prepare_for_create(store, object),
+            Some(current) => strategy.prepare_for_update(store, object, current),
+        }
+        return;
+    }
     let creating = current.is_none();
     match (resource.group.as_str(), resource.kind.as_str()) {
-        ("", "Pod") => {
-            if let Some(spec) = child(object, "spec") {
-                pod_spec(spec);
-                pod_admission(spec);
-            }
-            if creating {
-                if let Some(spec) = child(object, "spec") {
-                    schedule(spec);
-                }
-                let qos = object.get("spec").map_or("BestEffort", qos_class);
-                let status = child_or_insert(object, "status");
-                set(status, "phase", json!("Pending"));
-                set(status, "qosClass", json!(qos));
-            }
-        }
         ("", "PodTemplate") => template(object.get_mut("template")),
         ("", "ReplicationController") => {
             if let Some(spec) = child(object, "spec") {
@@ -155,7 +141,6 @@ pub(crate) fn apply(
                 }
             }
         }
-        ("", "Service") => service(store, object, current),
         ("", "Secret") => secret(object),
         // The fields Go's Event struct always writes.
         ("", "Event") => {
@@ -190,12 +175,15 @@ pub(crate) fn apply(
 }
 
 /// The object map at `key`, if there is one.
-fn child<'a>(object: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+pub(crate) fn child<'a>(
+    object: &'a mut Map<String, Value>,
+    key: &str,
+) -> Option<&'a mut Map<String, Value>> {
     object.get_mut(key).and_then(Value::as_object_mut)
 }
 
 /// The object map at `key`, created (or replacing a non-object) when needed.
-fn child_or_insert<'a>(
+pub(crate) fn child_or_insert<'a>(
     object: &'a mut Map<String, Value>,
     key: &str,
 ) -> &'a mut Map<String, Value> {
@@ -210,7 +198,7 @@ fn child_or_insert<'a>(
 }
 
 /// Sets `key` unless it holds a value (null counts as absent, as in Go).
-fn set(object: &mut Map<String, Value>, key: &str, value: Value) {
+pub(crate) fn set(object: &mut Map<String, Value>, key: &str, value: Value) {
     if object.get(key).is_none_or(Value::is_null) {
         object.insert(key.to_owned(), value);
     }
@@ -227,7 +215,7 @@ fn template(template: Option<&mut Value>) {
 }
 
 /// The defaults of a pod spec and its containers.
-fn pod_spec(spec: &mut Map<String, Value>) {
+pub(crate) fn pod_spec(spec: &mut Map<String, Value>) {
     for list in ["initContainers", "containers"] {
         if let Some(Value::Array(containers)) = spec.get_mut(list) {
             for container in containers.iter_mut().filter_map(Value::as_object_mut) {
@@ -240,37 +228,6 @@ fn pod_spec(spec: &mut Map<String, Value>) {
     set(spec, "dnsPolicy", json!("ClusterFirst"));
     set(spec, "securityContext", json!({}));
     set(spec, "schedulerName", json!(DEFAULT_SCHEDULER));
-}
-
-/// What the admission plugins of every cluster add to a Pod (not to templates).
-fn pod_admission(spec: &mut Map<String, Value>) {
-    set(spec, "serviceAccountName", json!("default"));
-    let account = spec
-        .get("serviceAccountName")
-        .cloned()
-        .unwrap_or(Value::Null);
-    set(spec, "serviceAccount", account);
-    set(spec, "priority", json!(0));
-    set(spec, "enableServiceLinks", json!(true));
-    set(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
-    let tolerations = spec
-        .entry("tolerations")
-        .or_insert_with(|| Value::Array(Vec::new()));
-    if let Value::Array(tolerations) = tolerations {
-        for key in [
-            "node.kubernetes.io/not-ready",
-            "node.kubernetes.io/unreachable",
-        ] {
-            let present = tolerations.iter().any(|t| {
-                t.get("key").and_then(Value::as_str) == Some(key)
-                    || (t.get("operator").and_then(Value::as_str) == Some("Exists")
-                        && t.get("key").is_none())
-            });
-            if !present {
-                tolerations.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
-            }
-        }
-    }
 }
 
 fn container(container: &mut Map<String, Value>) {
@@ -300,39 +257,6 @@ fn image_pull_policy(image: &str) -> &'static str {
     match last.split_once(':') {
         Some((_, "latest")) | None => "Always",
         Some(_) => "IfNotPresent",
-    }
-}
-
-/// The quality-of-service class of a pod spec: Guaranteed when every container has equal
-/// CPU and memory requests and limits, BestEffort when none sets any, else Burstable.
-fn qos_class(spec: &Value) -> &'static str {
-    let containers: Vec<&Value> = ["initContainers", "containers"]
-        .iter()
-        .filter_map(|list| spec.get(*list).and_then(Value::as_array))
-        .flatten()
-        .collect();
-    let quantity = |container: &Value, kind: &str, resource: &str| {
-        container
-            .pointer(&format!("/resources/{kind}/{resource}"))
-            .filter(|v| !v.is_null())
-            .cloned()
-    };
-    let mut any = false;
-    let mut guaranteed = !containers.is_empty();
-    for container in &containers {
-        for resource in ["cpu", "memory"] {
-            let request = quantity(container, "requests", resource);
-            let limit = quantity(container, "limits", resource);
-            any |= request.is_some() || limit.is_some();
-            // A limit without a request makes the request equal to it.
-            let effective_request = request.or_else(|| limit.clone());
-            guaranteed &= limit.is_some() && effective_request == limit;
-        }
-    }
-    match (any, guaranteed) {
-        (false, _) => "BestEffort",
-        (true, true) => "Guaranteed",
-        (true, false) => "Burstable",
     }
 }
 
@@ -406,222 +330,6 @@ fn secret(object: &mut Map<String, Value>) {
     }
 }
 
-fn service(store: &Store, object: &mut Map<String, Value>, current: Option<&Value>) {
-    let Some(spec) = child(object, "spec") else {
-        return;
-    };
-    set(spec, "type", json!("ClusterIP"));
-    let service_type = spec
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("ClusterIP")
-        .to_owned();
-    if service_type == "ExternalName" {
-        set(spec, "sessionAffinity", json!("None"));
-        return;
-    }
-    set(spec, "sessionAffinity", json!("None"));
-    if let Some(Value::Array(ports)) = spec.get_mut("ports") {
-        for port in ports.iter_mut().filter_map(Value::as_object_mut) {
-            set(port, "protocol", json!("TCP"));
-            let number = port.get("port").cloned().unwrap_or(Value::Null);
-            set(port, "targetPort", number);
-        }
-    }
-    // An update keeps what was allocated (the strategy's patchAllocatedValues).
-    let old_spec = current.and_then(|c| c.get("spec"));
-    if let Some(old) = old_spec {
-        for field in ["clusterIP", "clusterIPs"] {
-            if let Some(value) = old.get(field) {
-                set(spec, field, value.clone());
-            }
-        }
-    }
-    let external = service_type == "NodePort" || service_type == "LoadBalancer";
-    if external {
-        set(spec, "externalTrafficPolicy", json!("Cluster"));
-        if service_type == "LoadBalancer" {
-            set(spec, "allocateLoadBalancerNodePorts", json!(true));
-        }
-        let old_ports: Vec<Value> = old_spec
-            .and_then(|s| s.get("ports"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let mut used = used_node_ports(store);
-        if let Some(Value::Array(ports)) = spec.get_mut("ports") {
-            for port in ports.iter_mut().filter_map(Value::as_object_mut) {
-                if port
-                    .get("nodePort")
-                    .and_then(Value::as_i64)
-                    .is_some_and(|p| p != 0)
-                {
-                    continue;
-                }
-                let kept = old_ports.iter().find_map(|old| {
-                    (old.get("port") == port.get("port")
-                        && old.get("protocol") == port.get("protocol"))
-                    .then(|| old.get("nodePort").cloned())
-                    .flatten()
-                });
-                let node_port = kept.or_else(|| allocate_node_port(&mut used).map(|p| json!(p)));
-                if let Some(node_port) = node_port {
-                    port.insert("nodePort".to_owned(), node_port);
-                }
-            }
-        }
-    }
-    if spec
-        .get("clusterIP")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
-        && let Some(ip) = allocate_cluster_ip(store)
-    {
-        spec.insert("clusterIP".to_owned(), json!(ip));
-    }
-    let cluster_ip = spec.get("clusterIP").cloned().unwrap_or(Value::Null);
-    set(spec, "clusterIPs", json!([cluster_ip]));
-    set(spec, "ipFamilies", json!(["IPv4"]));
-    set(spec, "ipFamilyPolicy", json!("SingleStack"));
-    set(spec, "internalTrafficPolicy", json!("Cluster"));
-    set(child_or_insert(object, "status"), "loadBalancer", json!({}));
-}
-
-/// The node the embedded server's scheduler binds Pods to (it has no kubelet: the
-/// streams of a bound Pod are served by the server itself).
-pub(crate) const NODE_NAME: &str = "kubeclient-node";
-
-/// Binds a Pod being created to [`NODE_NAME`], as kube-scheduler would, unless it names a
-/// node already, waits for another scheduler or has scheduling gates: those stay
-/// unscheduled (their exec, attach and port-forward answer 400, their log is empty).
-fn schedule(spec: &mut Map<String, Value>) {
-    let named = spec
-        .get("nodeName")
-        .and_then(Value::as_str)
-        .is_some_and(|node| !node.is_empty());
-    let default_scheduler =
-        spec.get("schedulerName").and_then(Value::as_str) == Some(DEFAULT_SCHEDULER);
-    let gated = spec
-        .get("schedulingGates")
-        .and_then(Value::as_array)
-        .is_some_and(|gates| !gates.is_empty());
-    if !named && default_scheduler && !gated {
-        spec.insert("nodeName".to_owned(), json!(NODE_NAME));
-    }
-}
-
-/// Whether creating a `resource` allocates fields (a Service's addresses and node ports,
-/// a Pod's node), which kube-apiserver's registry (or kube-scheduler) fills after the field
-/// manager ran: they belong to no manager unless the request set them.
-pub(crate) fn allocates(resource: &ResourceDef) -> bool {
-    resource.builtin
-        && resource.group.is_empty()
-        && matches!(resource.kind.as_str(), "Service" | "Pod")
-}
-
-/// `object` (a Service or Pod as created) without the allocated fields `requested` (the
-/// request's object) did not set: what the creating manager owns.
-pub(crate) fn without_allocated(requested: &Map<String, Value>, object: &Value) -> Value {
-    let mut owned = object.clone();
-    let requested_spec = requested.get("spec");
-    if object.get("kind").and_then(Value::as_str) == Some("Pod") {
-        let requested_node = requested_spec
-            .and_then(|spec| spec.get("nodeName"))
-            .and_then(Value::as_str)
-            .is_some_and(|node| !node.is_empty());
-        if let (false, Some(spec)) = (
-            requested_node,
-            owned.get_mut("spec").and_then(Value::as_object_mut),
-        ) {
-            spec.remove("nodeName");
-        }
-        return owned;
-    }
-    let requested_has = |field: &str| {
-        requested_spec
-            .and_then(|spec| spec.get(field))
-            .is_some_and(|value| !value.is_null() && value != "")
-    };
-    let Some(spec) = owned.get_mut("spec").and_then(Value::as_object_mut) else {
-        return owned;
-    };
-    for field in [
-        "clusterIP",
-        "clusterIPs",
-        "ipFamilies",
-        "ipFamilyPolicy",
-        "healthCheckNodePort",
-    ] {
-        if !requested_has(field) {
-            spec.remove(field);
-        }
-    }
-    let requested_ports = requested_spec
-        .and_then(|spec| spec.get("ports"))
-        .and_then(Value::as_array);
-    if let Some(Value::Array(ports)) = spec.get_mut("ports") {
-        for (index, port) in ports.iter_mut().enumerate() {
-            let requested_node_port = requested_ports
-                .and_then(|ports| ports.get(index))
-                .and_then(|port| port.get("nodePort"))
-                .and_then(Value::as_i64)
-                .is_some_and(|node_port| node_port != 0);
-            if !requested_node_port && let Some(port) = port.as_object_mut() {
-                port.remove("nodePort");
-            }
-        }
-    }
-    owned
-}
-
-/// Every ClusterIP and NodePort in use, read from the stored Services.
-fn stored_services(store: &Store) -> Vec<std::sync::Arc<crate::storage::StoredObject>> {
-    store
-        .snapshot(&GroupResource::new("", "services"), "")
-        .objects
-}
-
-fn used_node_ports(store: &Store) -> HashSet<i64> {
-    stored_services(store)
-        .iter()
-        .filter_map(|s| {
-            s.value
-                .pointer("/spec/ports")
-                .and_then(Value::as_array)
-                .cloned()
-        })
-        .flatten()
-        .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
-        .collect()
-}
-
-fn allocate_node_port(used: &mut HashSet<i64>) -> Option<i64> {
-    let span = NODE_PORTS.end() - NODE_PORTS.start() + 1;
-    let start = fastrand::i64(0..span);
-    (0..span)
-        .map(|offset| NODE_PORTS.start() + (start + offset) % span)
-        .find(|port| used.insert(*port))
-}
-
-/// A free address of 10.96.0.0/16 (the low part of the /12 service range).
-fn allocate_cluster_ip(store: &Store) -> Option<String> {
-    let used: HashSet<String> = stored_services(store)
-        .iter()
-        .filter_map(|s| {
-            s.value
-                .pointer("/spec/clusterIP")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-        .collect();
-    let [a, b] = SERVICE_IP_PREFIX;
-    let start = fastrand::u32(2..65_534);
-    (0..65_532u32)
-        .map(|offset| 2 + (start - 2 + offset) % 65_532)
-        .map(|host| format!("{a}.{b}.{}.{}", host / 256, host % 256))
-        .find(|ip| !used.contains(ip))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -637,19 +345,6 @@ mod tests {
             "IfNotPresent"
         );
         assert_eq!(image_pull_policy("app@sha256:abc"), "IfNotPresent");
-    }
-
-    #[test]
-    fn qos_classes() {
-        assert_eq!(
-            qos_class(&json!({"containers": [{"name": "a"}]})),
-            "BestEffort"
-        );
-        let guaranteed =
-            json!({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]});
-        assert_eq!(qos_class(&guaranteed), "Guaranteed");
-        let burstable = json!({"containers": [{"resources": {"requests": {"cpu": "1"}}}]});
-        assert_eq!(qos_class(&burstable), "Burstable");
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! Fields an update may not change, with kube-apiserver's messages: a workload's
-//! `spec.selector`, a Service's cluster IPs, a Secret's `type`, the contents of
+//! `spec.selector`, a Secret's `type`, the contents of
 //! ConfigMaps and Secrets marked `immutable` (and that mark itself), a StatefulSet's
 //! fixed spec fields, and `metadata.uid` (a PUT naming another uid fails its
-//! precondition with 409, a patch changing it is 422).
+//! precondition with 409, a patch changing it is 422); and those of the kinds with a
+//! [`Strategy`](super::strategy::Strategy) (a Service's cluster IPs).
 
 use kubeclient_machinery::{Status, StatusCause};
 use serde_json::{Map, Value, json};
 
 use super::store::{Decoding, StoreResult, WriteRequest, fail};
+use super::strategy::strategy_for;
 use crate::object::{meta_str, store_key};
 
 /// Checks `desired` (the object a write asks for, before server fields are carried
@@ -73,29 +75,6 @@ pub(crate) fn check(
                 ));
             }
         }
-        ("", "Service") => {
-            let before = old("/spec/clusterIP").and_then(Value::as_str).unwrap_or("");
-            let after = new("/spec/clusterIP").and_then(Value::as_str).unwrap_or("");
-            if !before.is_empty() && !after.is_empty() && before != after {
-                let ips: Vec<String> = new("/spec/clusterIPs")
-                    .and_then(Value::as_array)
-                    .map(|ips| {
-                        ips.iter()
-                            .filter_map(Value::as_str)
-                            .map(|ip| format!("{ip:?}"))
-                            .collect()
-                    })
-                    .unwrap_or_else(|| vec![format!("{after:?}")]);
-                causes.push(StatusCause::new(
-                    "FieldValueInvalid",
-                    &format!(
-                        "Invalid value: []string{{{}}}: may not change once set",
-                        ips.join(", ")
-                    ),
-                    "spec.clusterIPs[0]",
-                ));
-            }
-        }
         ("", "ConfigMap" | "Secret") => {
             if resource.kind == "Secret"
                 && let (Some(before), Some(after)) = (old("/type"), new("/type"))
@@ -133,6 +112,9 @@ pub(crate) fn check(
             }
         }
         _ => {}
+    }
+    if let Some(strategy) = strategy_for(resource) {
+        strategy.immutable_causes(current, &desired_value, &mut causes);
     }
     Ok(causes)
 }

@@ -5,6 +5,7 @@
 //! OpenAPI documents describing the resources. No HTTP here: the endpoints parse a
 //! request, call the store, and encode what it returns.
 
+mod allocators;
 mod builtin;
 mod builtin_types;
 mod crd;
@@ -19,6 +20,7 @@ pub(crate) mod openapi;
 mod resource;
 mod schema_formats;
 pub(crate) mod store;
+pub(crate) mod strategy;
 mod structural_schema;
 mod type_errors;
 pub(crate) mod validate;

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::object::{generate_name, now};
+use crate::registry::strategy::{Strategy, strategy_for};
 use crate::registry::{
     Special, crd_resources, crd_status, defaults, kind_rules, validate, version_conversion,
 };
@@ -102,7 +103,9 @@ impl GenericStore<'_> {
             }
             Special::None | Special::Review | Special::ReadOnly => {}
         }
-        let requested = defaults::allocates(resource).then(|| object.clone());
+        // Fields the create allocates belong to nobody: ownership is computed without them.
+        let allocating = strategy_for(resource).filter(|strategy| strategy.allocates());
+        let requested = allocating.map(|strategy| (strategy, object.clone()));
         defaults::apply(self.storage, resource, &mut object, None);
         let mut value = Value::Object(object);
         let warnings = (request.field_check)(&mut value, request.decoding)?;
@@ -110,7 +113,10 @@ impl GenericStore<'_> {
         kind_rules::check(resource, &value, None, Vec::new())?;
         self.check_namespace_exists(request.namespace)?;
         if ownership == Ownership::RecordUpdate {
-            record_create(request, &time, requested.as_ref(), &mut value);
+            let requested = requested
+                .as_ref()
+                .map(|(strategy, object)| (*strategy, object));
+            record_create(request, &time, requested, &mut value);
         }
         version_conversion::to_storage_version(resource, &mut value);
         validate::check_size(resource, &value, self.max_object_bytes)?;
@@ -209,7 +215,7 @@ impl GenericStore<'_> {
 fn record_create(
     request: &WriteRequest<'_>,
     time: &str,
-    requested: Option<&Map<String, Value>>,
+    requested: Option<(&dyn Strategy, &Map<String, Value>)>,
     value: &mut Value,
 ) {
     let resource = request.resource;
@@ -220,8 +226,8 @@ fn record_create(
         })
         .flatten();
     with_write_context(request, time, |context| match requested {
-        Some(requested) => {
-            let mut owned = defaults::without_allocated(requested, value);
+        Some((strategy, requested)) => {
+            let mut owned = strategy.without_allocated(requested, value);
             managed_fields::record_update(zero.as_ref(), &mut owned, context);
             let entries = owned.pointer("/metadata/managedFields").cloned();
             if let (Some(entries), Some(metadata)) = (
