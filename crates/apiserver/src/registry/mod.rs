@@ -1,7 +1,8 @@
 //! The registry: which resources are served (built-ins plus those defined by
 //! CustomResourceDefinitions), the generic store every write goes through ([`store`]),
-//! what it checks and fills in per kind (defaults, immutable fields, kind rules,
-//! validation, custom resource schemas, version conversion), and the discovery and
+//! one [`Strategy`](strategy::Strategy) per kind ([`kinds`]) and the rules still kept by
+//! aspect (defaults, immutable fields, kind rules, validation), custom resource schemas
+//! and version conversion, the allocators, and the discovery and
 //! OpenAPI documents describing the resources. No HTTP here: the endpoints parse a
 //! request, call the store, and encode what it returns.
 

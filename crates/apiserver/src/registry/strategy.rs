@@ -39,6 +39,13 @@ pub(crate) trait Strategy: Sync {
         let _ = (current, desired, causes);
     }
 
+    /// Whether a DELETE that removes the object at once shows it deleted gracefully (the
+    /// strategy's `CheckGracefulDelete`): the answer carries a `deletionTimestamp` and a
+    /// grace period of 0, as kube-apiserver's does for a Pod no kubelet holds.
+    fn deletes_gracefully(&self) -> bool {
+        false
+    }
+
     /// Whether a create allocates fields (addresses, ports, a node) after the field
     /// manager ran: they belong to no manager unless the request set them.
     fn allocates(&self) -> bool {

@@ -27,6 +27,11 @@ impl Strategy for PodStrategy {
         causes.extend(workloads::causes("", "Pod", object));
     }
 
+    fn deletes_gracefully(&self) -> bool {
+        // With no kubelet the grace period ends at once.
+        true
+    }
+
     fn allocates(&self) -> bool {
         true
     }

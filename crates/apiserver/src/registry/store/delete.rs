@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::object::{finalizers, meta_str, now};
+use crate::registry::strategy::strategy_for;
 use crate::registry::{
     CRD_CLEANUP_FINALIZER, Propagation, Special, crd_resources, set_terminating,
 };
@@ -97,14 +98,11 @@ impl GenericStore<'_> {
                 || is_namespace;
             if !stays {
                 let mut last = current.value.clone();
-                if resource.group.is_empty() && resource.plural == "pods" {
-                    // Pods are deleted gracefully; with no kubelet the grace period ends at
-                    // once, and the answer shows the deletion as kube-apiserver's does for
-                    // a Pod no node holds.
-                    if let Some(metadata) = last.get_mut("metadata").and_then(Value::as_object_mut) {
-                        metadata.insert("deletionTimestamp".to_owned(), json!(now()));
-                        metadata.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
-                    }
+                if strategy_for(resource).is_some_and(|strategy| strategy.deletes_gracefully())
+                    && let Some(metadata) = last.get_mut("metadata").and_then(Value::as_object_mut)
+                {
+                    metadata.insert("deletionTimestamp".to_owned(), json!(now()));
+                    metadata.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
                 }
                 result = Some(Deleted::Removed(last));
                 return Ok(if dry_run { Write::Unchanged } else { Write::Delete });
