@@ -9,14 +9,12 @@
 //! and `view` carry a condensed form of their upstream rules (the common resources of
 //! core, apps, batch, autoscaling, networking and policy) plus their `aggregationRule`.
 
-use std::convert::Infallible;
-
-use kubeclient_machinery::GroupResource;
 use serde_json::{Value, json};
 
-use crate::handlers;
+use crate::authentication::UserInfo;
 use crate::registry::ALL_VERBS;
-use crate::storage::{Store, Write};
+use crate::registry::kinds::service_account::default_service_account;
+use crate::registry::store::{GenericStore, Ownership, WriteRequest};
 
 /// The namespaces every cluster starts with.
 const INITIAL_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -25,25 +23,25 @@ const INITIAL_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", 
 /// range, 10.96.0.0/12).
 pub(crate) const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 
-/// Creates the bootstrap objects; `address` is the server's `ip:port`.
-pub(crate) fn create(store: &Store, address: std::net::SocketAddr) {
-    let created = handlers::now_rfc3339();
+/// The field manager bootstrap objects are recorded under, as kube-apiserver's own.
+const FIELD_MANAGER: &str = "kube-apiserver";
+
+/// Creates the bootstrap objects through `store`, like any write (defaults, validation,
+/// managedFields); `address` is the server's `ip:port`.
+pub(crate) fn create(store: &GenericStore<'_>, address: std::net::SocketAddr) {
+    let writer = Bootstrap {
+        store,
+        user: UserInfo {
+            username: "system:apiserver".to_owned(),
+            uid: String::new(),
+            groups: vec!["system:masters".to_owned()],
+        },
+    };
     for name in INITIAL_NAMESPACES {
-        let namespace = json!({
-            "kind": "Namespace", "apiVersion": "v1",
-            "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
-            "spec": {"finalizers": ["kubernetes"]},
-            "status": {"phase": "Active"},
-        });
-        put(store, "", "namespaces", None, namespace, &created);
-        put(
-            store,
-            "",
-            "serviceaccounts",
-            Some(name),
-            default_service_account(name),
-            &created,
-        );
+        let namespace =
+            json!({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": name}});
+        writer.put("namespaces", namespace);
+        writer.put("serviceaccounts", default_service_account(name));
     }
     let labels = json!({"component": "apiserver", "provider": "kubernetes"});
     let service = json!({
@@ -58,7 +56,7 @@ pub(crate) fn create(store: &Store, address: std::net::SocketAddr) {
         },
         "status": {"loadBalancer": {}},
     });
-    put(store, "", "services", Some("default"), service, &created);
+    writer.put("services", service);
     let endpoints = json!({
         "kind": "Endpoints", "apiVersion": "v1",
         "metadata": {"name": "kubernetes", "namespace": "default",
@@ -66,16 +64,9 @@ pub(crate) fn create(store: &Store, address: std::net::SocketAddr) {
         "subsets": [{"addresses": [{"ip": address.ip().to_string()}],
                      "ports": [{"name": "https", "port": address.port(), "protocol": "TCP"}]}],
     });
-    put(store, "", "endpoints", Some("default"), endpoints, &created);
+    writer.put("endpoints", endpoints);
     for role in cluster_roles() {
-        put(
-            store,
-            "rbac.authorization.k8s.io",
-            "clusterroles",
-            None,
-            role,
-            &created,
-        );
+        writer.put("clusterroles", role);
     }
     let binding = json!({
         "kind": "ClusterRoleBinding", "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -84,14 +75,7 @@ pub(crate) fn create(store: &Store, address: std::net::SocketAddr) {
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"}],
     });
-    put(
-        store,
-        "rbac.authorization.k8s.io",
-        "clusterrolebindings",
-        None,
-        binding,
-        &created,
-    );
+    writer.put("clusterrolebindings", binding);
     // The components kube-apiserver reports on (`kubectl get componentstatuses`): this
     // server is all of them, and healthy while it answers.
     for (name, message) in [
@@ -103,45 +87,52 @@ pub(crate) fn create(store: &Store, address: std::net::SocketAddr) {
             "kind": "ComponentStatus", "apiVersion": "v1", "metadata": {"name": name},
             "conditions": [{"type": "Healthy", "status": "True", "message": message}],
         });
-        put(store, "", "componentstatuses", None, status, &created);
+        writer.put("componentstatuses", status);
     }
 }
 
-/// The `default` ServiceAccount the service-account controller keeps in `namespace`.
-pub(crate) fn default_service_account(namespace: &str) -> Value {
-    json!({
-        "kind": "ServiceAccount", "apiVersion": "v1",
-        "metadata": {"name": "default", "namespace": namespace},
-    })
+/// Bootstrap's writer: the store, as kube-apiserver's own user.
+struct Bootstrap<'a> {
+    store: &'a GenericStore<'a>,
+    user: UserInfo,
 }
 
-/// Stores `object` (completing its uid and creation time) unless the key is taken.
-pub(crate) fn put(
-    store: &Store,
-    group: &str,
-    plural: &str,
-    namespace: Option<&str>,
-    mut object: Value,
-    created: &str,
-) {
-    let Some(name) = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-    else {
-        return;
-    };
-    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        metadata.insert("uid".to_owned(), json!(uuid::Uuid::new_v4().to_string()));
-        metadata.insert("creationTimestamp".to_owned(), json!(created));
+impl Bootstrap<'_> {
+    /// Creates `object`, one of `plural` in the version its `apiVersion` names (in the
+    /// namespace it names), unless its name is taken.
+    fn put(&self, plural: &str, object: Value) {
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let Some(resource) = self.store.resources.lookup(group, version, plural) else {
+            tracing::warn!(%api_version, %plural, "bootstrap names a resource the server does not serve");
+            return;
+        };
+        let Value::Object(object) = object else {
+            return;
+        };
+        let namespace = object
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let request = WriteRequest::new(
+            &resource,
+            namespace.as_deref(),
+            "",
+            &self.user,
+            FIELD_MANAGER,
+        );
+        match self.store.create(&request, object, Ownership::RecordUpdate) {
+            Ok(_) => {}
+            Err(status) if status.code == 409 => {}
+            Err(status) => {
+                tracing::warn!(%plural, status = %status.message, "a bootstrap object was refused");
+            }
+        }
     }
-    let key = handlers::store_key(namespace, &name);
-    let _ = store.write(&GroupResource::new(group, plural), &key, |current| {
-        Ok::<_, Infallible>(match current {
-            Some(_) => Write::Unchanged,
-            None => Write::Create(object),
-        })
-    });
 }
 
 fn bootstrapping_labels() -> Value {

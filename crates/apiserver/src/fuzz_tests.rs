@@ -37,8 +37,8 @@ fn state() -> Arc<State> {
             api_audiences: vec![crate::authentication::DEFAULT_SERVICE_ACCOUNT_ISSUER.to_owned()],
         },
         sessions: Default::default(),
-        // No controller task runs here: wake-ups are only recorded.
-        controllers: crate::controllers::Controllers::new(true),
+        // No controller task runs here: writes wake nothing.
+        write_hook: Arc::new(crate::registry::store::NoHook),
         tokens: Default::default(),
     })
 }

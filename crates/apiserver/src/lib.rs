@@ -28,6 +28,7 @@ mod bootstrap;
 mod controllers;
 pub mod faults;
 mod handlers;
+mod object;
 mod patch;
 pub mod pod_logs;
 mod registry;

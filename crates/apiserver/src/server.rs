@@ -280,6 +280,7 @@ impl ApiServerBuilder {
                 "listening beyond loopback without a token: anyone who can reach this address can read and change everything (set a token)"
             );
         }
+        let controllers = Arc::new(Controllers::new(self.garbage_collector));
         let state = Arc::new(State {
             store: Store::with_limits(
                 self.history_window,
@@ -308,15 +309,19 @@ impl ApiServerBuilder {
             } else {
                 Sessions::default()
             },
-            controllers: Controllers::new(self.garbage_collector),
+            write_hook: controllers.clone(),
             tokens: Default::default(),
         });
-        crate::bootstrap::create(&state.store, local);
+        crate::bootstrap::create(&state.generic_store(), local);
         let (stop, stopped) = watch::channel(false);
         let acceptor = tls
             .as_ref()
             .map(|t| tokio_rustls::TlsAcceptor::from(t.server_config.clone()));
-        tokio::spawn(crate::controllers::run(state.clone(), stopped.clone()));
+        let pass = {
+            let (state, controllers) = (state.clone(), controllers.clone());
+            move || controllers.sync_once(&state.generic_store())
+        };
+        tokio::spawn(crate::controllers::run(controllers, pass, stopped.clone()));
         let task = tokio::spawn(accept_loop(listener, state.clone(), acceptor, stopped));
         tracing::info!(%url, "API server listening");
         Ok(ApiServer {

@@ -1,11 +1,12 @@
 //! The shared state of a running server.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::authentication::TokenRegistry;
-use crate::controllers::Controllers;
 use crate::faults::Faults;
 use crate::registry::Registry;
+use crate::registry::store::{GenericStore, WriteHook};
 use crate::sessions::Sessions;
 use crate::storage::{Store, WatcherLimits};
 
@@ -70,7 +71,6 @@ pub(crate) struct Config {
 }
 
 /// Everything a request handler reads or changes.
-#[derive(Debug)]
 pub(crate) struct State {
     /// The objects.
     pub store: Store,
@@ -82,8 +82,31 @@ pub(crate) struct State {
     pub config: Config,
     /// Pod logs and the streaming sessions' shutdown signal.
     pub sessions: Sessions,
-    /// The garbage collector and namespace controller's switch and wake-up signal.
-    pub controllers: Controllers,
+    /// Told of every committed write (the server's controllers, woken by writes).
+    pub write_hook: Arc<dyn WriteHook>,
     /// The ServiceAccount tokens issued by `TokenRequest`.
     pub tokens: TokenRegistry,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("store", &self.store)
+            .field("registry", &self.registry)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl State {
+    /// The generic store every write goes through, over this server's storage,
+    /// resources, object size limit and write hook.
+    pub(crate) fn generic_store(&self) -> GenericStore<'_> {
+        GenericStore {
+            storage: &self.store,
+            resources: &self.registry,
+            max_object_bytes: self.config.limits.max_object_bytes,
+            hook: &*self.write_hook,
+        }
+    }
 }

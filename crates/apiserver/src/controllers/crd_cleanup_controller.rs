@@ -4,15 +4,14 @@
 //! once none is left (those with finalizers stay until they are removed), the finalizer
 //! goes and so does the CRD, which stops being served.
 
-use super::graph::{Graph, Node};
-use crate::handlers::now_rfc3339;
+use super::graph::{Graph, Node, Writer};
+use crate::object::now;
 use crate::registry::{
     CRD_CLEANUP_FINALIZER, Propagation, Special, crd_resources, set_terminating,
 };
-use crate::state::State;
 
 /// One pass; whether anything changed.
-pub(super) fn sync(state: &State, graph: &Graph) -> bool {
+pub(super) fn sync(writer: &Writer<'_>, graph: &Graph) -> bool {
     let mut changed = false;
     let terminating = graph.nodes.iter().filter(|node| {
         node.resource.special == Special::CustomResourceDefinition
@@ -20,24 +19,24 @@ pub(super) fn sync(state: &State, graph: &Graph) -> bool {
             && node.has_finalizer(CRD_CLEANUP_FINALIZER)
     });
     for crd in terminating {
-        changed |= clean_up(state, graph, crd);
+        changed |= clean_up(writer, graph, crd);
     }
     changed
 }
 
-fn clean_up(state: &State, graph: &Graph, crd: &Node) -> bool {
+fn clean_up(writer: &Writer<'_>, graph: &Graph, crd: &Node) -> bool {
     let Some(served) = crd_resources(&crd.object.value)
         .ok()
         .and_then(|resources| resources.into_iter().next())
     else {
-        return crd.remove_finalizer(state, CRD_CLEANUP_FINALIZER);
+        return crd.remove_finalizer(writer, CRD_CLEANUP_FINALIZER);
     };
-    let mut changed = crd.rewrite(state, |object| {
+    let mut changed = crd.rewrite_status(writer, |object| {
         set_terminating(
             object,
             "InstanceDeletionInProgress",
             "CustomResource deletion is in progress",
-            &now_rfc3339(),
+            &now(),
         );
     });
     let mut remaining = false;
@@ -47,10 +46,10 @@ fn clean_up(state: &State, graph: &Graph, crd: &Node) -> bool {
             && node.resource.plural == served.plural
     }) {
         remaining = true;
-        changed |= node.delete(state, Propagation::Background);
+        changed |= node.delete(writer, Propagation::Background);
     }
     if remaining || changed {
         return changed;
     }
-    crd.remove_finalizer(state, CRD_CLEANUP_FINALIZER)
+    crd.remove_finalizer(writer, CRD_CLEANUP_FINALIZER)
 }

@@ -13,36 +13,35 @@
 
 use std::collections::HashSet;
 
-use super::graph::{Graph, Node};
+use super::graph::{Graph, Node, Writer};
 use crate::registry::{FOREGROUND_DELETION, ORPHAN, Propagation};
-use crate::state::State;
 
 /// One pass; whether anything changed.
-pub(super) fn sync(state: &State, graph: &Graph) -> bool {
+pub(super) fn sync(writer: &Writer<'_>, graph: &Graph) -> bool {
     let mut changed = false;
     for owner in graph.nodes.iter().filter(|node| node.deleting()) {
         if owner.has_finalizer(ORPHAN) {
-            changed |= orphan_dependents(state, graph, owner);
+            changed |= orphan_dependents(writer, graph, owner);
         } else if owner.has_finalizer(FOREGROUND_DELETION) {
-            changed |= delete_dependents_in_foreground(state, graph, owner);
+            changed |= delete_dependents_in_foreground(writer, graph, owner);
         }
     }
     for node in &graph.nodes {
-        changed |= collect_if_owners_are_gone(state, graph, node);
+        changed |= collect_if_owners_are_gone(writer, graph, node);
     }
     changed
 }
 
-fn orphan_dependents(state: &State, graph: &Graph, owner: &Node) -> bool {
+fn orphan_dependents(writer: &Writer<'_>, graph: &Graph, owner: &Node) -> bool {
     let uid = HashSet::from([owner.uid()]);
     let mut changed = false;
     for dependent in graph.dependents_of(owner.uid()) {
-        changed |= dependent.remove_owner_refs(state, &uid);
+        changed |= dependent.remove_owner_refs(writer, &uid);
     }
-    changed | owner.remove_finalizer(state, ORPHAN)
+    changed | owner.remove_finalizer(writer, ORPHAN)
 }
 
-fn delete_dependents_in_foreground(state: &State, graph: &Graph, owner: &Node) -> bool {
+fn delete_dependents_in_foreground(writer: &Writer<'_>, graph: &Graph, owner: &Node) -> bool {
     let mut changed = false;
     let mut blocked = false;
     for dependent in graph.dependents_of(owner.uid()) {
@@ -51,7 +50,7 @@ fn delete_dependents_in_foreground(state: &State, graph: &Graph, owner: &Node) -
         } else {
             Propagation::Background
         };
-        changed |= dependent.delete(state, propagation);
+        changed |= dependent.delete(writer, propagation);
         blocked |= dependent
             .owner_refs()
             .any(|r| r.uid == owner.uid() && r.block_owner_deletion);
@@ -59,12 +58,12 @@ fn delete_dependents_in_foreground(state: &State, graph: &Graph, owner: &Node) -
     // A blocking dependent deleted just now is still in this pass's graph: the next pass
     // (which `changed` asks for) sees whether it is gone.
     if !blocked && !changed {
-        changed |= owner.remove_finalizer(state, FOREGROUND_DELETION);
+        changed |= owner.remove_finalizer(writer, FOREGROUND_DELETION);
     }
     changed
 }
 
-fn collect_if_owners_are_gone(state: &State, graph: &Graph, node: &Node) -> bool {
+fn collect_if_owners_are_gone(writer: &Writer<'_>, graph: &Graph, node: &Node) -> bool {
     let mut missing: HashSet<&str> = HashSet::new();
     let mut present = 0usize;
     for owner in node.owner_refs() {
@@ -78,8 +77,8 @@ fn collect_if_owners_are_gone(state: &State, graph: &Graph, node: &Node) -> bool
         return false;
     }
     if present == 0 {
-        node.delete(state, Propagation::Background)
+        node.delete(writer, Propagation::Background)
     } else {
-        node.remove_owner_refs(state, &missing)
+        node.remove_owner_refs(writer, &missing)
     }
 }

@@ -1,19 +1,36 @@
 //! [`Graph`]: every stored object with its owners and dependents, as the garbage
 //! collector's dependency graph (client-go's GC `GraphBuilder`), rebuilt for each pass,
-//! and the writes the controllers make on its nodes.
+//! and the writes the controllers make on its nodes (through the generic store).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::handlers::{
-    DeleteOptions, Deleted, after_removal, delete_object, finalized, finalizers, metadata_mut,
-    store_key,
-};
+use crate::authentication::UserInfo;
+use crate::object::{finalizers, metadata_mut};
+use crate::registry::store::{DeleteOptions, GenericStore, Ownership, WriteRequest};
 use crate::registry::{Propagation, ResourceDef};
-use crate::state::State;
-use crate::storage::{StoredObject, Write};
+use crate::storage::StoredObject;
+
+/// How the controllers write: through the generic store, as their user and field
+/// manager.
+pub(super) struct Writer<'a> {
+    pub(super) store: &'a GenericStore<'a>,
+    pub(super) user: &'a UserInfo,
+}
+
+impl Writer<'_> {
+    /// A write to `name` of `resource` in `namespace`.
+    pub(super) fn request<'r>(
+        &'r self,
+        resource: &'r ResourceDef,
+        namespace: Option<&'r str>,
+        name: &'r str,
+    ) -> WriteRequest<'r> {
+        WriteRequest::new(resource, namespace, name, self.user, super::FIELD_MANAGER)
+    }
+}
 
 /// One stored object and the resource it is stored under.
 pub(super) struct Node {
@@ -71,13 +88,9 @@ impl Node {
         Some(self.object.namespace()).filter(|ns| !ns.is_empty())
     }
 
-    fn key(&self) -> String {
-        store_key(self.namespace(), self.object.name())
-    }
-
     /// Deletes it with `propagation`, unless it is already being deleted. Whether that
     /// changed anything.
-    pub(super) fn delete(&self, state: &State, propagation: Propagation) -> bool {
+    pub(super) fn delete(&self, writer: &Writer<'_>, propagation: Propagation) -> bool {
         if self.deleting() {
             return false;
         }
@@ -86,56 +99,68 @@ impl Node {
             propagation: Some(propagation),
             ..DeleteOptions::default()
         };
-        matches!(
-            delete_object(
-                state,
-                &self.resource,
-                self.namespace(),
-                self.object.name(),
-                &options
-            ),
-            Ok(Deleted::Removed(_) | Deleted::Marked(_))
-        )
+        let request = writer.request(&self.resource, self.namespace(), self.object.name());
+        writer.store.delete(&request, &options).is_ok()
     }
 
-    /// Rewrites it with `change`, if it is still this object (same uid); a result that
-    /// is being deleted and has no finalizers left is removed. Whether it changed.
+    /// Rewrites it with `change`, if it is still this object (same uid), as an update
+    /// through the store; a result that is being deleted and has no finalizers left is
+    /// removed. Whether it changed.
     pub(super) fn rewrite(
         &self,
-        state: &State,
-        change: impl FnOnce(&mut serde_json::Map<String, Value>),
+        writer: &Writer<'_>,
+        change: impl Fn(&mut serde_json::Map<String, Value>),
     ) -> bool {
-        let uid = self.uid().to_owned();
-        let mut removed: Option<Value> = None;
-        let outcome = state
+        self.write(writer, None, change)
+    }
+
+    /// [`rewrite`](Self::rewrite) of its status subresource.
+    pub(super) fn rewrite_status(
+        &self,
+        writer: &Writer<'_>,
+        change: impl Fn(&mut serde_json::Map<String, Value>),
+    ) -> bool {
+        self.write(writer, Some("status"), change)
+    }
+
+    fn write(
+        &self,
+        writer: &Writer<'_>,
+        subresource: Option<&str>,
+        change: impl Fn(&mut serde_json::Map<String, Value>),
+    ) -> bool {
+        let uid = self.uid();
+        let request = WriteRequest {
+            subresource,
+            ..writer.request(&self.resource, self.namespace(), self.object.name())
+        };
+        let outcome = writer
             .store
-            .write(&self.resource.group_resource(), &self.key(), |current| {
-                let Some(current) = current.filter(|c| {
-                    c.value.pointer("/metadata/uid").and_then(Value::as_str) == Some(uid.as_str())
-                }) else {
-                    return Ok::<_, ()>(Write::Unchanged);
-                };
+            .update(&request, false, Ownership::RecordUpdate, |current| {
+                if current
+                    .value
+                    .pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    != Some(uid)
+                {
+                    return Ok(None);
+                }
                 let mut object = current.value.as_object().cloned().unwrap_or_default();
                 change(&mut object);
-                let object = Value::Object(object);
-                if object == current.value {
-                    return Ok(Write::Unchanged);
-                }
-                if finalized(&object) {
-                    removed = Some(object);
-                    return Ok(Write::Delete);
-                }
-                Ok(Write::Update(object))
+                Ok((Value::Object(object.clone()) != current.value).then_some(object))
             });
-        if let Some(object) = &removed {
-            after_removal(state, &self.resource, object);
+        match outcome {
+            Ok(result) => result.changed,
+            Err(status) => {
+                tracing::debug!(status = %status.message, "a controller's write was refused");
+                false
+            }
         }
-        outcome.is_ok_and(|o| o.change.is_some())
     }
 
     /// Removes `finalizer` from `metadata.finalizers` (the object goes if it was the last).
-    pub(super) fn remove_finalizer(&self, state: &State, finalizer: &str) -> bool {
-        self.rewrite(state, |object| {
+    pub(super) fn remove_finalizer(&self, writer: &Writer<'_>, finalizer: &str) -> bool {
+        self.rewrite(writer, |object| {
             let metadata = metadata_mut(object);
             if let Some(Value::Array(list)) = metadata.get_mut("finalizers") {
                 list.retain(|f| f.as_str() != Some(finalizer));
@@ -147,8 +172,8 @@ impl Node {
     }
 
     /// Removes the owner references to the owners in `uids`.
-    pub(super) fn remove_owner_refs(&self, state: &State, uids: &HashSet<&str>) -> bool {
-        self.rewrite(state, |object| {
+    pub(super) fn remove_owner_refs(&self, writer: &Writer<'_>, uids: &HashSet<&str>) -> bool {
+        self.rewrite(writer, |object| {
             let metadata = metadata_mut(object);
             if let Some(Value::Array(refs)) = metadata.get_mut("ownerReferences") {
                 refs.retain(|r| {
@@ -173,15 +198,15 @@ pub(super) struct Graph {
 
 impl Graph {
     /// Reads every resource's objects (once per stored resource, whatever the versions).
-    pub(super) fn load(state: &State) -> Graph {
+    pub(super) fn load(store: &GenericStore<'_>) -> Graph {
         let mut seen = HashSet::new();
         let mut nodes = Vec::new();
-        for resource in state.registry.all() {
+        for resource in store.resources.all() {
             let group_resource = resource.group_resource();
             if !seen.insert(group_resource.clone()) {
                 continue;
             }
-            for object in state.store.snapshot(&group_resource, "").objects {
+            for object in store.storage.snapshot(&group_resource, "").objects {
                 nodes.push(Node {
                     resource: Arc::clone(&resource),
                     object,

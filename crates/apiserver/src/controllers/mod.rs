@@ -8,8 +8,10 @@
 //! `Terminating` phase) and answers at once; these controllers finish the work right
 //! after, in the background, as on a real cluster.
 //!
-//! They run on one task, woken by writes that can concern them (a delete, an object with
-//! owner references or a deletion mark), and repeat their passes until nothing changes.
+//! They run on one task, woken through the generic store's write hook by writes that can
+//! concern them (a delete, a new namespace, an object with owner references or a
+//! deletion mark), and repeat their passes until nothing changes. They write through the
+//! generic store like any client, as `kube-controller-manager`.
 
 mod crd_cleanup_controller;
 mod garbage_collector;
@@ -22,17 +24,34 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 
-use crate::state::State;
+use crate::authentication::UserInfo;
+use crate::registry::store::{Committed, GenericStore, WriteHook};
+use crate::registry::{ResourceDef, Special};
 
 /// The most passes one wake-up runs: each pass makes progress (a deletion level, a
 /// finalizer removed), so owner chains deeper than this finish on the next wake-up.
 const MAX_PASSES: usize = 64;
 
-/// The switch and wake-up signal of the server's controllers.
+/// The field manager the controllers' writes are recorded under (client-go's default,
+/// the program's name).
+const FIELD_MANAGER: &str = "kube-controller-manager";
+
+/// Who the controllers write as.
+fn controller_user() -> UserInfo {
+    UserInfo {
+        username: "system:kube-controller-manager".to_owned(),
+        uid: String::new(),
+        groups: vec!["system:authenticated".to_owned()],
+    }
+}
+
+/// The switch and wake-up signal of the server's controllers. It is the generic store's
+/// [`WriteHook`]: writes that can concern the controllers wake them.
 #[derive(Debug)]
 pub(crate) struct Controllers {
     wake: Notify,
     garbage_collector: bool,
+    user: UserInfo,
 }
 
 impl Controllers {
@@ -42,17 +61,18 @@ impl Controllers {
         Controllers {
             wake: Notify::new(),
             garbage_collector,
+            user: controller_user(),
         }
     }
 
     /// Asks for a pass soon (coalesced with other requests).
-    pub(crate) fn wake(&self) {
+    fn wake(&self) {
         self.wake.notify_one();
     }
 
     /// Asks for a pass if `object`, just written, concerns the controllers: it has owners,
     /// or it is marked for deletion.
-    pub(crate) fn wake_for(&self, object: &Value) {
+    fn wake_for(&self, object: &Value) {
         let metadata = object.get("metadata");
         let has_owners = metadata
             .and_then(|m| m.get("ownerReferences"))
@@ -63,13 +83,46 @@ impl Controllers {
             self.wake();
         }
     }
+
+    /// One pass of every controller over `store`; whether anything changed.
+    pub(crate) fn sync_once(&self, store: &GenericStore<'_>) -> bool {
+        let writer = graph::Writer {
+            store,
+            user: &self.user,
+        };
+        let graph = graph::Graph::load(store);
+        let mut changed = namespace_controller::sync(&writer, &graph);
+        changed |= service_account_controller::sync(&writer, &graph);
+        changed |= crd_cleanup_controller::sync(&writer, &graph);
+        if self.garbage_collector {
+            changed |= garbage_collector::sync(&writer, &graph);
+        }
+        changed
+    }
 }
 
-/// Runs the controllers until `stopped` turns true.
-pub(crate) async fn run(state: Arc<State>, mut stopped: watch::Receiver<bool>) {
+impl WriteHook for Controllers {
+    fn committed(&self, resource: &ResourceDef, write: Committed<'_>) {
+        match write {
+            // A new namespace needs its `default` ServiceAccount.
+            Committed::Created(_) if resource.special == Special::Namespace => self.wake(),
+            Committed::Created(object) | Committed::Updated(object) => self.wake_for(object),
+            Committed::Deleted => self.wake(),
+        }
+    }
+}
+
+/// Runs the controllers until `stopped` turns true: on each wake-up, `pass` (one pass of
+/// every controller, on the blocking pool) repeats until nothing changes.
+pub(crate) async fn run(
+    controllers: Arc<Controllers>,
+    pass: impl Fn() -> bool + Send + Sync + 'static,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let pass = Arc::new(pass);
     loop {
         tokio::select! {
-            () = state.controllers.wake.notified() => {}
+            () = controllers.wake.notified() => {}
             changed = stopped.changed() => {
                 if changed.is_err() || *stopped.borrow() {
                     return;
@@ -77,10 +130,10 @@ pub(crate) async fn run(state: Arc<State>, mut stopped: watch::Receiver<bool>) {
                 continue;
             }
         }
-        let pass_state = Arc::clone(&state);
+        let pass = Arc::clone(&pass);
         let passes = tokio::task::spawn_blocking(move || {
             for _ in 0..MAX_PASSES {
-                if !sync_once(&pass_state) {
+                if !pass() {
                     break;
                 }
             }
@@ -89,16 +142,4 @@ pub(crate) async fn run(state: Arc<State>, mut stopped: watch::Receiver<bool>) {
             tracing::error!(error = %err, "a controller pass failed; it runs again on the next change");
         }
     }
-}
-
-/// One pass of every controller; whether anything changed.
-fn sync_once(state: &State) -> bool {
-    let graph = graph::Graph::load(state);
-    let mut changed = namespace_controller::sync(state, &graph);
-    changed |= service_account_controller::sync(state, &graph);
-    changed |= crd_cleanup_controller::sync(state, &graph);
-    if state.controllers.garbage_collector {
-        changed |= garbage_collector::sync(state, &graph);
-    }
-    changed
 }

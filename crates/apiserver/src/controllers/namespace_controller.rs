@@ -5,27 +5,26 @@
 
 use serde_json::Value;
 
-use super::graph::{Graph, Node};
+use super::graph::{Graph, Node, Writer};
 use crate::registry::{Propagation, Special};
-use crate::state::State;
 
 /// The finalizer the namespace controller owns.
 const KUBERNETES_FINALIZER: &str = "kubernetes";
 
 /// One pass; whether anything changed.
-pub(super) fn sync(state: &State, graph: &Graph) -> bool {
+pub(super) fn sync(writer: &Writer<'_>, graph: &Graph) -> bool {
     let mut changed = false;
     let terminating = graph
         .nodes
         .iter()
         .filter(|node| node.resource.special == Special::Namespace && node.deleting());
     for namespace in terminating {
-        changed |= empty_namespace(state, graph, namespace);
+        changed |= empty_namespace(writer, graph, namespace);
     }
     changed
 }
 
-fn empty_namespace(state: &State, graph: &Graph, namespace: &Node) -> bool {
+fn empty_namespace(writer: &Writer<'_>, graph: &Graph, namespace: &Node) -> bool {
     let name = namespace.object.name();
     let mut changed = false;
     let mut remaining = false;
@@ -35,12 +34,12 @@ fn empty_namespace(state: &State, graph: &Graph, namespace: &Node) -> bool {
         .filter(|node| node.resource.namespaced && node.object.namespace() == name)
     {
         remaining = true;
-        changed |= node.delete(state, Propagation::Background);
+        changed |= node.delete(writer, Propagation::Background);
     }
     if remaining || changed {
         return changed;
     }
-    namespace.rewrite(state, |object| {
+    namespace.rewrite(writer, |object| {
         if let Some(Value::Object(spec)) = object.get_mut("spec")
             && let Some(Value::Array(finalizers)) = spec.get_mut("finalizers")
         {

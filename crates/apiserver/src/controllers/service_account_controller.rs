@@ -3,20 +3,22 @@
 
 use std::collections::HashSet;
 
-use super::graph::Graph;
-use crate::bootstrap;
+use serde_json::Value;
+
+use super::graph::{Graph, Writer};
 use crate::registry::Special;
-use crate::state::State;
+use crate::registry::kinds::service_account::{DEFAULT_NAME, default_service_account};
+use crate::registry::store::Ownership;
 
 /// One pass; whether anything changed.
-pub(super) fn sync(state: &State, graph: &Graph) -> bool {
+pub(super) fn sync(writer: &Writer<'_>, graph: &Graph) -> bool {
     let with_default: HashSet<&str> = graph
         .nodes
         .iter()
         .filter(|node| {
             node.resource.group.is_empty()
                 && node.resource.plural == "serviceaccounts"
-                && node.object.name() == "default"
+                && node.object.name() == DEFAULT_NAME
         })
         .map(|node| node.object.namespace())
         .collect();
@@ -27,16 +29,24 @@ pub(super) fn sync(state: &State, graph: &Graph) -> bool {
         .map(|node| node.object.name())
         .filter(|name| !with_default.contains(name))
         .collect();
-    let created = crate::handlers::now_rfc3339();
-    for namespace in &missing {
-        bootstrap::put(
-            &state.store,
-            "",
-            "serviceaccounts",
-            Some(namespace),
-            bootstrap::default_service_account(namespace),
-            &created,
-        );
+    let Some(service_accounts) = writer.store.resources.lookup("", "v1", "serviceaccounts") else {
+        return false;
+    };
+    let mut changed = false;
+    for namespace in missing {
+        let request = writer.request(&service_accounts, Some(namespace), DEFAULT_NAME);
+        let Value::Object(account) = default_service_account(namespace) else {
+            continue;
+        };
+        match writer
+            .store
+            .create(&request, account, Ownership::RecordUpdate)
+        {
+            Ok(_) => changed = true,
+            Err(status) => {
+                tracing::debug!(%namespace, status = %status.message, "no default ServiceAccount created");
+            }
+        }
     }
-    !missing.is_empty()
+    changed
 }

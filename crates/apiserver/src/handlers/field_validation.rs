@@ -16,7 +16,8 @@ use serde_json::Value;
 
 use super::Call;
 use super::response::{HandlerResult, fail};
-use super::validate::relaxed_quantities;
+use crate::registry::store::Decoding;
+use crate::registry::validate::relaxed_quantities;
 use crate::registry::{BuiltinType, ResourceDef, WithType, builtin_type};
 
 /// The `fieldValidation` directive of a write.
@@ -28,16 +29,6 @@ pub(crate) enum FieldValidation {
     Warn,
     /// Refuse the request.
     Strict,
-}
-
-/// Which request decodes the object: create and update name the kind in their error
-/// message, as the API server's body decoder does; patches do not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Decoding {
-    /// POST or PUT body.
-    Body,
-    /// The result of a patch.
-    Patch,
 }
 
 impl Call {

@@ -16,21 +16,11 @@ mod query;
 mod read;
 mod response;
 mod route;
-mod schema_formats;
 mod spdy;
 mod table;
-mod type_errors;
-mod validate;
-mod validate_schema;
-mod version_conversion;
 mod watch;
 mod websocket;
 mod write;
-
-pub(crate) use object::{metadata_mut, store_key};
-pub(crate) use write::{
-    DeleteOptions, Deleted, after_removal, delete_object, finalized, finalizers,
-};
 
 use std::sync::Arc;
 
@@ -44,15 +34,11 @@ use serde_json::json;
 
 use crate::authentication::{self, UserInfo};
 use crate::faults::Fault;
+use crate::object::store_key;
 use crate::registry::{ResourceDef, Special, discovery, openapi};
 use crate::state::State;
-pub(crate) use response::Body;
-
-/// The current time as the API server writes it (RFC 3339, seconds).
-pub(crate) fn now_rfc3339() -> String {
-    object::now()
-}
 use negotiate::Encoding;
+pub(crate) use response::Body;
 use response::{HandlerResult, json, status_response, text};
 use route::{ResourcePath, Route, route};
 

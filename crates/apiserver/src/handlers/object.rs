@@ -3,77 +3,19 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
 use kubeclient_machinery::protobuf::{self, ProtobufError};
 use kubeclient_machinery::selector::{FieldLookup, JsonFields};
 use kubeclient_machinery::{
     ErrorChain, FieldSelector, GroupResource, LabelSelector, Status, StatusCause, StatusReason,
 };
-use serde::Deserialize as _;
 use serde_json::Value;
 
 use super::Call;
 use super::response::{HandlerResult, fail};
-use crate::registry::{FieldSelectors, ResourceDef, event_versions};
+use crate::registry::{FieldSelectors, event_versions};
 use crate::storage::StoredObject;
 
-/// The current time as the API server writes `metav1.Time`: RFC 3339, UTC, seconds.
-pub(crate) fn now() -> String {
-    let seconds = jiff::Timestamp::now().as_second();
-    jiff::Timestamp::from_second(seconds)
-        .map(|t| t.to_string())
-        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_owned())
-}
-
-/// The store key of an object.
-pub(crate) fn store_key(namespace: Option<&str>, name: &str) -> String {
-    match namespace {
-        Some(namespace) if !namespace.is_empty() => format!("{namespace}/{name}"),
-        _ => name.to_owned(),
-    }
-}
-
-/// A string under `metadata`.
-/// The API's `metav1.LabelSelector` at `selector` (absent or `null`: none, which selects
-/// nothing) as a [`LabelSelector`] (Go's `metav1.LabelSelectorAsSelector`).
-///
-/// # Errors
-///
-/// The decoding or conversion error, as text.
-pub(crate) fn label_selector(selector: Option<&Value>) -> Result<LabelSelector, String> {
-    let api = match selector {
-        None | Some(Value::Null) => None,
-        Some(selector) => {
-            Some(metav1::LabelSelector::deserialize(selector).map_err(|err| err.to_string())?)
-        }
-    };
-    LabelSelector::from_api(api.as_ref()).map_err(|err| err.to_string())
-}
-
-pub(crate) fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {
-    object
-        .get("metadata")
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-/// `metadata` of an object, created (or replaced, if it was not a map) when needed.
-pub(crate) fn metadata_mut(
-    object: &mut serde_json::Map<String, Value>,
-) -> &mut serde_json::Map<String, Value> {
-    let metadata = object
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(serde_json::Map::new()));
-    if !metadata.is_object() {
-        *metadata = Value::Object(serde_json::Map::new());
-    }
-    match metadata {
-        Value::Object(map) => map,
-        // Just made an object above.
-        _ => unreachable!("metadata is an object"),
-    }
-}
+pub(crate) use crate::object::{label_selector, meta_str, metadata_mut, now, store_key};
 
 impl Call {
     /// The group and resource, for Status messages.
@@ -88,7 +30,8 @@ impl Call {
 
     /// A stored object as the request's resource serves it (the version asked for).
     pub(crate) fn presented(&self, stored: Arc<StoredObject>) -> Arc<StoredObject> {
-        super::version_conversion::served_object(&self.resource, &stored).map_or(stored, Arc::new)
+        crate::registry::version_conversion::served_object(&self.resource, &stored)
+            .map_or(stored, Arc::new)
     }
 
     /// The storage key prefix of the request's namespace (`ns/`), or `""` for every
@@ -340,91 +283,9 @@ impl ObjectFilter {
     }
 }
 
-/// Checks a name as the API server does for most resources (a DNS-1123 subdomain; a
-/// DNS-1123 label for namespaces).
-pub(crate) fn validate_name(resource: &ResourceDef, name: &str) -> HandlerResult<()> {
-    let label_only = resource.plural == "namespaces";
-    let max = if label_only { 63 } else { 253 };
-    let valid_label = |label: &str| {
-        let bytes = label.as_bytes();
-        match (bytes.first(), bytes.last()) {
-            (Some(first), Some(last)) => {
-                first.is_ascii_alphanumeric()
-                    && last.is_ascii_alphanumeric()
-                    && bytes
-                        .iter()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-            }
-            _ => false,
-        }
-    };
-    let valid = name.len() <= max
-        && if label_only {
-            valid_label(name)
-        } else {
-            name.split('.').all(valid_label)
-        };
-    if valid {
-        return Ok(());
-    }
-    let message = if label_only {
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-    } else {
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-    };
-    Err(fail(Status::invalid(
-        &resource.group,
-        &resource.kind,
-        name,
-        vec![StatusCause::new(
-            "FieldValueInvalid",
-            &format!("Invalid value: {name:?}: {message}"),
-            "metadata.name",
-        )],
-    )))
-}
-
-/// A name from `generateName`: the prefix (cut to 58 characters) plus 5 random characters.
-pub(crate) fn generate_name(prefix: &str) -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let prefix: String = prefix.chars().take(58).collect();
-    let suffix: String = (0..5)
-        .map(|_| char::from(ALPHABET[fastrand::usize(..ALPHABET.len())]))
-        .collect();
-    format!("{prefix}{suffix}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Registry;
-
-    #[test]
-    fn names_are_checked_like_the_api_server() {
-        let registry = Registry::new();
-        let configmaps = registry.lookup("", "v1", "configmaps").unwrap();
-        let namespaces = registry.lookup("", "v1", "namespaces").unwrap();
-        assert!(validate_name(&configmaps, "app.config-1").is_ok());
-        assert!(validate_name(&configmaps, "App").is_err());
-        assert!(validate_name(&configmaps, "-a").is_err());
-        assert!(validate_name(&namespaces, "a.b").is_err());
-        let err = validate_name(&configmaps, "Bad_Name").unwrap_err();
-        assert_eq!(err.code, 422);
-        assert!(
-            err.message
-                .starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value"),
-            "{}",
-            err.message
-        );
-    }
-
-    #[test]
-    fn generated_names_keep_the_prefix_and_add_five_characters() {
-        let name = generate_name("web-");
-        assert_eq!(name.len(), 9);
-        assert!(name.starts_with("web-"));
-        assert_eq!(generate_name(&"x".repeat(100)).len(), 63);
-    }
 
     #[test]
     fn dry_run_accepts_only_all() {

@@ -14,7 +14,7 @@ use super::negotiate::{Output, Target};
 use super::object::store_key;
 use super::response::{Body, HandlerResult, fail, json, json_bytes};
 use super::table::{self, IncludeObject};
-use super::version_conversion;
+use crate::registry::version_conversion;
 use crate::storage::{ListRequest, StorageError, StoredObject};
 
 /// How long a list waits for a resourceVersion newer than the store (as the watch cache does).
@@ -64,7 +64,7 @@ pub(crate) fn get(call: &Call) -> HandlerResult<Response<Body>> {
 }
 
 fn include_object(call: &Call) -> HandlerResult<IncludeObject> {
-    IncludeObject::parse(call.query.get("includeObject")).map_err(|bad| {
+    IncludeObject::parse(call.query.get("includeObject")).map_err(|super::table::UnknownIncludeObject(bad)| {
         fail(Status::bad_request(format!(
             "Unable to convert to Table as requested: includeObject: Invalid value: {bad:?}: must be 'Metadata', 'Object', 'None', or empty"
         )))

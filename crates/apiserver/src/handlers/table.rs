@@ -17,16 +17,25 @@ pub(crate) enum IncludeObject {
 }
 
 impl IncludeObject {
-    /// Parses `includeObject`; `Err` carries the bad value.
-    pub(crate) fn parse(value: Option<&str>) -> Result<Self, String> {
+    /// Parses `includeObject`.
+    ///
+    /// # Errors
+    ///
+    /// The bad value.
+    pub(crate) fn parse(value: Option<&str>) -> Result<Self, UnknownIncludeObject> {
         match value {
             None | Some("" | "Metadata") => Ok(IncludeObject::Metadata),
             Some("None") => Ok(IncludeObject::None),
             Some("Object") => Ok(IncludeObject::Object),
-            Some(other) => Err(other.to_owned()),
+            Some(other) => Err(UnknownIncludeObject(other.to_owned())),
         }
     }
 }
+
+/// An `includeObject` other than `None`, `Metadata` or `Object`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown includeObject {0:?}")]
+pub(crate) struct UnknownIncludeObject(pub(crate) String);
 
 /// `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{...}}`.
 pub(crate) fn partial_object_metadata(object: &Value) -> Value {
@@ -198,7 +207,10 @@ mod tests {
             Ok(IncludeObject::Object)
         );
         assert_eq!(IncludeObject::parse(None), Ok(IncludeObject::Metadata));
-        assert_eq!(IncludeObject::parse(Some("All")), Err("All".to_owned()));
+        assert_eq!(
+            IncludeObject::parse(Some("All")),
+            Err(UnknownIncludeObject("All".to_owned()))
+        );
     }
 
     #[test]

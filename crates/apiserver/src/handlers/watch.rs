@@ -17,8 +17,8 @@ use super::object::ObjectFilter;
 use super::read::{list_options_invalid, parse_rv};
 use super::response::{Body, HandlerResult, fail, streaming, with_body};
 use super::table::{self, IncludeObject};
-use super::version_conversion;
 use crate::registry::ResourceDef;
+use crate::registry::version_conversion;
 use crate::state::State;
 use crate::storage::{
     Change, ChangeKind, StorageError, StoredObject, WatchFrom, WatchSubscription, event_line,

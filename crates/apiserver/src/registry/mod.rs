@@ -1,14 +1,33 @@
 //! The registry: which resources are served (built-ins plus those defined by
-//! CustomResourceDefinitions), and the discovery and OpenAPI documents describing them.
+//! CustomResourceDefinitions), the generic store every write goes through ([`store`]),
+//! one [`Strategy`](strategy::Strategy) per kind ([`kinds`]) and the rules still kept by
+//! aspect (defaults, immutable fields, kind rules, validation), custom resource schemas
+//! and version conversion, the allocators, and the discovery and
+//! OpenAPI documents describing the resources. No HTTP here: the endpoints parse a
+//! request, call the store, and encode what it returns.
 
+mod allocators;
 mod builtin;
 mod builtin_types;
 mod crd;
 mod crd_validation;
+pub(crate) mod defaults;
 pub(crate) mod discovery;
 pub(crate) mod event_versions;
+mod immutable;
+mod kind_rules;
+pub(crate) mod kinds;
 pub(crate) mod openapi;
 mod resource;
+mod schema_formats;
+pub(crate) mod store;
+pub(crate) mod strategy;
+mod structural_schema;
+mod type_errors;
+pub(crate) mod validate;
+mod validate_schema;
+pub(crate) mod version_conversion;
+pub(crate) mod workloads;
 
 use std::sync::{Arc, RwLock};
 

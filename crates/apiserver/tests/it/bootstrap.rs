@@ -103,3 +103,29 @@ async fn every_namespace_gets_a_default_service_account_and_keeps_it() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// The manager of the first managedFields entry of `object`, and its operation.
+fn first_manager(object: &serde_json::Value) -> (String, String) {
+    let entry = &object["metadata"]["managedFields"][0];
+    let text = |field: &str| entry[field].as_str().unwrap_or("").to_owned();
+    (text("manager"), text("operation"))
+}
+
+#[tokio::test]
+async fn bootstrap_objects_are_written_like_any_write() {
+    let t = TestServer::start().await;
+    // Bootstrap writes through the generic store: its objects carry managedFields, as
+    // kube-apiserver's own objects do.
+    for path in [
+        "/api/v1/namespaces/default",
+        "/api/v1/namespaces/default/services/kubernetes",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/cluster-admin",
+    ] {
+        let object = t.get(path).await.json();
+        assert_eq!(
+            first_manager(&object),
+            ("kube-apiserver".to_owned(), "Update".to_owned()),
+            "{path}: {object}"
+        );
+    }
+}

@@ -224,6 +224,36 @@ async fn orphan_deletion_removes_the_owner_and_leaves_dependents_without_the_ref
 }
 
 #[tokio::test]
+async fn the_garbage_collector_writes_through_the_store_like_any_client() {
+    let t = TestServer::start().await;
+    let uid = owner(&t, "owner").await;
+    dependent(
+        &t,
+        "orphaned",
+        "owner",
+        &uid,
+        json!({"labels": {"app": "a"}}),
+    )
+    .await;
+    let before = t.get(&format!("{SECRETS}/orphaned")).await.json();
+    assert!(before.to_string().contains("f:ownerReferences"), "{before}");
+    t.request(
+        "DELETE",
+        &format!("{CM}/owner?propagationPolicy=Orphan"),
+        None,
+        "",
+    )
+    .await;
+    eventually_status(&t, &format!("{CM}/owner"), 404).await;
+    // The orphaning is an update: nobody owns the removed reference any more, and the
+    // other fields stay with their manager.
+    let orphan = t.get(&format!("{SECRETS}/orphaned")).await.json();
+    let managed = orphan["metadata"]["managedFields"].to_string();
+    assert!(!managed.contains("f:ownerReferences"), "{orphan}");
+    assert!(managed.contains("f:app"), "{orphan}");
+}
+
+#[tokio::test]
 async fn a_batch_v1_job_orphans_its_pods_by_default_and_propagation_options_are_checked() {
     let t = TestServer::start().await;
     let job = json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": {

@@ -62,13 +62,20 @@ pub(crate) fn evict(call: &Call) -> HandlerResult<Response<Body>> {
         .and_then(Value::as_array)
         .is_some_and(|values| !values.is_empty());
     let delete = DeleteOptions {
-        dry_run: dry_run || call.dry_run()?,
         precondition_uid: precondition("uid"),
         precondition_rv: precondition("resourceVersion"),
         propagation: Some(Propagation::Background),
     };
-    let pods = call.resource.clone();
-    delete_object(&call.state, &pods, Some(&namespace), &name, &delete)?;
+    let manager = call.field_manager();
+    let check = call.field_check();
+    let request = call.write_request(&manager, &check)?;
+    let request = WriteRequest {
+        // The Pod, not its eviction subresource.
+        subresource: None,
+        dry_run: dry_run || request.dry_run,
+        ..request
+    };
+    call.state.generic_store().delete(&request, &delete)?;
     let mut done = Status::success(None);
     done.code = StatusCode::CREATED.as_u16();
     Ok(json(StatusCode::CREATED, &done))

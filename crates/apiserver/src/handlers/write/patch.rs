@@ -139,11 +139,14 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     // Merging would fold items with the same merge key into one: a configuration naming
     // two containers alike is refused as it stands, as the create would be.
     let applied_value = Value::Object(applied.clone());
-    let duplicates: Vec<StatusCause> =
-        super::workloads::causes(&call.resource.group, &call.resource.kind, &applied_value)
-            .into_iter()
-            .filter(|cause| cause.reason == "FieldValueDuplicate")
-            .collect();
+    let duplicates: Vec<StatusCause> = crate::registry::workloads::causes(
+        &call.resource.group,
+        &call.resource.kind,
+        &applied_value,
+    )
+    .into_iter()
+    .filter(|cause| cause.reason == "FieldValueDuplicate")
+    .collect();
     if !duplicates.is_empty() {
         return Err(fail(Status::invalid(
             &call.resource.group,
@@ -153,7 +156,6 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
         )));
     }
     let kind = call.resource.kind.clone();
-    let api_version = call.resource.api_version();
     let builtin = call.resource.builtin;
     let merge = move |live: &Value, config: &Value| -> Value {
         if builtin {
@@ -172,29 +174,30 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
         }
     };
     let applied = Value::Object(applied);
-    let key_kind = call.resource.kind.clone();
-    let time = now();
-    let keys = list_key(&key_kind);
-    let atomic = atomic_fields(&call.resource, &api_version);
-    let context = write_context(call, &manager, &api_version, &time, &keys, &atomic);
+    let time = crate::object::now();
+    let check = call.field_check();
+    let request = call.write_request(&manager, &check)?;
+    let apply = |live: Option<&Value>| {
+        with_write_context(&request, &time, |context| {
+            managed_fields::apply(live, &applied, force, context, &merge)
+        })
+        .map_err(|conflicts| conflict_status(&conflicts))
+    };
     if call
         .state
-        .store
-        .get(&call.storage(), &call.key_for(&name))
+        .generic_store()
+        .get(&call.resource, call.path.namespace.as_deref(), &name)
         .is_none()
     {
-        let created = managed_fields::apply(None, &applied, force, &context, &merge)
-            .map_err(|conflicts| conflict_status(&conflicts))?;
-        match create_object(call, as_object(created)?, call.dry_run()?, true) {
+        let created = apply(None)?;
+        match create_object(call, as_object(created)?, Ownership::AlreadyRecorded) {
             // Another apply created it meanwhile: apply to that object instead.
             Err(status) if status.reason == StatusReason::AlreadyExists.as_str() => {}
             other => return other,
         }
     }
     write_existing(call, false, Ownership::AlreadyRecorded, |current| {
-        let result = managed_fields::apply(Some(&current.value), &applied, force, &context, &merge)
-            .map_err(|conflicts| conflict_status(&conflicts))?;
-        let mut result = as_object(result)?;
+        let mut result = as_object(apply(Some(&current.value))?)?;
         let applied_rv = meta_str(&applied, "resourceVersion");
         if applied_rv.is_empty() {
             metadata_mut(&mut result).remove("resourceVersion");

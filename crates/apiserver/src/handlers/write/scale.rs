@@ -44,7 +44,7 @@ fn builtin_selector_text(object: &Value) -> Option<String> {
         } else {
             json!({"matchLabels": selector})
         };
-    crate::handlers::object::label_selector(Some(&as_label_selector))
+    crate::object::label_selector(Some(&as_label_selector))
         .ok()
         .map(|selector| selector.to_string())
 }

@@ -19,7 +19,7 @@ pub(crate) fn update(call: &Call) -> HandlerResult<Response<Body>> {
         let scale_rv = meta_str(&Value::Object(body.clone()), "resourceVersion").to_owned();
         return write_existing(call, false, Ownership::RecordUpdate, |current| {
             if !scale_rv.is_empty() && scale_rv != current.rv.to_string() {
-                return Err(conflict(call, call.name()));
+                return Err(conflict(&call.group_resource(), call.name()));
             }
             Ok(with_replicas(call, &current.value, replicas.clone()))
         });
@@ -50,7 +50,7 @@ pub(crate) fn update(call: &Call) -> HandlerResult<Response<Body>> {
             }
             metadata.insert("name".to_owned(), json!(name));
             metadata.remove("resourceVersion");
-            return create_object(call, body, call.dry_run()?, false);
+            return create_object(call, body, Ownership::RecordUpdate);
         }
     }
     write_existing(call, true, Ownership::RecordUpdate, |_| Ok(body.clone()))

@@ -6,12 +6,14 @@
 
 use kubeclient_machinery::LabelSelector;
 
+use kubeclient_machinery::StatusCause;
+use serde_json::{Map, Value};
+
 use super::immutable::go_label_selector;
-use super::*;
-use crate::handlers::object::label_selector;
+use crate::object::label_selector;
 
 /// The causes of `object`, a workload or Pod of `group`/`kind`, in kube-apiserver's order.
-pub(super) fn causes(group: &str, kind: &str, object: &Value) -> Vec<StatusCause> {
+pub(crate) fn causes(group: &str, kind: &str, object: &Value) -> Vec<StatusCause> {
     let mut causes = Vec::new();
     let spec = object.get("spec").unwrap_or(&Value::Null);
     match (group, kind) {

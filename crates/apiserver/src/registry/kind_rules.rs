@@ -1,9 +1,16 @@
 //! Validation rules of particular built-in kinds, with kube-apiserver's messages: Events
 //! (the involved object's namespace; for `events.k8s.io` an `eventTime`, a `type` of
-//! Normal or Warning, a note of at most 1 kB), Services (port names unique) and workloads
-//! ([`workloads`](super::workloads): selectors, templates, pod specs).
+//! Normal or Warning, a note of at most 1 kB), CRDs and workloads
+//! ([`workloads`](super::workloads): selectors, templates, pod specs); the kinds with a
+//! [`Strategy`](super::strategy::Strategy) (Services, Pods) validate in theirs.
 
-use super::*;
+use kubeclient_machinery::{Status, StatusCause};
+use serde_json::Value;
+
+use super::store::{StoreResult, fail};
+use super::strategy::strategy_for;
+use super::{ResourceDef, workloads};
+use crate::object::meta_str;
 
 /// The longest `note` of an `events.k8s.io` Event.
 const NOTE_LENGTH_LIMIT: usize = 1024;
@@ -15,12 +22,12 @@ const NOTE_LENGTH_LIMIT: usize = 1024;
 /// # Errors
 ///
 /// 422 Invalid listing every broken rule.
-pub(super) fn check(
+pub(crate) fn check(
     resource: &ResourceDef,
     object: &Value,
     old: Option<&Value>,
     update_causes: Vec<StatusCause>,
-) -> HandlerResult<()> {
+) -> StoreResult<()> {
     let creating = old.is_none();
     let mut causes = Vec::new();
     // Validation runs on kube-apiserver's internal Event type: both APIs' messages name
@@ -45,27 +52,13 @@ pub(super) fn check(
                 ));
             }
         }
-        ("", "Service") => {
-            let mut seen = std::collections::HashSet::new();
-            let ports = object
-                .pointer("/spec/ports")
-                .and_then(Value::as_array)
-                .map_or(&[][..], Vec::as_slice);
-            for (index, port) in ports.iter().enumerate() {
-                let name = port.get("name").and_then(Value::as_str).unwrap_or("");
-                if !name.is_empty() && !seen.insert(name) {
-                    causes.push(StatusCause::new(
-                        "FieldValueDuplicate",
-                        &format!("Duplicate value: {name:?}"),
-                        &format!("spec.ports[{index}].name"),
-                    ));
-                }
-            }
-        }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            causes.extend(crate::registry::validate_crd(object, old));
+            causes.extend(super::validate_crd(object, old));
         }
-        (group, kind) => causes.extend(workloads::causes(group, kind, object)),
+        (group, kind) => match strategy_for(resource) {
+            Some(strategy) => strategy.validate(object, old, &mut causes),
+            None => causes.extend(workloads::causes(group, kind, object)),
+        },
     }
     causes.extend(update_causes);
     if causes.is_empty() {

@@ -1,10 +1,16 @@
 //! Fields an update may not change, with kube-apiserver's messages: a workload's
-//! `spec.selector`, a Service's cluster IPs, a Secret's `type`, the contents of
+//! `spec.selector`, a Secret's `type`, the contents of
 //! ConfigMaps and Secrets marked `immutable` (and that mark itself), a StatefulSet's
 //! fixed spec fields, and `metadata.uid` (a PUT naming another uid fails its
-//! precondition with 409, a patch changing it is 422).
+//! precondition with 409, a patch changing it is 422); and those of the kinds with a
+//! [`Strategy`](super::strategy::Strategy) (a Service's cluster IPs).
 
-use super::*;
+use kubeclient_machinery::{Status, StatusCause};
+use serde_json::{Map, Value, json};
+
+use super::store::{Decoding, StoreResult, WriteRequest, fail};
+use super::strategy::strategy_for;
+use crate::object::{meta_str, store_key};
 
 /// Checks `desired` (the object a write asks for, before server fields are carried
 /// over) against `current`: the causes of a 422 for every immutable field changed (they
@@ -13,13 +19,13 @@ use super::*;
 /// # Errors
 ///
 /// 409 for a PUT with another uid.
-pub(super) fn check(
-    call: &Call,
+pub(crate) fn check(
+    request: &WriteRequest<'_>,
     current: &Value,
     desired: &Map<String, Value>,
     decoding: Decoding,
-) -> HandlerResult<Vec<StatusCause>> {
-    if call.subresource().is_some() {
+) -> StoreResult<Vec<StatusCause>> {
+    if request.subresource.is_some() {
         return Ok(Vec::new());
     }
     let current_uid = meta_str(current, "uid");
@@ -29,12 +35,12 @@ pub(super) fn check(
     if !asked_uid.is_empty() && asked_uid != current_uid {
         if decoding == Decoding::Body {
             return Err(fail(Status::conflict(
-                &call.group_resource(),
-                call.name(),
+                &request.group_resource(),
+                request.name,
                 &format!(
                     "StorageError: invalid object, Code: 4, Key: /registry/{}/{}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {asked_uid}, UID in object meta: {current_uid}",
-                    call.group_resource(),
-                    call.key_for(call.name())
+                    request.group_resource(),
+                    store_key(request.namespace, request.name)
                 ),
             )));
         }
@@ -46,7 +52,7 @@ pub(super) fn check(
     }
     let old = |pointer: &str| current.pointer(pointer);
     let new = |pointer: &str| desired_value.pointer(pointer);
-    let resource = &call.resource;
+    let resource = request.resource;
     match (resource.group.as_str(), resource.kind.as_str()) {
         ("apps", "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet") => {
             if let (Some(before), Some(after)) = (old("/spec/selector"), new("/spec/selector"))
@@ -66,29 +72,6 @@ pub(super) fn check(
                     "FieldValueForbidden",
                     "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
                     "spec",
-                ));
-            }
-        }
-        ("", "Service") => {
-            let before = old("/spec/clusterIP").and_then(Value::as_str).unwrap_or("");
-            let after = new("/spec/clusterIP").and_then(Value::as_str).unwrap_or("");
-            if !before.is_empty() && !after.is_empty() && before != after {
-                let ips: Vec<String> = new("/spec/clusterIPs")
-                    .and_then(Value::as_array)
-                    .map(|ips| {
-                        ips.iter()
-                            .filter_map(Value::as_str)
-                            .map(|ip| format!("{ip:?}"))
-                            .collect()
-                    })
-                    .unwrap_or_else(|| vec![format!("{after:?}")]);
-                causes.push(StatusCause::new(
-                    "FieldValueInvalid",
-                    &format!(
-                        "Invalid value: []string{{{}}}: may not change once set",
-                        ips.join(", ")
-                    ),
-                    "spec.clusterIPs[0]",
                 ));
             }
         }
@@ -129,6 +112,9 @@ pub(super) fn check(
             }
         }
         _ => {}
+    }
+    if let Some(strategy) = strategy_for(resource) {
+        strategy.immutable_causes(current, &desired_value, &mut causes);
     }
     Ok(causes)
 }

@@ -13,7 +13,7 @@ use kubeclient_machinery::{Status, StatusCause};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::response::{HandlerResult, fail};
+use super::store::{StoreResult, fail};
 use crate::registry::{BuiltinType, ResourceDef, WithType, builtin_type};
 
 /// The most bytes all annotations of an object may hold (keys plus values), as upstream.
@@ -42,7 +42,7 @@ const QUANTITY_FIELDS: [&str; 13] = [
 /// # Errors
 ///
 /// 400 when it does not decode into its type, 422 for invalid labels or annotations.
-pub(crate) fn check_object(resource: &ResourceDef, object: &Value) -> HandlerResult<()> {
+pub(crate) fn check_object(resource: &ResourceDef, object: &Value) -> StoreResult<()> {
     check_decodes(resource, object)?;
     check_metadata(resource, object)?;
     super::validate_schema::check_schema(resource, object)
@@ -58,7 +58,7 @@ pub(crate) fn check_size(
     resource: &ResourceDef,
     object: &Value,
     max_bytes: usize,
-) -> HandlerResult<()> {
+) -> StoreResult<()> {
     struct Counter(usize);
     impl std::io::Write for Counter {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -88,7 +88,7 @@ pub(crate) fn check_size(
 ///
 /// 400 BadRequest naming the kind and the decoding error; 422 Invalid when only a required
 /// field is missing (the API server decodes those and its validation rejects them).
-pub(crate) fn check_decodes(resource: &ResourceDef, object: &Value) -> HandlerResult<()> {
+pub(crate) fn check_decodes(resource: &ResourceDef, object: &Value) -> StoreResult<()> {
     let result = if resource.builtin {
         decode_builtin(&resource.group, &resource.kind, object).or_else(|err| {
             // Quantities given as numbers are valid; retry with them as strings.
@@ -163,7 +163,7 @@ fn decode_builtin(group: &str, kind: &str, object: &Value) -> Result<(), serde_j
 }
 
 /// `object` with numbers under quantity-valued fields made strings, if it has any.
-pub(super) fn relaxed_quantities(object: &Value) -> Option<Value> {
+pub(crate) fn relaxed_quantities(object: &Value) -> Option<Value> {
     let mut relaxed = object.clone();
     stringify_quantities(&mut relaxed, false).then_some(relaxed)
 }
@@ -200,7 +200,7 @@ fn stringify_quantities(value: &mut Value, under_quantity: bool) -> bool {
 /// # Errors
 ///
 /// 422 Invalid listing every invalid entry.
-pub(crate) fn check_metadata(resource: &ResourceDef, object: &Value) -> HandlerResult<()> {
+pub(crate) fn check_metadata(resource: &ResourceDef, object: &Value) -> StoreResult<()> {
     let metadata = object.get("metadata");
     let map = |field: &str| {
         metadata
@@ -218,10 +218,14 @@ pub(crate) fn check_metadata(resource: &ResourceDef, object: &Value) -> HandlerR
     if let Some(labels) = map("labels") {
         for (key, value) in labels {
             if let Err(why) = qualified_name(key) {
-                invalid("metadata.labels", key, &why);
+                invalid("metadata.labels", key, &why.to_string());
             }
             if let Some(why) = value.as_str().and_then(|v| label_value(v).err()) {
-                invalid("metadata.labels", value.as_str().unwrap_or(""), why);
+                invalid(
+                    "metadata.labels",
+                    value.as_str().unwrap_or(""),
+                    &why.to_string(),
+                );
             }
         }
     }
@@ -229,7 +233,7 @@ pub(crate) fn check_metadata(resource: &ResourceDef, object: &Value) -> HandlerR
         let mut total = 0usize;
         for (key, value) in annotations {
             if let Err(why) = qualified_name(&key.to_ascii_lowercase()) {
-                invalid("metadata.annotations", key, &why);
+                invalid("metadata.annotations", key, &why.to_string());
             }
             total = total
                 .saturating_add(key.len())
@@ -284,17 +288,46 @@ fn is_qualified_name_part(text: &str) -> bool {
     }
 }
 
-const QUALIFIED_NAME_ERROR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+/// Why a label or annotation key is not a qualified name (upstream's `IsQualifiedName`
+/// messages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum QualifiedNameError {
+    /// `/name`.
+    #[error("prefix part must be non-empty")]
+    EmptyPrefix,
+    /// A prefix that is not a DNS-1123 subdomain.
+    #[error(
+        "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    )]
+    PrefixNotSubdomain,
+    /// More than one `/`.
+    #[error(
+        "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+    )]
+    Shape,
+    /// `prefix/`.
+    #[error("name part must be non-empty")]
+    EmptyName,
+    /// A name part over 63 characters.
+    #[error("name part must be no more than 63 characters")]
+    NameTooLong,
+    /// A name part with characters outside the alphabet, or not starting and ending
+    /// with an alphanumeric one.
+    #[error(
+        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+    )]
+    MalformedName,
+}
 
 /// A label or annotation key: `[prefix/]name`, the prefix a DNS-1123 subdomain, the name at
 /// most 63 characters (upstream's `IsQualifiedName`, with its messages).
-fn qualified_name(key: &str) -> Result<(), String> {
+fn qualified_name(key: &str) -> Result<(), QualifiedNameError> {
     let parts: Vec<&str> = key.split('/').collect();
     let name = match parts.as_slice() {
         [name] => *name,
         [prefix, name] => {
             if prefix.is_empty() {
-                return Err("prefix part must be non-empty".to_owned());
+                return Err(QualifiedNameError::EmptyPrefix);
             }
             let subdomain = prefix.len() <= 253
                 && prefix.split('.').all(|label| {
@@ -303,49 +336,121 @@ fn qualified_name(key: &str) -> Result<(), String> {
                         && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
                 });
             if !subdomain {
-                return Err("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_owned());
+                return Err(QualifiedNameError::PrefixNotSubdomain);
             }
             *name
         }
-        _ => {
-            return Err(format!(
-                "a qualified name {QUALIFIED_NAME_ERROR} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-            ));
-        }
+        _ => return Err(QualifiedNameError::Shape),
     };
     if name.is_empty() {
-        return Err("name part must be non-empty".to_owned());
+        return Err(QualifiedNameError::EmptyName);
     }
     if name.len() > 63 {
-        return Err("name part must be no more than 63 characters".to_owned());
+        return Err(QualifiedNameError::NameTooLong);
     }
     if !is_qualified_name_part(name) {
-        return Err(format!("name part {QUALIFIED_NAME_ERROR}"));
+        return Err(QualifiedNameError::MalformedName);
     }
     Ok(())
 }
 
+/// Why a label value is invalid (upstream's `IsValidLabelValue` messages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LabelValueError {
+    /// Over 63 characters.
+    #[error("must be no more than 63 characters")]
+    TooLong,
+    /// Characters outside the alphabet, or not starting and ending with an alphanumeric
+    /// one.
+    #[error(
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+    )]
+    Malformed,
+}
+
 /// A label value: empty, or at most 63 characters of the qualified-name alphabet.
-fn label_value(value: &str) -> Result<(), &'static str> {
+fn label_value(value: &str) -> Result<(), LabelValueError> {
     if value.len() > 63 {
-        return Err("must be no more than 63 characters");
+        return Err(LabelValueError::TooLong);
     }
     if !value.is_empty() && !is_qualified_name_part(value) {
-        return Err(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
-        );
+        return Err(LabelValueError::Malformed);
     }
     Ok(())
+}
+
+/// Checks a name as the API server does for most resources (a DNS-1123 subdomain; a
+/// DNS-1123 label for namespaces).
+pub(crate) fn validate_name(resource: &ResourceDef, name: &str) -> StoreResult<()> {
+    let label_only = resource.plural == "namespaces";
+    let max = if label_only { 63 } else { 253 };
+    let valid_label = |label: &str| {
+        let bytes = label.as_bytes();
+        match (bytes.first(), bytes.last()) {
+            (Some(first), Some(last)) => {
+                first.is_ascii_alphanumeric()
+                    && last.is_ascii_alphanumeric()
+                    && bytes
+                        .iter()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+            }
+            _ => false,
+        }
+    };
+    let valid = name.len() <= max
+        && if label_only {
+            valid_label(name)
+        } else {
+            name.split('.').all(valid_label)
+        };
+    if valid {
+        return Ok(());
+    }
+    let message = if label_only {
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+    } else {
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    };
+    Err(fail(Status::invalid(
+        &resource.group,
+        &resource.kind,
+        name,
+        vec![StatusCause::new(
+            "FieldValueInvalid",
+            &format!("Invalid value: {name:?}: {message}"),
+            "metadata.name",
+        )],
+    )))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Registry;
+
+    #[test]
+    fn names_are_checked_like_the_api_server() {
+        let registry = Registry::new();
+        let configmaps = registry.lookup("", "v1", "configmaps").unwrap();
+        let namespaces = registry.lookup("", "v1", "namespaces").unwrap();
+        assert!(validate_name(&configmaps, "app.config-1").is_ok());
+        assert!(validate_name(&configmaps, "App").is_err());
+        assert!(validate_name(&configmaps, "-a").is_err());
+        assert!(validate_name(&namespaces, "a.b").is_err());
+        let err = validate_name(&configmaps, "Bad_Name").unwrap_err();
+        assert_eq!(err.code, 422);
+        assert!(
+            err.message
+                .starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value"),
+            "{}",
+            err.message
+        );
+    }
 
     #[test]
     fn label_keys_over_63_characters_and_values_with_spaces_are_invalid() {
         assert_eq!(
-            qualified_name(&"a".repeat(64)).unwrap_err(),
+            qualified_name(&"a".repeat(64)).unwrap_err().to_string(),
             "name part must be no more than 63 characters"
         );
         assert!(qualified_name(&"a".repeat(63)).is_ok());

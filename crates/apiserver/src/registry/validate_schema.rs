@@ -19,8 +19,8 @@
 use kubeclient_machinery::StatusCause;
 use serde_json::Value;
 
-use super::response::HandlerResult;
 use super::schema_formats;
+use super::store::StoreResult;
 use crate::registry::ResourceDef;
 
 /// Stop collecting after this many causes (a huge invalid object must not make a huge
@@ -32,7 +32,7 @@ const MAX_CAUSES: usize = 50;
 /// # Errors
 ///
 /// 422 Invalid listing every field at fault.
-pub(crate) fn check_schema(resource: &ResourceDef, object: &Value) -> HandlerResult<()> {
+pub(crate) fn check_schema(resource: &ResourceDef, object: &Value) -> StoreResult<()> {
     let Some(schema) = resource.schema.as_deref() else {
         return Ok(());
     };

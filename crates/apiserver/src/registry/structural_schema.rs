@@ -8,7 +8,7 @@
 use serde_json::{Map, Value};
 
 /// Applies the defaults of `schema` to `object`, then prunes what it does not declare.
-pub(super) fn default_and_prune(schema: &Value, object: &mut Map<String, Value>) {
+pub(crate) fn default_and_prune(schema: &Value, object: &mut Map<String, Value>) {
     apply_object(schema, object, true, true);
 }
 

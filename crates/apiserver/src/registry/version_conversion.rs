@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::write::structural_schema;
+use super::structural_schema;
 use crate::registry::{ResourceDef, event_versions};
 use crate::storage::StoredObject;
 

@@ -1,0 +1,15 @@
+//! ServiceAccounts: the `default` one every namespace has (created by bootstrap for the
+//! initial namespaces and by the service-account controller for the others).
+
+use serde_json::{Value, json};
+
+/// The name of the ServiceAccount every namespace has.
+pub(crate) const DEFAULT_NAME: &str = "default";
+
+/// The `default` ServiceAccount of `namespace`, as it is created.
+pub(crate) fn default_service_account(namespace: &str) -> Value {
+    json!({
+        "kind": "ServiceAccount", "apiVersion": "v1",
+        "metadata": {"name": DEFAULT_NAME, "namespace": namespace},
+    })
+}

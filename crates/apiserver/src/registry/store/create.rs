@@ -1,0 +1,242 @@
+//! Create: a new object, with its server-owned metadata, defaults, validation and
+//! managedFields (and, for a CustomResourceDefinition, the resources it serves).
+
+use super::*;
+use crate::object::{generate_name, now};
+use crate::registry::strategy::{Strategy, strategy_for};
+use crate::registry::{
+    Special, crd_resources, crd_status, defaults, kind_rules, validate, version_conversion,
+};
+use crate::storage::Write;
+
+impl GenericStore<'_> {
+    /// Creates `object` (`request.name` is ignored: the object names itself, or asks for
+    /// a generated name). With [`Ownership::AlreadyRecorded`] (server-side apply) the
+    /// object already carries its managedFields.
+    ///
+    /// # Errors
+    ///
+    /// The API's Status: 400 for a type, namespace or resourceVersion the object may not
+    /// carry, 422 for an invalid object, 404/403 for a missing or terminating namespace,
+    /// 409 when the name is taken.
+    pub(crate) fn create(
+        &self,
+        request: &WriteRequest<'_>,
+        mut object: Map<String, Value>,
+        ownership: Ownership,
+    ) -> StoreResult<WriteResult> {
+        let resource = request.resource;
+        request.check_type_meta(&mut object)?;
+        request.check_namespace(&mut object)?;
+        let metadata = metadata_mut(&mut object);
+        if metadata
+            .get("resourceVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|rv| !rv.is_empty())
+        {
+            return Err(fail(Status::internal_error(
+                "resourceVersion should not be set on objects to be created",
+            )));
+        }
+        for field in SYSTEM_FIELDS {
+            metadata.remove(field);
+        }
+        metadata.remove("generation");
+        let text = |field: &str| {
+            metadata
+                .get(field)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        let (explicit_name, generate_prefix) = (text("name"), text("generateName"));
+        if explicit_name.is_empty() && generate_prefix.is_empty() {
+            return Err(invalid(
+                resource,
+                "",
+                "metadata.name",
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+            ));
+        }
+        if !explicit_name.is_empty() {
+            validate::validate_name(resource, &explicit_name)?;
+        }
+        let time = now();
+        metadata.insert("uid".to_owned(), json!(uuid::Uuid::new_v4().to_string()));
+        metadata.insert("creationTimestamp".to_owned(), json!(time));
+        if resource.tracks_generation {
+            metadata.insert("generation".to_owned(), json!(1));
+        }
+        if resource.status_subresource && !resource.builtin {
+            object.remove("status");
+        }
+        match resource.special {
+            Special::Namespace => {
+                object.insert("status".to_owned(), json!({"phase": "Active"}));
+                // Every namespace carries its name as a label (Kubernetes 1.21+).
+                let labels = metadata_mut(&mut object)
+                    .entry("labels")
+                    .or_insert_with(|| json!({}));
+                if let Value::Object(labels) = labels {
+                    labels.insert(
+                        "kubernetes.io/metadata.name".to_owned(),
+                        json!(explicit_name),
+                    );
+                }
+                object
+                    .entry("spec")
+                    .or_insert_with(|| json!({"finalizers": ["kubernetes"]}));
+            }
+            Special::CustomResourceDefinition => {
+                let crd = Value::Object(object.clone());
+                crd_resources(&crd).map_err(|err| {
+                    invalid(
+                        resource,
+                        &explicit_name,
+                        err.field,
+                        "FieldValueInvalid",
+                        &err.to_string(),
+                    )
+                })?;
+                object.insert("status".to_owned(), crd_status(&crd, &time));
+            }
+            Special::None | Special::Review | Special::ReadOnly => {}
+        }
+        // Fields the create allocates belong to nobody: ownership is computed without them.
+        let allocating = strategy_for(resource).filter(|strategy| strategy.allocates());
+        let requested = allocating.map(|strategy| (strategy, object.clone()));
+        defaults::apply(self.storage, resource, &mut object, None);
+        let mut value = Value::Object(object);
+        let warnings = (request.field_check)(&mut value, request.decoding)?;
+        validate::check_object(resource, &value)?;
+        kind_rules::check(resource, &value, None, Vec::new())?;
+        self.check_namespace_exists(request.namespace)?;
+        if ownership == Ownership::RecordUpdate {
+            let requested = requested
+                .as_ref()
+                .map(|(strategy, object)| (*strategy, object));
+            record_create(request, &time, requested, &mut value);
+        }
+        version_conversion::to_storage_version(resource, &mut value);
+        validate::check_size(resource, &value, self.max_object_bytes)?;
+        let storage = request.storage();
+        for attempt in 0..8 {
+            let name = if explicit_name.is_empty() {
+                generate_name(&generate_prefix)
+            } else {
+                explicit_name.clone()
+            };
+            if explicit_name.is_empty()
+                && let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut)
+            {
+                metadata.insert("name".to_owned(), json!(name));
+                if resource.special == Special::Namespace
+                    && let Some(labels) = metadata.get_mut("labels").and_then(Value::as_object_mut)
+                {
+                    labels.insert("kubernetes.io/metadata.name".to_owned(), json!(name));
+                }
+            }
+            let outcome = self
+                .storage
+                .update(&storage, &request.key_for(&name), |current| {
+                    if current.is_some() {
+                        return Err(fail(Status::already_exists(
+                            &request.group_resource(),
+                            &name,
+                        )));
+                    }
+                    Ok(if request.dry_run {
+                        Write::Unchanged
+                    } else {
+                        Write::Create(value.clone())
+                    })
+                });
+            match outcome {
+                Ok(_) if request.dry_run => {
+                    return Ok(WriteResult {
+                        stored: None,
+                        computed: Some(value),
+                        changed: false,
+                        warnings,
+                    });
+                }
+                Ok(outcome) => {
+                    let Some(created) = outcome.object else {
+                        return Err(fail(Status::internal_error("create stored nothing")));
+                    };
+                    if resource.special == Special::CustomResourceDefinition {
+                        self.register_crd(&created.value);
+                    }
+                    self.committed(request, Committed::Created(&created.value));
+                    return Ok(WriteResult {
+                        stored: Some(created),
+                        computed: Some(value),
+                        changed: true,
+                        warnings,
+                    });
+                }
+                Err(status)
+                    if status.reason == "AlreadyExists"
+                        && explicit_name.is_empty()
+                        && attempt < 7 =>
+                {
+                    continue;
+                }
+                Err(status) => return Err(status),
+            }
+        }
+        Err(fail(Status::already_exists(
+            &request.group_resource(),
+            &generate_prefix,
+        )))
+    }
+
+    /// Serves what a stored CustomResourceDefinition defines (after a create or an
+    /// update). One whose group and plural name a built-in resource serves nothing: the
+    /// built-in stays what is served.
+    pub(super) fn register_crd(&self, crd: &Value) {
+        if let Ok(resources) = crd_resources(crd)
+            && let Some(first) = resources.first()
+        {
+            let (group, plural) = (first.group.clone(), first.plural.clone());
+            if !self.resources.register(&group, &plural, resources) {
+                tracing::debug!(%group, %plural, "a CRD names a built-in resource; the built-in stays served");
+            }
+        }
+    }
+}
+
+/// Records the fields a create sets for the request's field manager. kube-apiserver
+/// diffs a created object against its type's Go zero value: fields present there (value
+/// structs such as a Deployment's `strategy`) are not created by the write and get no
+/// `"."` node. Allocated fields (`requested` is the object before allocation) belong to
+/// nobody.
+fn record_create(
+    request: &WriteRequest<'_>,
+    time: &str,
+    requested: Option<(&dyn Strategy, &Map<String, Value>)>,
+    value: &mut Value,
+) {
+    let resource = request.resource;
+    let zero = resource
+        .builtin
+        .then(|| {
+            kubeclient_machinery::protobuf::go_zero_value(&resource.api_version(), &resource.kind)
+        })
+        .flatten();
+    with_write_context(request, time, |context| match requested {
+        Some((strategy, requested)) => {
+            let mut owned = strategy.without_allocated(requested, value);
+            managed_fields::record_update(zero.as_ref(), &mut owned, context);
+            let entries = owned.pointer("/metadata/managedFields").cloned();
+            if let (Some(entries), Some(metadata)) = (
+                entries,
+                value.get_mut("metadata").and_then(Value::as_object_mut),
+            ) {
+                metadata.insert("managedFields".to_owned(), entries);
+            }
+        }
+        None => managed_fields::record_update(zero.as_ref(), value, context),
+    });
+}

@@ -1,0 +1,35 @@
+//! [`WriteHook`]: what the generic store tells after each committed write, so that
+//! whoever reacts to writes (the server's controllers) is woken by the store instead of
+//! every write path reaching for it.
+
+use serde_json::Value;
+
+use crate::registry::ResourceDef;
+
+/// A write the store committed, with the object as it was written.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Committed<'a> {
+    /// A new object.
+    Created(&'a Value),
+    /// A changed object (or one whose last finalizer went, and which left storage).
+    Updated(&'a Value),
+    /// A DELETE that removed or marked the object (or found it already marked).
+    Deleted,
+}
+
+/// An observer of committed writes. Called after storage changed, outside its locks, on
+/// the writer's thread: it must be quick (wake something up, never write back).
+pub(crate) trait WriteHook: Send + Sync {
+    /// `write` was committed to an object of `resource`.
+    fn committed(&self, resource: &ResourceDef, write: Committed<'_>);
+}
+
+/// A hook that ignores every write (for tests that run no controllers).
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NoHook;
+
+#[cfg(test)]
+impl WriteHook for NoHook {
+    fn committed(&self, _: &ResourceDef, _: Committed<'_>) {}
+}
