@@ -161,6 +161,11 @@ pub(crate) fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, String> {
             field_selectors: FieldSelectors::Custom(selectable),
             printer_columns,
             special: Special::None,
+            patterns: std::sync::Arc::new(
+                schema_of(version)
+                    .and_then(|schema| super::schema_patterns::compile(&schema, "").ok())
+                    .unwrap_or_default(),
+            ),
             schema: schema_of(version),
             storage_version: storage_version.clone(),
             storage_schema: storage_schema.clone(),

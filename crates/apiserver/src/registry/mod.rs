@@ -9,6 +9,7 @@ pub(crate) mod discovery;
 pub(crate) mod event_versions;
 pub(crate) mod openapi;
 mod resource;
+pub(crate) mod schema_patterns;
 
 use std::sync::{Arc, RwLock};
 

@@ -1,6 +1,6 @@
 //! Regression tests of issue 24, item 5: validation that silently did nothing.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::TestServer;
 
@@ -68,4 +68,53 @@ async fn pod_with_duplicate_container_names_is_refused_on_create_and_apply() {
         reply.json()["details"]["causes"][0]["field"],
         "spec.containers[0].name"
     );
+}
+
+fn pattern_crd(pattern: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "words.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "words", "kind": "Word"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "word": {"type": "string", "pattern": pattern}}}}}]
+        }
+    })
+}
+
+#[tokio::test]
+async fn crd_pattern_that_does_not_compile_is_refused_with_422() {
+    let t = TestServer::start().await;
+    let reply = t
+        .post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &pattern_crd("(["),
+        )
+        .await;
+    assert_eq!(
+        reply.status,
+        422,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let message = reply.json()["message"].as_str().unwrap_or("").to_owned();
+    assert!(
+        message.contains("spec.versions[0].schema.openAPIV3Schema.properties[word].pattern: Invalid value: \"([\": must be a valid regular expression, but isn't: error parsing regexp: "),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn crd_pattern_word_class_refuses_cafe_as_re2() {
+    let t = TestServer::start().await;
+    t.create_crd(&pattern_crd(r"^\w+$")).await;
+    let words = "/apis/example.com/v1/namespaces/default/words";
+    let word = |name: &str, text: &str| {
+        json!({"apiVersion": "example.com/v1", "kind": "Word",
+            "metadata": {"name": name}, "word": text})
+    };
+    assert_eq!(t.post(words, &word("plain", "cafe")).await.status, 201);
+    assert_eq!(t.post(words, &word("accent", "café")).await.status, 422);
 }
