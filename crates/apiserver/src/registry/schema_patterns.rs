@@ -196,16 +196,16 @@ pub(crate) fn to_ascii_perl_classes(pattern: &str) -> String {
                     break;
                 };
                 if next == 'Q' {
-                    // Literal text up to `\E`, copied verbatim.
-                    out.push_str("\\Q");
+                    // RE2's literal text up to `\E`, which the regex crate spells escaped.
+                    let mut literal = String::new();
                     while let Some(q) = chars.next() {
-                        out.push(q);
                         if q == '\\' && chars.peek() == Some(&'E') {
-                            out.push('E');
                             chars.next();
                             break;
                         }
+                        literal.push(q);
                     }
+                    out.push_str(&regex::escape(&literal));
                     continue;
                 }
                 out.push_str(
