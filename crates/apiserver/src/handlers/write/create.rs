@@ -235,7 +235,7 @@ pub(super) fn create_object(
 /// One whose group and plural name a built-in resource serves nothing: the built-in
 /// stays what is served.
 pub(super) fn register_crd(call: &Call, crd: &Value) {
-    if let Ok(resources) = crd_resources(crd)
+    if let Ok(resources) = crate::registry::crd_served_resources(crd)
         && let Some(first) = resources.first()
     {
         let (group, plural) = (first.group.clone(), first.plural.clone());
