@@ -8,6 +8,7 @@
 //! - `hardening`: regression tests of bad input, limits and misuse (issue 12).
 //! - `http_discovery`, `http_reads`, `http_writes`: the API semantics clients depend on,
 //!   checked request by request.
+//! - `input_costs`: YAML alias bombs and huge list-map applies (issue 24).
 //! - `validation_gaps`: validation that used to do nothing (issue 24).
 //! - `watch`: watch streams: resume, 410, bookmarks, watch-list, selectors.
 //! - `kubectl`: the real kubectl 1.33 drives the server.
@@ -28,6 +29,7 @@ mod hardening;
 mod http_discovery;
 mod http_reads;
 mod http_writes;
+mod input_costs;
 mod kubectl;
 mod kubectl_cluster;
 mod kubectl_create;
