@@ -107,7 +107,7 @@ pub use list_watch::{ApiListWatch, BoxFuture, ListWatchMode, ListerWatcher, Twea
 pub use lister::{Lister, NamespaceLister};
 pub use mutation_cache::{MutationCache, MutationCacheOptions};
 pub use processor::{EventHandlerRegistration, LISTENER_CAPACITY, MINIMUM_RESYNC_PERIOD};
-pub use queue::{PopFuture, ProcessFn, Queue};
+pub use queue::{IncrementalReplace, PopFuture, ProcessFn, Queue};
 pub use real_fifo::{RealFIFO, RealFifoOptions};
 pub use reflector::{
     DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_MIN_WATCH_TIMEOUT, DEFAULT_PAGE_SIZE, Reflector,

@@ -147,6 +147,44 @@ pub trait Queue<K>: Send + Sync {
 
     /// The queue's name, used in errors.
     fn name(&self) -> &str;
+
+    /// The same queue as an [`IncrementalReplace`], if it can take a relist in parts; a
+    /// reflector with [`list_in_parts`](super::ReflectorOptions::list_in_parts) then hands
+    /// each decoded part of a list to the queue while the rest is still arriving, so a list
+    /// never holds all its decoded objects at once. The default: `None` (lists go to
+    /// [`replace`](Self::replace) whole).
+    fn incremental_replace(&self) -> Option<&dyn IncrementalReplace<K>> {
+        None
+    }
+}
+
+/// A relist delivered in parts ([`Queue::incremental_replace`]): [`begin`](Self::begin),
+/// any number of [`part`](Self::part)s in list order, then [`finish`](Self::finish).
+///
+/// The items of each part are queued at once (consumers may pop them while later parts
+/// are still being listed); the deletions (tombstones for known or queued keys that no
+/// part listed) are queued by `finish`, after the items. A first list delivered this way
+/// is the initial population: [`Queue::has_synced`] stays false until it has finished
+/// and every entry it created has been popped. A list that fails part-way is simply
+/// never finished: its items were real states of their objects, and the next list's
+/// `finish` queues the deletions.
+pub trait IncrementalReplace<K>: Send + Sync {
+    /// Starts a relist; forgets the keys of a relist begun before and never finished.
+    fn begin(&self);
+
+    /// Queues the items of the next part, each as `Replaced`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::replace`] for any item; nothing of this part is queued.
+    fn part(&self, items: Vec<Arc<K>>) -> Result<()>;
+
+    /// Ends the relist: queues a tombstone for every queued or known key no part listed.
+    ///
+    /// # Errors
+    ///
+    /// None from the queues of this crate.
+    fn finish(&self, resource_version: &str) -> Result<()>;
 }
 
 /// The initial-population bookkeeping both FIFOs share.
@@ -158,12 +196,16 @@ pub(super) struct Population {
     populated: bool,
     /// Entries of the first `replace` (if it came first) not yet popped and processed.
     initial_population_count: usize,
+    /// The first write is an incremental replace that has not finished yet: its parts are
+    /// the initial population (popped as such), and the queue is not synced.
+    initial_replace_in_progress: bool,
 }
 
 impl Population {
     /// Records a write other than `replace`.
     pub(super) fn write(&mut self) {
         self.populated = true;
+        self.initial_replace_in_progress = false;
     }
 
     /// Records a `replace` that created `entries` entries.
@@ -171,6 +213,22 @@ impl Population {
         if !self.populated {
             self.populated = true;
             self.initial_population_count = entries;
+        }
+    }
+
+    /// Records the start of an incremental replace.
+    pub(super) fn begin_replace(&mut self) {
+        if !self.populated {
+            self.initial_replace_in_progress = true;
+        }
+    }
+
+    /// Records the end of an incremental replace, with `entries` entries still queued:
+    /// for the first one, those are what is left of the initial population.
+    pub(super) fn finish_replace(&mut self, entries: usize) {
+        if self.initial_replace_in_progress {
+            self.initial_replace_in_progress = false;
+            self.replace(entries);
         }
     }
 

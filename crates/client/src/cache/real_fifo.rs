@@ -17,7 +17,7 @@ use kubeclient_machinery::{DeletedFinalStateUnknown, DeletedObject, Object};
 
 use super::delta::{Delta, Deltas, ReplacedAllInfo, deleted_key, deltas_key};
 use super::error::Result;
-use super::queue::{FifoCore, FifoEntries, PopFuture, ProcessFn, Queue};
+use super::queue::{FifoCore, FifoEntries, IncrementalReplace, PopFuture, ProcessFn, Queue};
 use super::store::{KeyFunc, KnownObjects, TransformFunc, key_of, transform};
 
 /// Options for [`RealFIFO`]; every field has client-go's default. The known objects are a
@@ -109,6 +109,8 @@ pub struct RealFIFO<K> {
 struct Entries<K> {
     /// (key, change) in write order.
     items: VecDeque<(String, Delta<K>)>,
+    /// The keys listed so far by an incremental replace in progress.
+    replacing: Option<HashSet<String>>,
 }
 
 impl<K: Send + Sync> FifoEntries for Entries<K> {
@@ -137,6 +139,7 @@ impl<K: Object> RealFIFO<K> {
                 options.name,
                 Entries {
                     items: VecDeque::new(),
+                    replacing: None,
                 },
             ),
         }
@@ -216,6 +219,54 @@ impl<K: Object> RealFIFO<K> {
     }
 }
 
+impl<K: Object> RealFIFO<K> {
+    /// Each listed object with its key, transformed; the first key or transform error.
+    fn keyed(&self, list: Vec<Arc<K>>) -> Result<Vec<(String, Arc<K>)>> {
+        list.into_iter()
+            .map(|obj| {
+                let key = key_of(self.key_func.as_ref(), &obj)?;
+                Ok((key, transform(self.transformer.as_ref(), obj)?))
+            })
+            .collect()
+    }
+
+    /// The tombstones a relist queues (client-go's `Replace`): one for every queued key not
+    /// `listed` whose last queued change is not already a deletion (carrying that change's
+    /// object), then one for every known key not `listed` and absent from the queue
+    /// (carrying the known object).
+    fn deletions(
+        &self,
+        items: &VecDeque<(String, Delta<K>)>,
+        listed: impl Fn(&str) -> bool,
+    ) -> Vec<(String, Delta<K>)> {
+        // The last queued change of every queued key, keys in order of first appearance.
+        let mut last: HashMap<&str, &Delta<K>> = HashMap::new();
+        let mut order: Vec<&str> = Vec::new();
+        for (key, delta) in items {
+            if last.insert(key, delta).is_none() {
+                order.push(key);
+            }
+        }
+        let mut deletions: Vec<(String, Delta<K>)> = order
+            .iter()
+            .filter(|key| !listed(key))
+            .filter_map(|key| {
+                let delta = last.get(key)?;
+                let already_deleted = matches!(delta, Delta::Deleted(_));
+                (!already_deleted).then(|| tombstone(key, delta.object().cloned()))
+            })
+            .collect();
+        for key in self.known_objects.list_keys() {
+            if listed(&key) || last.contains_key(key.as_str()) {
+                continue;
+            }
+            let obj = self.known_objects.get_by_key(&key).ok().flatten();
+            deletions.push(tombstone(&key, obj));
+        }
+        deletions
+    }
+}
+
 fn tombstone<K>(key: &str, obj: Option<Arc<K>>) -> (String, Delta<K>) {
     let tombstone = DeletedFinalStateUnknown {
         key: key.to_owned(),
@@ -259,41 +310,10 @@ impl<K: Object> Queue<K> for RealFIFO<K> {
         if self.atomic_events {
             return self.replace_atomically(list, resource_version);
         }
-        let items: Vec<(String, Arc<K>)> = list
-            .into_iter()
-            .map(|obj| {
-                let key = key_of(self.key_func.as_ref(), &obj)?;
-                Ok((key, transform(self.transformer.as_ref(), obj)?))
-            })
-            .collect::<Result<_>>()?;
+        let items = self.keyed(list)?;
         let listed: HashSet<&str> = items.iter().map(|(key, _)| key.as_str()).collect();
         let mut inner = self.core.lock();
-
-        // The last queued change of every queued key, keys in order of first appearance.
-        let mut last: HashMap<&str, &Delta<K>> = HashMap::new();
-        let mut order: Vec<&str> = Vec::new();
-        for (key, delta) in &inner.items {
-            if last.insert(key, delta).is_none() {
-                order.push(key);
-            }
-        }
-        let mut deletions: Vec<(String, Delta<K>)> = order
-            .iter()
-            .filter(|key| !listed.contains(*key))
-            .filter_map(|key| {
-                let delta = last.get(key)?;
-                let already_deleted = matches!(delta, Delta::Deleted(_));
-                (!already_deleted).then(|| tombstone(key, delta.object().cloned()))
-            })
-            .collect();
-        for key in self.known_objects.list_keys() {
-            if listed.contains(key.as_str()) || last.contains_key(key.as_str()) {
-                continue;
-            }
-            let obj = self.known_objects.get_by_key(&key).ok().flatten();
-            deletions.push(tombstone(&key, obj));
-        }
-
+        let deletions = self.deletions(&inner.items, |key| listed.contains(key));
         inner.items.extend(deletions);
         let replaced = items
             .iter()
@@ -340,7 +360,47 @@ impl<K: Object> Queue<K> for RealFIFO<K> {
         Ok(())
     }
 
+    /// `Some` unless in atomic mode (an atomic relist is one [`Delta::ReplacedAll`]).
+    fn incremental_replace(&self) -> Option<&dyn IncrementalReplace<K>> {
+        (!self.atomic_events).then_some(self as &dyn IncrementalReplace<K>)
+    }
+
     super::queue::forward_queue_to_core!(Deltas::one);
+}
+
+/// A relist in parts: each part's items are queued as `Replaced` at once, the deletions
+/// after the last part (where [`Queue::replace`] queues them first).
+impl<K: Object> IncrementalReplace<K> for RealFIFO<K> {
+    fn begin(&self) {
+        let mut inner = self.core.lock();
+        inner.population.begin_replace();
+        inner.replacing = Some(HashSet::new());
+    }
+
+    fn part(&self, items: Vec<Arc<K>>) -> Result<()> {
+        let items = self.keyed(items)?;
+        self.core.write(|inner| {
+            let listed = inner.replacing.get_or_insert_with(HashSet::new);
+            listed.extend(items.iter().map(|(key, _)| key.clone()));
+            inner.items.extend(
+                items
+                    .into_iter()
+                    .map(|(key, obj)| (key, Delta::Replaced(obj))),
+            );
+        });
+        Ok(())
+    }
+
+    fn finish(&self, _resource_version: &str) -> Result<()> {
+        self.core.write(|inner| {
+            let listed = inner.replacing.take().unwrap_or_default();
+            let deletions = self.deletions(&inner.items, |key| listed.contains(key));
+            inner.items.extend(deletions);
+            let queued = inner.items.len();
+            inner.population.finish_replace(queued);
+        });
+        Ok(())
+    }
 }
 
 impl<K: Object> fmt::Debug for RealFIFO<K> {

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::backoff::Backoff;
 use super::list_watch::ListerWatcher;
 use super::processor::resync_deadline;
-use super::queue::Queue;
+use super::queue::{IncrementalReplace, Queue};
 use super::retry_with_deadline::RetryWithDeadline;
 use super::store::KnownObjects;
 use crate::api::{ListParams, WatchParams};
@@ -72,6 +72,15 @@ pub struct ReflectorOptions {
     /// from a slow consumer: memory stays bounded, the server's stream waits). Zero: no
     /// bound. Default [`DEFAULT_MAX_QUEUED_EVENTS`].
     pub max_queued_events: usize,
+    /// Hand a list to the queue part by part while it is decoded (when the queue takes a
+    /// relist in parts, as the non-atomic [`RealFIFO`](super::RealFIFO) does), waiting
+    /// while `max_queued_events` changes are queued, instead of in one `replace` at the
+    /// end: a list then never holds more than a few hundred decoded objects at once. It
+    /// pays where the queue's consumer stores objects in less memory than they take decoded
+    /// (the compact cache sets it: its peak memory during a list of 10,000 Pods falls
+    /// eightfold); with a typed cache, which keeps every decoded object anyway, it only
+    /// slows the list (the decoding waits for the consumer). Default false.
+    pub list_in_parts: bool,
 }
 
 impl Default for ReflectorOptions {
@@ -87,6 +96,7 @@ impl Default for ReflectorOptions {
             backoff: Backoff::default(),
             max_internal_error_retry_duration: Duration::ZERO,
             max_queued_events: DEFAULT_MAX_QUEUED_EVENTS,
+            list_in_parts: false,
         }
     }
 }
@@ -258,36 +268,110 @@ where
         }
     }
 
-    /// LIST (paged), then replace the queue's contents.
+    /// LIST (paged), then replace the queue's contents: part by part while the list is
+    /// decoded when the queue takes a relist in parts (so the decoded list is never held
+    /// whole), otherwise in one `replace`.
     async fn list(&self) -> Result<(), Error> {
-        let rv = self.relist_resource_version();
-        let result = match self.list_pages(&rv).await {
-            Err(Error::Api(err))
-                if err.is_gone_or_expired() || err.is_too_large_resource_version() =>
-            {
-                // The RV we asked for is unusable: a consistent read from the server instead.
-                self.state().unavailable = true;
-                self.list_pages("").await
+        let in_parts = self
+            .queue
+            .incremental_replace()
+            .filter(|_| self.options.list_in_parts);
+        let list_rv = match in_parts {
+            Some(queue) => self.list_in_parts(queue).await?,
+            None => {
+                let (items, list_rv) = self.list_from_relist_rv(&self.decode_options).await?;
+                self.queue
+                    .replace(items, &list_rv)
+                    .map_err(unable_to_sync)?;
+                list_rv
             }
-            other => other,
         };
-        let (items, list_rv) = result.inspect_err(|err| {
-            tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %kubeclient_machinery::ErrorChain(&err), "failed to list");
-        })?;
-        self.queue
-            .replace(items, &list_rv)
-            .map_err(|err| Error::InvalidRequest(format!("unable to sync list result: {err}")))?;
         let mut state = self.state();
         state.unavailable = false;
         state.last_sync_rv = list_rv;
         Ok(())
     }
 
+    /// Lists at the relist resourceVersion, or, when the server finds that one unusable,
+    /// with a consistent read.
+    async fn list_from_relist_rv(
+        &self,
+        options: &DecodeOptions<K>,
+    ) -> Result<(Vec<Arc<K>>, String), Error> {
+        let rv = self.relist_resource_version();
+        let result = match self.list_pages(&rv, options).await {
+            Err(Error::Api(err))
+                if err.is_gone_or_expired() || err.is_too_large_resource_version() =>
+            {
+                // The RV we asked for is unusable: a consistent read from the server instead.
+                self.state().unavailable = true;
+                self.list_pages("", options).await
+            }
+            other => other,
+        };
+        result.inspect_err(|err| {
+            tracing::debug!(reflector = %self.options.name, what = %self.lister_watcher.describe(), error = %kubeclient_machinery::ErrorChain(&err), "failed to list");
+        })
+    }
+
+    /// Lists into `queue` part by part: each decoded batch of items is queued as soon as
+    /// it is decoded, waiting while the queue is full (the body's reading then waits too),
+    /// and the deletions are queued once the whole list has arrived. The list's
+    /// resourceVersion.
+    async fn list_in_parts(&self, queue: &dyn IncrementalReplace<K>) -> Result<String, Error> {
+        // A few decoded batches may wait, so the decoding goes on while the queue drains.
+        let (sink, mut parts) = tokio::sync::mpsc::channel::<Vec<Arc<K>>>(4);
+        let options = DecodeOptions {
+            item_sink: Some(sink),
+            ..self.decode_options.clone()
+        };
+        queue.begin();
+        let listing = async move {
+            let listed = self.list_from_relist_rv(&options).await;
+            // Ends the feeding below once the last part is in.
+            drop(options);
+            listed
+        };
+        let feeding = async {
+            let mut fed = Ok(());
+            let bound = self.options.max_queued_events;
+            while let Some(mut part) = parts.recv().await {
+                // Never more than the bound at once, however large the decoded batch.
+                while fed.is_ok() && !part.is_empty() {
+                    let rest = if bound > 0 && part.len() > bound {
+                        part.split_off(bound)
+                    } else {
+                        Vec::new()
+                    };
+                    if bound > 0 {
+                        let _ = self.queue.wait_for_room(bound).await;
+                    }
+                    fed = queue.part(part);
+                    part = rest;
+                }
+            }
+            fed
+        };
+        let (listed, fed) = tokio::join!(listing, feeding);
+        let (rest, list_rv) = listed?;
+        fed.map_err(unable_to_sync)?;
+        // A lister that does not send its items part by part returns them whole.
+        if !rest.is_empty() {
+            queue.part(rest).map_err(unable_to_sync)?;
+        }
+        queue.finish(&list_rv).map_err(unable_to_sync)?;
+        Ok(list_rv)
+    }
+
     /// Every page of a list at `rv` (client-go's pager): later pages by continue token
     /// only; an expired token falls back to one unpaginated list. Items are decoded as
     /// they arrive; an item that does not decode is reported and left out, so one bad
     /// object never stops the informer.
-    async fn list_pages(&self, rv: &str) -> Result<(Vec<Arc<K>>, String), Error> {
+    async fn list_pages(
+        &self,
+        rv: &str,
+        options: &DecodeOptions<K>,
+    ) -> Result<(Vec<Arc<K>>, String), Error> {
         let limit = match self.options.page_size {
             Some(size) => Some(size),
             None if rv.is_empty() || rv == "0" || self.state().paginated_result => {
@@ -302,7 +386,7 @@ where
             limit,
             ..ListParams::default()
         };
-        let page = self.list_page(&first).await?;
+        let page = self.list_page(&first, options).await?;
         if rv == "0" && page.continue_token().is_some() {
             self.state().paginated_result = true;
         }
@@ -315,7 +399,7 @@ where
                 limit,
                 ..ListParams::default()
             };
-            match self.list_page(&next).await {
+            match self.list_page(&next, options).await {
                 Ok(page) => {
                     token = page.continue_token().map(str::to_owned);
                     items.extend(page.items);
@@ -325,7 +409,7 @@ where
                         limit: None,
                         ..first.clone()
                     };
-                    let page = self.list_page(&full).await?;
+                    let page = self.list_page(&full, options).await?;
                     let rv = page.metadata.resource_version.clone().unwrap_or_default();
                     return Ok((page.items, rv));
                 }
@@ -336,11 +420,12 @@ where
     }
 
     /// One page, with its undecodable items reported.
-    async fn list_page(&self, params: &ListParams) -> Result<SharedList<K>, Error> {
-        let page = self
-            .lister_watcher
-            .list_shared(params, &self.decode_options)
-            .await?;
+    async fn list_page(
+        &self,
+        params: &ListParams,
+        options: &DecodeOptions<K>,
+    ) -> Result<SharedList<K>, Error> {
+        let page = self.lister_watcher.list_shared(params, options).await?;
         for skipped in &page.skipped {
             self.report(skipped, "skipped a listed object that does not decode");
         }
@@ -668,6 +753,11 @@ where
         }
         None
     }
+}
+
+/// The error of a list the queue refused.
+fn unable_to_sync(err: super::error::Error) -> Error {
+    Error::InvalidRequest(format!("unable to sync list result: {err}"))
 }
 
 /// Whether opening a watch that failed with `err` is retried from the same resourceVersion

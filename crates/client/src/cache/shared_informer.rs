@@ -590,6 +590,9 @@ where
                 .take()
                 .unwrap_or_default();
             options.name.clone_from(&self.inner.name);
+            // A compact cache keeps far less than the decoded objects of a list: never hold
+            // them all at once.
+            options.list_in_parts |= self.inner.indexer.representation().is_compact();
             options.resync_period = state.resync_check_period;
             let weak: Weak<Inner<K>> = Arc::downgrade(&self.inner);
             options.should_resync = Some(Arc::new(move || {

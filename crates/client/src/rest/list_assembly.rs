@@ -7,7 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use kubeclient_machinery::list::ItemMeta;
 
-use super::list_stream::SharedList;
+use super::list_stream::{ItemSink, SharedList};
 use super::ordered_decode::OrderedDecoder;
 use crate::error::{Error, Result};
 
@@ -17,11 +17,14 @@ pub(super) struct ListAssembly<K> {
     decoding: OrderedDecoder<Result<Arc<K>>>,
     list: SharedList<K>,
     next_index: usize,
+    /// Where decoded items go instead of `list.items`, if set.
+    sink: Option<ItemSink<K>>,
 }
 
 impl<K: Send + Sync + 'static> ListAssembly<K> {
-    /// An empty list read from `url` (named in every error).
-    pub(super) fn new(url: &str) -> Self {
+    /// An empty list read from `url` (named in every error); decoded items go to `sink`
+    /// when one is given (see [`DecodeOptions::item_sink`](super::DecodeOptions::item_sink)).
+    pub(super) fn new(url: &str, sink: Option<ItemSink<K>>) -> Self {
         ListAssembly {
             url: url.to_owned(),
             decoding: OrderedDecoder::new(),
@@ -31,6 +34,7 @@ impl<K: Send + Sync + 'static> ListAssembly<K> {
                 skipped: Vec::new(),
             },
             next_index: 0,
+            sink,
         }
     }
 
@@ -62,11 +66,17 @@ impl<K: Send + Sync + 'static> ListAssembly<K> {
     /// until none is left.
     pub(super) async fn collect(&mut self, ended: bool) {
         while self.decoding.is_full() || (ended && !self.decoding.is_empty()) {
+            let start = self.list.items.len();
             for result in self.decoding.next().await.unwrap_or_default() {
                 match result {
                     Ok(item) => self.list.items.push(item),
                     Err(err) => self.list.skipped.push(err),
                 }
+            }
+            if let Some(sink) = &self.sink {
+                let part = self.list.items.split_off(start);
+                // A receiver that is gone has given the list up: the items go with it.
+                let _ = sink.send(part).await;
             }
         }
     }

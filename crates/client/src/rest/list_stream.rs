@@ -23,6 +23,12 @@ use http::header::CONTENT_ENCODING;
 /// second copy of the objects).
 pub type ReuseFn<K> = Arc<dyn Fn(&ItemMeta) -> Option<Arc<K>> + Send + Sync>;
 
+/// Where a list hands its decoded items, part by part and in list order, as they are
+/// decoded, instead of gathering them all in [`SharedList::items`]. Each send waits for
+/// room, so a slow receiver slows the reading of the body down (and the memory of the
+/// decoded objects stays bounded by the channel and the receiver).
+pub type ItemSink<K> = tokio::sync::mpsc::Sender<Vec<Arc<K>>>;
+
 /// How the items of a list (or the objects of watch events) are decoded.
 #[must_use]
 pub struct DecodeOptions<K> {
@@ -31,6 +37,9 @@ pub struct DecodeOptions<K> {
     /// Share an object already held at the same key and resourceVersion instead of
     /// decoding the item (lists only).
     pub reuse: Option<ReuseFn<K>>,
+    /// Lists only: send the decoded items here as they are decoded; the
+    /// [`SharedList`] then comes back with its metadata and skipped items only.
+    pub item_sink: Option<ItemSink<K>>,
 }
 
 impl<K> Clone for DecodeOptions<K> {
@@ -38,6 +47,7 @@ impl<K> Clone for DecodeOptions<K> {
         DecodeOptions {
             strip_managed_fields: self.strip_managed_fields,
             reuse: self.reuse.clone(),
+            item_sink: self.item_sink.clone(),
         }
     }
 }
@@ -47,6 +57,7 @@ impl<K> Default for DecodeOptions<K> {
         DecodeOptions {
             strip_managed_fields: false,
             reuse: None,
+            item_sink: None,
         }
     }
 }
@@ -56,6 +67,7 @@ impl<K> std::fmt::Debug for DecodeOptions<K> {
         f.debug_struct("DecodeOptions")
             .field("strip_managed_fields", &self.strip_managed_fields)
             .field("reuse", &self.reuse.is_some())
+            .field("item_sink", &self.item_sink.is_some())
             .finish()
     }
 }
@@ -144,7 +156,7 @@ where
     };
     let mut splitter = ListStreamDecoder::new();
     let mut inflater = gzip.then(Inflater::new);
-    let mut assembly = ListAssembly::new(url);
+    let mut assembly = ListAssembly::new(url, options.item_sink.clone());
     let mut ended = false;
     while !ended {
         let (chunk, end) = next_chunk(&mut body, &mut inflater, url).await?;

@@ -23,7 +23,7 @@ pub use client::Client;
 pub(crate) use client::decode;
 pub use content_config::ContentType;
 pub(crate) use content_config::is_protobuf;
-pub use list_stream::{DecodeOptions, ReuseFn, SharedList};
+pub use list_stream::{DecodeOptions, ItemSink, ReuseFn, SharedList};
 pub use metrics::ClientMetrics;
 pub(crate) use rate_limit::MAX_RATE_LIMIT_WAIT;
 pub use rate_limit::TokenBucket;

@@ -34,7 +34,7 @@ where
     };
     let mut splitter = ListStreamSplitter::new();
     let mut inflater = gzip.then(Inflater::new);
-    let mut assembly = ListAssembly::new(url);
+    let mut assembly = ListAssembly::new(url, options.item_sink.clone());
     let mut batch = Batch::default();
     let mut ended = false;
     while !ended {

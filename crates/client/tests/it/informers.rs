@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::support::{
     Fixture, bulk_create, cache_state, config_of, server_state, start, start_as, start_with,
+    store_write,
 };
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -301,6 +302,133 @@ async fn thousands_of_objects_sync_by_watch_list_and_by_list_as(content: Content
             running.lists.load(Ordering::SeqCst),
             expected_lists,
             "watch-list syncs without a LIST"
+        );
+        running.stop().await;
+    }
+}
+
+/// Reports how much of the list the informer's cache already holds when a LIST returns.
+struct ObservingList {
+    inner: ApiListWatch<ConfigMap>,
+    cache: Arc<Mutex<Option<Arc<kubeclient::cache::Cache<ConfigMap>>>>>,
+    cached_when_listed: Arc<Mutex<Vec<usize>>>,
+}
+
+impl ListerWatcher<ConfigMap> for ObservingList {
+    fn list<'a>(
+        &'a self,
+        params: &'a ListParams,
+    ) -> BoxFuture<'a, kubeclient::Result<ObjectList<ConfigMap>>> {
+        self.inner.list(params)
+    }
+
+    fn list_shared<'a>(
+        &'a self,
+        params: &'a ListParams,
+        options: &'a DecodeOptions<ConfigMap>,
+    ) -> BoxFuture<'a, kubeclient::Result<SharedList<ConfigMap>>> {
+        Box::pin(async move {
+            let listed = self.inner.list_shared(params, options).await;
+            let cached = self
+                .cache
+                .lock()
+                .unwrap()
+                .as_ref()
+                .map_or(0, |cache| cache.len());
+            self.cached_when_listed.lock().unwrap().push(cached);
+            listed
+        })
+    }
+
+    fn watch<'a>(
+        &'a self,
+        params: &'a WatchParams,
+        rv: &'a str,
+    ) -> BoxFuture<'a, kubeclient::Result<WatchStream<ConfigMap>>> {
+        self.inner.watch(params, rv)
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+/// The decoded items of a list go into the queue part by part while the list is still
+/// being read (and the reading waits while the queue is full), so a list never holds all
+/// its decoded objects at once; handlers still get every item as an initial add, and the
+/// registration syncs only after the last one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_list_reaches_the_cache_part_by_part_while_it_is_read() {
+    for holding in [Holding::Shared, Holding::Compact] {
+        let f = start().await;
+        // 4 KB each: the 12 MB list arrives and decodes in many batches.
+        let filler = "x".repeat(4096);
+        for i in 0..3000 {
+            let name = format!("big-{i:05}");
+            let object = json!({"kind": "ConfigMap", "apiVersion": "v1",
+                "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{i}")},
+                "data": {"filler": filler}});
+            store_write(&f.server, &name, object);
+        }
+        let cache = Arc::new(Mutex::new(None));
+        let cached_when_listed = Arc::new(Mutex::new(Vec::new()));
+        let lister = ObservingList {
+            inner: ApiListWatch::new(Api::<ConfigMap>::namespaced(f.client.clone(), "default")),
+            cache: cache.clone(),
+            cached_when_listed: cached_when_listed.clone(),
+        };
+        let options = InformerOptions {
+            name: "configmaps".to_owned(),
+            reflector: ReflectorOptions {
+                use_watch_list: false,
+                // One page: the whole list is one response.
+                page_size: Some(10_000),
+                list_in_parts: matches!(holding, Holding::Shared),
+                ..ReflectorOptions::default()
+            },
+            ..InformerOptions::default()
+        };
+        let options = match holding {
+            Holding::Shared => options,
+            Holding::Compact => options.compact_cache(),
+        };
+        let informer = SharedIndexInformer::new(Arc::new(lister), options);
+        *cache.lock().unwrap() = Some(informer.indexer());
+        let initial_adds = Arc::new(AtomicUsize::new(0));
+        let counter = initial_adds.clone();
+        let registration = informer
+            .add_event_handler(ResourceEventHandlerFuncs::new().on_add(
+                move |_: &Arc<ConfigMap>, initial: bool| {
+                    assert!(initial, "every listed object is an initial add");
+                    // A handler slower than the list, so the queue fills up.
+                    std::thread::sleep(Duration::from_micros(200));
+                    counter.fetch_add(1, Ordering::SeqCst);
+                },
+            ))
+            .unwrap();
+        let running = run(Running {
+            informer,
+            stop: CancellationToken::new(),
+            task: tokio::spawn(async {}),
+            lists: Arc::new(AtomicUsize::new(0)),
+            watches: Arc::new(AtomicUsize::new(0)),
+        });
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while !registration.has_synced() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{holding:?}: the handler syncs"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(initial_adds.load(Ordering::SeqCst), 3000, "{holding:?}");
+        assert_eq!(running.informer.indexer().len(), 3000, "{holding:?}");
+        let cached = cached_when_listed.lock().unwrap().clone();
+        assert_eq!(cached.len(), 1, "{holding:?}: one LIST");
+        assert!(
+            cached[0] >= 2000,
+            "{holding:?}: most of the list was in the cache before the LIST returned ({} of 3000)",
+            cached[0]
         );
         running.stop().await;
     }

@@ -101,7 +101,7 @@ async fn the_pager_and_shared_lists_read_protobuf_pages() {
             false,
             &DecodeOptions {
                 strip_managed_fields: true,
-                reuse: None,
+                ..DecodeOptions::default()
             },
         )
         .await

@@ -387,3 +387,128 @@ fn a_consumer_applying_replaced_all_ends_with_exactly_the_list() {
         "9"
     );
 }
+
+/// A relist in parts, as the reflector delivers one.
+fn replace_in_parts(fifo: &RealFIFO<ConfigMap>, parts: Vec<Vec<Arc<ConfigMap>>>) {
+    let incremental = fifo.incremental_replace().expect("non-atomic: in parts");
+    incremental.begin();
+    for part in parts {
+        incremental.part(part).unwrap();
+    }
+    incremental.finish("").unwrap();
+}
+
+#[test]
+fn a_replace_in_parts_queues_the_items_as_they_come_and_the_deletions_last() {
+    let fifo = fifo(ScriptedKnown::with(&[cm("gone", "1"), cm("kept", "1")]));
+    replace_in_parts(
+        &fifo,
+        vec![vec![cm("kept", "2")], vec![], vec![cm("new", "1")]],
+    );
+    assert_eq!(
+        popped(&fifo),
+        [
+            e("kept", "Replaced 2"),
+            e("new", "Replaced 1"),
+            e("gone", "Tombstone 1")
+        ]
+    );
+}
+
+#[test]
+fn a_replace_in_parts_tombstones_queued_keys_no_part_listed() {
+    let fifo = fifo(ScriptedKnown::with(&[]));
+    fifo.add(cm("queued", "1")).unwrap();
+    fifo.delete(cm("deleted", "1")).unwrap();
+    replace_in_parts(&fifo, vec![vec![cm("listed", "1")]]);
+    assert_eq!(
+        popped(&fifo),
+        [
+            e("queued", "Added 1"),
+            e("deleted", "Deleted 1"),
+            e("listed", "Replaced 1"),
+            e("queued", "Tombstone 1")
+        ]
+    );
+}
+
+#[test]
+fn the_first_replace_in_parts_is_the_initial_population_until_it_finishes_and_drains() {
+    let fifo = fifo(ScriptedKnown::with(&[]));
+    let incremental = fifo.incremental_replace().unwrap();
+    incremental.begin();
+    incremental.part(vec![cm("a", "1"), cm("b", "1")]).unwrap();
+    // Popped before the list has ended: initial, and not synced.
+    let (_, initial) = pop(&fifo);
+    assert!(initial);
+    assert!(!fifo.has_synced());
+    incremental.part(vec![cm("c", "1")]).unwrap();
+    incremental.finish("").unwrap();
+    assert!(!fifo.has_synced(), "b and c are still queued");
+    let initial: Vec<bool> = drain(&fifo).into_iter().map(|(_, _, i)| i).collect();
+    assert_eq!(initial, [true, true]);
+    assert!(fifo.has_synced());
+    // A later relist in parts is not initial.
+    replace_in_parts(&fifo, vec![vec![cm("a", "2")]]);
+    assert!(fifo.has_synced());
+    assert!(drain(&fifo).iter().all(|(_, _, initial)| !initial));
+}
+
+#[test]
+fn an_empty_first_replace_in_parts_syncs_at_once_when_it_finishes() {
+    let fifo = fifo(ScriptedKnown::with(&[]));
+    let incremental = fifo.incremental_replace().unwrap();
+    incremental.begin();
+    assert!(!fifo.has_synced());
+    incremental.finish("").unwrap();
+    assert!(fifo.has_synced());
+}
+
+#[test]
+fn a_replace_in_parts_never_finished_queues_no_deletion_and_the_next_one_does() {
+    let fifo = fifo(ScriptedKnown::with(&[cm("gone", "1")]));
+    let incremental = fifo.incremental_replace().unwrap();
+    incremental.begin();
+    incremental.part(vec![cm("a", "1")]).unwrap();
+    // The list failed here; the reflector lists again.
+    replace_in_parts(&fifo, vec![vec![cm("a", "1")]]);
+    assert_eq!(
+        popped(&fifo),
+        [
+            e("a", "Replaced 1"),
+            e("a", "Replaced 1"),
+            e("gone", "Tombstone 1")
+        ]
+    );
+}
+
+#[test]
+fn a_part_with_an_item_without_a_key_queues_nothing_of_that_part() {
+    let key_func: KeyFunc<ConfigMap> = Arc::new(|obj: &ConfigMap| {
+        obj.metadata
+            .name
+            .clone()
+            .filter(|name| name != "bad")
+            .ok_or_else(|| "no key".into())
+    });
+    let fifo = RealFIFO::new(
+        ScriptedKnown::with(&[]),
+        RealFifoOptions::default().key_func(key_func),
+    );
+    let incremental = fifo.incremental_replace().unwrap();
+    incremental.begin();
+    assert!(matches!(
+        incremental.part(vec![cm("a", "1"), cm("bad", "1")]),
+        Err(Error::Key(_))
+    ));
+    assert!(fifo.is_empty());
+}
+
+#[test]
+fn an_atomic_queue_takes_no_replace_in_parts() {
+    let fifo = RealFIFO::<ConfigMap>::new(
+        ScriptedKnown::with(&[]),
+        RealFifoOptions::default().atomic_events(true),
+    );
+    assert!(fifo.incremental_replace().is_none());
+}
