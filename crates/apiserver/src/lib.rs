@@ -39,6 +39,7 @@ pub mod storage;
 mod sync;
 pub mod testing;
 mod tls;
+mod yaml_body;
 
 #[cfg(test)]
 mod fuzz_tests;

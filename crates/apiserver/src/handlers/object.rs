@@ -69,7 +69,7 @@ impl Call {
                 let text = std::str::from_utf8(&self.body).map_err(|_| {
                     fail(Status::bad_request("the body of the request is not UTF-8"))
                 })?;
-                serde_saphyr::from_str(text).map_err(|err| {
+                crate::yaml_body::decode(text).map_err(|err| {
                     fail(Status::bad_request(format!(
                         "the body of the request could not be decoded as YAML: {err}"
                     )))

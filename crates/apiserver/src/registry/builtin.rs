@@ -582,6 +582,7 @@ pub(crate) fn builtin_resources() -> Vec<ResourceDef> {
                 deprecation_warning: None,
                 special,
                 schema: None,
+                patterns: Default::default(),
             },
         )
         .collect()

@@ -184,11 +184,40 @@ pub(crate) fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, CrdDefiniti
             field_selectors: FieldSelectors::Custom(selectable),
             printer_columns,
             special: Special::None,
+            patterns: std::sync::Arc::default(),
             schema: schema_of(version),
             storage_version: storage_version.clone(),
             storage_schema: storage_schema.clone(),
             deprecation_warning: deprecation_warning(group, version_name, kind, version),
         });
+    }
+    Ok(resources)
+}
+
+/// The resources a CRD serves, as [`crd_resources`], with each version's schema
+/// `pattern`s compiled: what the registry serves. Compiling is the costly part, so the
+/// other callers (validation, deletion, cleanup) use [`crd_resources`].
+///
+/// # Errors
+///
+/// As [`crd_resources`].
+pub(crate) fn crd_served_resources(crd: &Value) -> Result<Vec<ResourceDef>, CrdDefinitionError> {
+    let mut resources = crd_resources(crd)?;
+    for resource in &mut resources {
+        let Some(schema) = resource.schema.as_deref() else {
+            continue;
+        };
+        match super::schema_patterns::compile(schema, "") {
+            Ok(patterns) => resource.patterns = std::sync::Arc::new(patterns),
+            // An accepted CRD's patterns compile (its validation compiled them): one
+            // stored before that check serves a version whose patterns match nothing.
+            Err(causes) => tracing::warn!(
+                group = %resource.group,
+                version = %resource.version,
+                causes = causes.len(),
+                "a served CRD version has schema patterns that do not compile"
+            ),
+        }
     }
     Ok(resources)
 }

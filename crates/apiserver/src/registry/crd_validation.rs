@@ -6,7 +6,9 @@
 //! - a group under `k8s.io` or `kubernetes.io` is protected: it needs the
 //!   `api-approved.kubernetes.io` annotation (a URL, or a reason starting with
 //!   `unapproved`), see <https://github.com/kubernetes/enhancements/pull/1111>;
-//! - versions: unique names, each a DNS-1035 label, and exactly one storage version.
+//! - versions: unique names, each a DNS-1035 label, and exactly one storage version;
+//! - every schema `pattern` compiles (RE2 syntax), within a per-version budget
+//!   (`schema_patterns.rs`).
 //!
 //! Even an approved CRD never shadows a built-in resource: the registry serves built-ins
 //! first ([`Registry::register`](super::Registry::register)).
@@ -44,6 +46,7 @@ pub(crate) fn validate(crd: &Value, old: Option<&Value>) -> Vec<StatusCause> {
         }
     }
     version_causes(spec, &mut causes);
+    causes.extend(super::schema_patterns::causes(spec));
     causes
 }
 

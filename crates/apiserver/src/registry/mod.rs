@@ -20,6 +20,7 @@ pub(crate) mod kinds;
 pub(crate) mod openapi;
 mod resource;
 mod schema_formats;
+pub(crate) mod schema_patterns;
 pub(crate) mod store;
 pub(crate) mod strategy;
 mod structural_schema;
@@ -33,7 +34,9 @@ use std::sync::{Arc, RwLock};
 
 pub(crate) use builtin::ALL_VERBS;
 pub(crate) use builtin_types::{BuiltinType, WithType, builtin_type};
-pub(crate) use crd::{CRD_CLEANUP_FINALIZER, crd_resources, crd_status, set_terminating};
+pub(crate) use crd::{
+    CRD_CLEANUP_FINALIZER, crd_resources, crd_served_resources, crd_status, set_terminating,
+};
 pub(crate) use crd_validation::validate as validate_crd;
 pub(crate) use resource::{
     FOREGROUND_DELETION, FieldSelectors, ORPHAN, Propagation, ResourceDef, Special,

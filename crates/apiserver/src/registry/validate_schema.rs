@@ -22,6 +22,7 @@ use serde_json::Value;
 use super::schema_formats;
 use super::store::StoreResult;
 use crate::registry::ResourceDef;
+use crate::registry::schema_patterns::CompiledPatterns;
 
 /// Stop collecting after this many causes (a huge invalid object must not make a huge
 /// answer).
@@ -49,7 +50,7 @@ pub(crate) fn check_schema(resource: &ResourceDef, object: &Value) -> StoreResul
             continue;
         }
         if let Some(property) = properties.get(key) {
-            validate(property, value, key, &mut causes);
+            validate(&resource.patterns, property, value, key, &mut causes);
         }
     }
     if let Some(scale) = &resource.scale {
@@ -153,7 +154,13 @@ fn count(schema: &Value, key: &str) -> Option<usize> {
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-fn validate(schema: &Value, value: &Value, path: &str, causes: &mut Vec<StatusCause>) {
+fn validate(
+    patterns: &CompiledPatterns,
+    schema: &Value,
+    value: &Value,
+    path: &str,
+    causes: &mut Vec<StatusCause>,
+) {
     if causes.len() >= MAX_CAUSES {
         return;
     }
@@ -234,7 +241,7 @@ fn validate(schema: &Value, value: &Value, path: &str, causes: &mut Vec<StatusCa
                 );
             }
             if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
-                && !matches_pattern(pattern, s)
+                && !patterns.is_match(pattern, s)
             {
                 invalid(
                     causes,
@@ -277,7 +284,13 @@ fn validate(schema: &Value, value: &Value, path: &str, causes: &mut Vec<StatusCa
             }
             if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
                 for (index, item) in items.iter().enumerate() {
-                    validate(item_schema, item, &format!("{path}[{index}]"), causes);
+                    validate(
+                        patterns,
+                        item_schema,
+                        item,
+                        &format!("{path}[{index}]"),
+                        causes,
+                    );
                 }
             }
         }
@@ -287,9 +300,9 @@ fn validate(schema: &Value, value: &Value, path: &str, causes: &mut Vec<StatusCa
             for (key, field) in fields {
                 let child = format!("{path}.{key}");
                 if let Some(property) = properties.and_then(|p| p.get(key)) {
-                    validate(property, field, &child, causes);
+                    validate(patterns, property, field, &child, causes);
                 } else if let Some(additional) = additional {
-                    validate(additional, field, &child, causes);
+                    validate(patterns, additional, field, &child, causes);
                 }
             }
             for required in required_of(schema) {
@@ -304,18 +317,29 @@ fn validate(schema: &Value, value: &Value, path: &str, causes: &mut Vec<StatusCa
         }
         Value::Null | Value::Bool(_) => {}
     }
-    check_junctors(schema, value, path, causes);
+    check_junctors(patterns, schema, value, path, causes);
 }
 
 /// The causes `schema` finds in `value`, apart.
-fn causes_under(schema: &Value, value: &Value, path: &str) -> Vec<StatusCause> {
+fn causes_under(
+    patterns: &CompiledPatterns,
+    schema: &Value,
+    value: &Value,
+    path: &str,
+) -> Vec<StatusCause> {
     let mut causes = Vec::new();
-    validate(schema, value, path, &mut causes);
+    validate(patterns, schema, value, path, &mut causes);
     causes
 }
 
 /// `allOf`, `anyOf`, `oneOf` and `not`.
-fn check_junctors(schema: &Value, value: &Value, path: &str, causes: &mut Vec<StatusCause>) {
+fn check_junctors(
+    patterns: &CompiledPatterns,
+    schema: &Value,
+    value: &Value,
+    path: &str,
+    causes: &mut Vec<StatusCause>,
+) {
     let junctor = |message: String| {
         StatusCause::new(
             "FieldValueInvalid",
@@ -330,7 +354,7 @@ fn check_junctors(schema: &Value, value: &Value, path: &str, causes: &mut Vec<St
             .map(|schemas| {
                 schemas
                     .iter()
-                    .map(|s| causes_under(s, value, path))
+                    .map(|s| causes_under(patterns, s, value, path))
                     .collect::<Vec<_>>()
             })
             .unwrap_or_default()
@@ -371,41 +395,11 @@ fn check_junctors(schema: &Value, value: &Value, path: &str, causes: &mut Vec<St
         }
     }
     if let Some(negated) = schema.get("not").filter(|s| s.is_object())
-        && causes_under(negated, value, path).is_empty()
+        && causes_under(patterns, negated, value, path).is_empty()
     {
         causes.push(junctor("must not validate the schema (not)".to_owned()));
     }
 }
-
-/// Whether `text` matches the schema's `pattern` (Go's RE2 syntax, which the `regex` crate
-/// shares). A pattern that does not compile (kube-apiserver rejects it in the CRD) or
-/// would compile too large matches everything.
-/// Compiled patterns are kept (up to [`MAX_CACHED_PATTERNS`]), so a list of strings under
-/// one schema compiles its pattern once.
-fn matches_pattern(pattern: &str, text: &str) -> bool {
-    static COMPILED: std::sync::LazyLock<
-        std::sync::Mutex<std::collections::HashMap<String, Option<regex::Regex>>>,
-    > = std::sync::LazyLock::new(Default::default);
-    let regex = {
-        let mut compiled = crate::sync::lock(&COMPILED);
-        if compiled.len() >= MAX_CACHED_PATTERNS && !compiled.contains_key(pattern) {
-            compiled.clear();
-        }
-        compiled
-            .entry(pattern.to_owned())
-            .or_insert_with(|| {
-                regex::RegexBuilder::new(pattern)
-                    .size_limit(1 << 20)
-                    .build()
-                    .ok()
-            })
-            .clone()
-    };
-    regex.is_none_or(|re| re.is_match(text))
-}
-
-/// How many compiled `pattern`s are kept at most.
-const MAX_CACHED_PATTERNS: usize = 256;
 
 fn check_number(schema: &Value, n: f64, value: &Value, path: &str, causes: &mut Vec<StatusCause>) {
     let flag = |key| schema.get(key).and_then(Value::as_bool) == Some(true);
@@ -464,7 +458,8 @@ mod tests {
 
     fn causes_of(schema: Value, value: Value) -> Vec<(String, String, String)> {
         let mut causes = Vec::new();
-        validate(&schema, &value, "spec", &mut causes);
+        let patterns = crate::registry::schema_patterns::compile(&schema, "").unwrap_or_default();
+        validate(&patterns, &schema, &value, "spec", &mut causes);
         causes
             .into_iter()
             .map(|c| (c.reason, c.field, c.message))

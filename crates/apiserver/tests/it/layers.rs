@@ -18,6 +18,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("faults", Layer::Leaf),
     ("tls", Layer::Leaf),
     ("pod_logs", Layer::Leaf),
+    ("yaml_body", Layer::Leaf),
     ("registry", Layer::Registry),
     ("state", Layer::Context),
     ("sessions", Layer::Context),

@@ -16,6 +16,7 @@
 //! - `limits`: request body size, header read timeout, watch backlog.
 //! - `malformed_input`: bad query parameters, failing JSON patches, undecodable objects
 //!   and invalid labels get 4xx, not a panic.
+//! - `input_costs`: YAML alias bombs and huge list-map applies (issue 24).
 //! - `validation_gaps`: validation that used to do nothing (issue 24).
 //! - `watch`: watch streams: resume, 410, bookmarks, watch-list, selectors.
 //! - `kubectl`: the real kubectl 1.33 drives the server.
@@ -41,6 +42,7 @@ mod http_discovery;
 mod http_reads;
 mod http_writes;
 mod immutability;
+mod input_costs;
 mod kubeconfig_file;
 mod kubectl;
 mod kubectl_cluster;

@@ -469,11 +469,12 @@ pub(crate) fn apply(
     // 1. Conflicts: fields the config changes that somebody else owns.
     let mut changing = FieldSet::new();
     let mut found: Vec<(String, &[PathElement], Conflict)> = Vec::new();
+    let mut in_live = Resolver::new(live);
     for path in applied_set.iter() {
         let Some((kind, value)) = config_nodes.get(path) else {
             continue;
         };
-        if !changes_live(*kind, value, resolve(live, path)) {
+        if !changes_live(*kind, value, in_live.resolve(path)) {
             continue;
         }
         changing.insert(path.to_vec());
@@ -521,13 +522,9 @@ pub(crate) fn apply(
             doomed.push(path);
         }
     }
-    // Reverse order removes later list items and deeper paths first, so the remaining
-    // paths (notably `i:` positions) still point where they did.
-    for path in doomed.iter().rev() {
-        if remove_path(&mut pruned, path) {
-            remove_emptied_parents(&mut pruned, path, &applied_set, &owned_by_others);
-        }
-    }
+    // Later list items and deeper paths go first, so the remaining paths (notably `i:`
+    // positions) still point where they did.
+    remove_paths(&mut pruned, &doomed, &applied_set, &owned_by_others);
 
     // 3. Merge and record.
     let mut result = merge(&pruned, &config);
@@ -628,11 +625,11 @@ fn normalize(entries: Vec<ManagedFieldsEntry>) -> Vec<ManagedFieldsEntry> {
 /// Drops in-scope paths that no longer exist in `obj` from every entry, then writes the
 /// entries. This keeps ownership honest whatever the caller's merge did.
 fn finish(obj: &mut Value, mut entries: Vec<ManagedFieldsEntry>, scope: FieldScope) {
-    let snapshot: &Value = obj;
+    let mut snapshot = Resolver::new(obj);
     for entry in &mut entries {
         entry
             .fields
-            .retain(|path| !scope.contains(path) || resolve(snapshot, path).is_some());
+            .retain(|path| !scope.contains(path) || snapshot.resolve(path).is_some());
     }
     write_managed_fields(obj, entries);
 }

@@ -817,3 +817,75 @@ fn atomic_structs_are_owned_whole() {
         "Apply failed with 1 conflict: conflict with \"kubectl\" using v1: .spec.selector"
     );
 }
+
+/// Applies of a list-map, a second manager taking some items, and a re-apply that drops
+/// and changes items give the same outcome for 4 items (the scanned path) and 600 (the
+/// indexed one), entry for entry, the outcome a reader of the rules expects.
+#[test]
+fn a_list_map_of_many_items_applies_as_a_small_one_does() {
+    for n in [4u32, 600] {
+        let port = |i: u32, host: Option<&str>| match host {
+            Some(host) => json!({"containerPort": 1000 + i, "hostPort": host}),
+            None => json!({"containerPort": 1000 + i}),
+        };
+        let container = |ports: Vec<Value>| deployment(json!([{"name": "main", "ports": ports}]));
+        let alice_first = container((0..n).map(|i| port(i, Some("v"))).collect());
+        let live = apply_ok(None, &alice_first, "alice", T1);
+        let bob: Vec<Value> = (0..n).step_by(3).map(|i| port(i, Some("b"))).collect();
+        let live = match apply(Some(&live), &container(bob), true, &ctx("bob", T2), &merge) {
+            Ok(result) => result,
+            Err(conflicts) => panic!("forced: {}", conflicts.message()),
+        };
+        // Alice drops every 4th port, changes every 5th, and leaves bob's values alone.
+        let kept = |i: &u32| !i.is_multiple_of(4);
+        let alice_again = container(
+            (0..n)
+                .filter(kept)
+                .map(|i| match (i % 3, i % 5) {
+                    (0, _) => port(i, None),
+                    (_, 0) => port(i, Some("w")),
+                    _ => port(i, Some("v")),
+                })
+                .collect(),
+        );
+        let result = apply_ok(Some(&live), &alice_again, "alice", T3);
+
+        let expected_ports: Vec<Value> = (0..n)
+            .filter(|i| kept(i) || i % 3 == 0)
+            .map(|i| match (i % 3, i % 5) {
+                (0, _) => port(i, Some("b")),
+                (_, 0) => port(i, Some("w")),
+                _ => port(i, Some("v")),
+            })
+            .collect();
+        assert_eq!(
+            result["spec"]["template"]["spec"]["containers"][0]["ports"],
+            Value::Array(expected_ports),
+            "{n} items"
+        );
+        let under = ".spec.template.spec.containers[name=\"main\"]";
+        let item = |i: u32| format!("{under}.ports[containerPort={}]", 1000 + i);
+        let mut alice: Vec<String> = vec![under.to_owned(), format!("{under}.name")];
+        for i in (0..n).filter(kept) {
+            alice.push(item(i));
+            alice.push(format!("{}.containerPort", item(i)));
+            if i % 3 != 0 {
+                alice.push(format!("{}.hostPort", item(i)));
+            }
+        }
+        let mut bob: Vec<String> = vec![under.to_owned(), format!("{under}.name")];
+        for i in (0..n).step_by(3) {
+            bob.extend([
+                item(i),
+                format!("{}.containerPort", item(i)),
+                format!("{}.hostPort", item(i)),
+            ]);
+        }
+        for (manager, mut expected) in [("alice", alice), ("bob", bob)] {
+            let mut owned = owned_by(&result, manager, Operation::Apply);
+            owned.sort();
+            expected.sort();
+            assert_eq!(owned, expected, "{manager}, {n} items");
+        }
+    }
+}

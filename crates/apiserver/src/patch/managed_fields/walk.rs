@@ -210,6 +210,7 @@ pub(super) fn diff_nodes(
     new_nodes: &NodeMap<'_>,
     scope: FieldScope,
 ) -> (FieldSet, FieldSet) {
+    let mut in_old = Resolver::new(old_obj);
     let changed = new_nodes
         .iter()
         .filter(|(path, _)| scope.contains(path))
@@ -219,9 +220,9 @@ pub(super) fn diff_nodes(
             }
             NodeKind::Item => !old_nodes.contains_key(*path),
             // An object is owned as a node only by the write that brings it into being.
-            NodeKind::Object => {
-                !resolve(old_obj, path).is_some_and(|old| old.is_object() || old.is_array())
-            }
+            NodeKind::Object => !in_old
+                .resolve(path)
+                .is_some_and(|old| old.is_object() || old.is_array()),
         })
         .map(|(path, _)| path.clone())
         .collect();

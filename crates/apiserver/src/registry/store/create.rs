@@ -196,7 +196,7 @@ impl GenericStore<'_> {
     /// update). One whose group and plural name a built-in resource serves nothing: the
     /// built-in stays what is served.
     pub(super) fn register_crd(&self, crd: &Value) {
-        if let Ok(resources) = crd_resources(crd)
+        if let Ok(resources) = crate::registry::crd_served_resources(crd)
             && let Some(first) = resources.first()
         {
             let (group, plural) = (first.group.clone(), first.plural.clone());
