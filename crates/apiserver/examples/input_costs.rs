@@ -14,44 +14,13 @@
 //!   a tenth of the entries, then a strategic merge patch of half of them.
 //! - `yaml-bomb`: `concurrent` billion-laughs YAML bodies posted at once.
 
+mod support;
+
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use kubeclient_apiserver::ApiServer;
 use serde_json::{Value, json};
-
-type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
-
-async fn send(
-    client: &HttpClient,
-    method: &str,
-    url: &str,
-    content_type: &str,
-    body: String,
-) -> (u16, String) {
-    let request = hyper::Request::builder()
-        .method(method)
-        .uri(url)
-        .header("content-type", content_type)
-        .body(Full::new(Bytes::from(body)))
-        .expect("a valid request");
-    match client.request(request).await {
-        Ok(response) => {
-            let status = response.status().as_u16();
-            let body = response
-                .into_body()
-                .collect()
-                .await
-                .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
-                .unwrap_or_default();
-            (status, body)
-        }
-        Err(err) => (0, err.to_string()),
-    }
-}
+use support::{HttpClient, http_client, send_for_text as send};
 
 fn status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -322,7 +291,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let scenario = args.next().unwrap_or_default();
     let numbers: Vec<usize> = args.filter_map(|a| a.parse().ok()).collect();
     let server = ApiServer::start().await?;
-    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let client: HttpClient = http_client();
     let url = server.url().to_owned();
     // Warm up: one request, so the baseline RSS includes the server's own start.
     let _ = send(

@@ -6,38 +6,12 @@
 //! cargo run --release -p kubeclient-apiserver --example patch_storm -- [seconds] [patchers]
 //! ```
 
+mod support;
+
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use kubeclient_apiserver::ApiServer;
-
-type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
-
-async fn send(
-    client: &HttpClient,
-    method: &str,
-    url: &str,
-    content_type: &str,
-    body: String,
-) -> u16 {
-    let request = hyper::Request::builder()
-        .method(method)
-        .uri(url)
-        .header("content-type", content_type)
-        .body(Full::new(Bytes::from(body)))
-        .expect("a valid request");
-    match client.request(request).await {
-        Ok(response) => {
-            let status = response.status().as_u16();
-            let _ = response.into_body().collect().await;
-            status
-        }
-        Err(_) => 0,
-    }
-}
+use support::{HttpClient, http_client, send};
 
 fn rss_mib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -86,7 +60,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seconds: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(20);
     let patchers: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(4);
     let server = ApiServer::start().await?;
-    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let client: HttpClient = http_client();
     let base = format!("{}/api/v1/namespaces/default/configmaps", server.url());
     let data: serde_json::Map<String, serde_json::Value> = (0..200_000)
         .map(|i| {

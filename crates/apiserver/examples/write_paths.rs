@@ -7,39 +7,13 @@
 //! cargo run --release -p kubeclient-apiserver --example write_paths -- [N] [W] [R]
 //! ```
 
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use kubeclient_apiserver::ApiServer;
-
-type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
-
-async fn send(
-    client: &HttpClient,
-    method: &str,
-    url: &str,
-    content_type: &str,
-    body: String,
-) -> u16 {
-    let request = hyper::Request::builder()
-        .method(method)
-        .uri(url)
-        .header("content-type", content_type)
-        .body(Full::new(Bytes::from(body)))
-        .expect("a valid request");
-    match client.request(request).await {
-        Ok(response) => {
-            let status = response.status().as_u16();
-            let _ = response.into_body().collect().await;
-            status
-        }
-        Err(_) => 0,
-    }
-}
+use support::{HttpClient, http_client, send};
 
 fn config_map(i: usize, value: &str) -> String {
     serde_json::json!({
@@ -86,7 +60,7 @@ async fn round(n: usize, writers: usize) -> Vec<(&'static str, f64)> {
         .start()
         .await
         .expect("the server starts");
-    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let client: HttpClient = http_client();
     let base = format!("{}/api/v1/namespaces/default/configmaps", server.url());
     let mut rates = Vec::new();
     let (c, b) = (client.clone(), base.clone());
