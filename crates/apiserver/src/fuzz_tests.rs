@@ -10,11 +10,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::Limits;
 use crate::faults::Faults;
 use crate::registry::Registry;
 use crate::state::{Config, State};
 use crate::storage::Store;
-use crate::{Limits, handlers};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use proptest::prelude::*;
@@ -65,7 +65,7 @@ async fn call(
         .header("content-type", content_type)
         .body(Full::new(Bytes::from(body)))
         .ok()?;
-    let response = handlers::handle(state.clone(), request, None).await;
+    let response = crate::server::respond(state.clone(), request, None).await;
     let status = response.status().as_u16();
     // Watches stream for a long time: take what is there and drop the rest.
     let body = tokio::time::timeout(Duration::from_millis(200), response.into_body().collect())

@@ -8,7 +8,7 @@
 //!
 //! Start here: [`ApiServer`]. Storage is in [`storage`], test faults in [`faults`], helpers
 //! for tests that drive real clients in [`testing`]. The resource table and discovery
-//! (`registry`), request handling (`handlers`), patches (`patch`) and shared state are
+//! (`registry`), request handling (`handlers`), the Pod streams (`streams`), patches (`patch`) and shared state are
 //! private: the server is used over HTTP.
 //!
 //! # Example
@@ -31,11 +31,14 @@ mod handlers;
 mod object;
 mod patch;
 pub mod pod_logs;
+mod query;
 mod registry;
+mod response;
 mod server;
 pub mod sessions;
 mod state;
 pub mod storage;
+mod streams;
 mod sync;
 pub mod testing;
 mod tls;

@@ -19,12 +19,14 @@ use tokio::task::JoinSet;
 use crate::authentication::{DEFAULT_SERVICE_ACCOUNT_ISSUER, UserInfo};
 use crate::controllers::Controllers;
 use crate::faults::Faults;
-use crate::handlers;
+use crate::handlers::{self, Handled};
 use crate::pod_logs::PodLogs;
 use crate::registry::Registry;
+use crate::response::Body;
 use crate::sessions::Sessions;
 use crate::state::{Config, Limits, State};
 use crate::storage::{Store, WatcherLimits};
+use crate::streams;
 use crate::tls::{CertificatePair, TlsError, TlsMaterial};
 
 /// The namespaces every cluster starts with.
@@ -413,6 +415,35 @@ async fn accept_loop(
     connections.abort_all();
 }
 
+/// Serves one request: the endpoints answer it, or route a Pod stream request to the
+/// streams layer (the two never call each other). `client_certificate` is the user of
+/// the client certificate TLS verified, if any.
+pub(crate) async fn respond<B>(
+    state: Arc<State>,
+    request: http::Request<B>,
+    client_certificate: Option<&UserInfo>,
+) -> http::Response<Body>
+where
+    B: hyper::body::Body + Send,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    match handlers::handle(state.clone(), request, client_certificate).await {
+        Handled::Answer(response) => response,
+        Handled::PodStream {
+            request,
+            namespace,
+            name,
+            subresource,
+        } => streams::serve(&state, request, &namespace, &name, &subresource),
+        Handled::PodLogAppend {
+            request,
+            namespace,
+            name,
+        } => streams::append_log(&state, request, &namespace, &name).await,
+    }
+}
+
 async fn serve_connection<I>(io: TokioIo<I>, state: Arc<State>, user: Option<UserInfo>)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -421,7 +452,7 @@ where
     let service = service_fn(move |request| {
         let state = state.clone();
         let user = user.clone();
-        async move { Ok::<_, Infallible>(handlers::handle(state, request, user.as_ref()).await) }
+        async move { Ok::<_, Infallible>(respond(state, request, user.as_ref()).await) }
     });
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     // Headers must arrive within the timeout (it also closes idle keep-alive

@@ -15,10 +15,10 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::Call;
-use super::response::{HandlerResult, fail};
 use crate::registry::store::Decoding;
 use crate::registry::validate::relaxed_quantities;
 use crate::registry::{BuiltinType, ResourceDef, WithType, builtin_type};
+use crate::response::{HandlerResult, fail};
 
 /// The `fieldValidation` directive of a write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,25 +1,14 @@
 //! HTTP request handling: routing, authentication, content negotiation, and one module
 //! per group of verbs.
 
-mod builtin_commands;
-mod exec;
 mod field_validation;
-mod logs;
 mod negotiate;
 mod object;
-mod pod_target;
-mod port_forward;
-mod port_forward_spdy;
-mod port_forward_streams;
 mod printers;
-mod query;
 mod read;
-mod response;
 mod route;
-mod spdy;
 mod table;
 mod watch;
-mod websocket;
 mod write;
 
 use std::sync::Arc;
@@ -35,11 +24,11 @@ use serde_json::json;
 use crate::authentication::{self, UserInfo};
 use crate::faults::Fault;
 use crate::object::store_key;
+use crate::query;
 use crate::registry::{ResourceDef, Special, discovery, openapi};
+use crate::response::{self, Body, HandlerResult, json, status_response, text};
 use crate::state::State;
 use negotiate::Encoding;
-pub(crate) use response::Body;
-use response::{HandlerResult, json, status_response, text};
 use route::{ResourcePath, Route, route};
 
 /// What a resource handler needs from the request, read once.
@@ -78,13 +67,40 @@ pub(crate) fn live_uid(state: &State) -> impl Fn(&str, &str, &str) -> Option<Str
     }
 }
 
+/// What the endpoints make of a request: their answer, or a Pod stream request for the
+/// streams layer (`crate::streams`, the kubelet's part), authenticated, routed and past the
+/// test faults. The server hands it over; the endpoints never call the streams.
+pub(crate) enum Handled<B> {
+    /// The endpoints' answer.
+    Answer(Response<Body>),
+    /// `.../namespaces/{namespace}/pods/{name}/{log,exec,attach,portforward}`.
+    PodStream {
+        request: Request<B>,
+        namespace: String,
+        name: String,
+        subresource: String,
+    },
+    /// `POST /_kubeclient/pods/{namespace}/{name}/log` (admin): log lines to append.
+    PodLogAppend {
+        request: Request<B>,
+        namespace: String,
+        name: String,
+    },
+}
+
+impl<B> From<Response<Body>> for Handled<B> {
+    fn from(response: Response<Body>) -> Self {
+        Handled::Answer(response)
+    }
+}
+
 /// Serves one request. `client_certificate` is the user of the client certificate TLS
 /// verified against the server's CA, if any.
 pub(crate) async fn handle<B>(
     state: Arc<State>,
     mut request: Request<B>,
     client_certificate: Option<&UserInfo>,
-) -> Response<Body>
+) -> Handled<B>
 where
     B: hyper::body::Body + Send,
     B::Data: Send,
@@ -120,10 +136,29 @@ where
             request.extensions_mut().insert(user);
         }
         None if !public => {
-            return status_response(&Status::failure(StatusReason::Unauthorized, "Unauthorized"));
+            return status_response(&Status::failure(StatusReason::Unauthorized, "Unauthorized"))
+                .into();
         }
         None => {}
     }
+    if let Route::Admin(action) = &route
+        && state.config.admin_enabled
+        && let Some((namespace, name)) = pod_log_path(action)
+    {
+        return Handled::PodLogAppend {
+            request,
+            namespace,
+            name,
+        };
+    }
+    if let Route::Resource(path) = route {
+        return resource_request(state, request, path).await;
+    }
+    answer(&state, &request, route).into()
+}
+
+/// The answer to a request for anything but a resource.
+fn answer<B>(state: &State, request: &Request<B>, route: Route) -> Response<Body> {
     let registry = &state.registry;
     match route {
         Route::Root => json(
@@ -141,12 +176,12 @@ where
         ),
         Route::Health => text(StatusCode::OK, "ok"),
         Route::CoreVersions | Route::GroupList
-            if discovery::wants_aggregated(header_str(&request, http::header::ACCEPT)) =>
+            if discovery::wants_aggregated(header_str(request, http::header::ACCEPT)) =>
         {
             aggregated_discovery(
                 registry,
                 matches!(route, Route::CoreVersions),
-                header_str(&request, http::header::IF_NONE_MATCH),
+                header_str(request, http::header::IF_NONE_MATCH),
             )
         }
         Route::CoreVersions => json(
@@ -171,22 +206,13 @@ where
             Some(document) => json(StatusCode::OK, &document),
             None => not_found_text(),
         },
-        Route::Admin(action) if state.config.admin_enabled && pod_log_path(&action).is_some() => {
-            let (namespace, name) = pod_log_path(&action).unwrap_or_default();
-            logs::admin_append(&state, request, &namespace, &name)
-                .await
-                .unwrap_or_else(|status| status_response(&status))
-        }
         Route::Admin(action) if state.config.admin_enabled => {
             match admin_count(query::Query::parse(request.uri().query()).get("count")) {
-                Ok(count) => admin(&state, request.method(), &action, count),
+                Ok(count) => admin(state, request.method(), &action, count),
                 Err(status) => status_response(&status),
             }
         }
-        Route::Resource(path) => match resource_request(state, request, path).await {
-            Ok(response) | Err(response) => response,
-        },
-        Route::UnknownUnderApi => not_found_status(),
+        Route::UnknownUnderApi | Route::Resource(_) => not_found_status(),
         Route::Group(_) | Route::ResourceList { .. } | Route::Admin(_) | Route::Unknown => {
             not_found_text()
         }
@@ -321,7 +347,7 @@ async fn resource_request<B>(
     state: Arc<State>,
     request: Request<B>,
     path: ResourcePath,
-) -> Result<Response<Body>, Response<Body>>
+) -> Handled<B>
 where
     B: hyper::body::Body + Send,
     B::Data: Send,
@@ -331,11 +357,12 @@ where
         .registry
         .lookup(&path.group, &path.version, &path.resource)
     else {
-        return Err(if state.registry.serves(&path.group, Some(&path.version)) {
+        return if state.registry.serves(&path.group, Some(&path.version)) {
             not_found_status()
         } else {
             not_found_text()
-        });
+        }
+        .into();
     };
     if (path.namespace.is_some() && !resource.namespaced)
         || path
@@ -343,7 +370,7 @@ where
             .as_deref()
             .is_some_and(|sub| !serves_subresource(&resource, sub))
     {
-        return Err(not_found_status());
+        return not_found_status().into();
     }
     let mut request = request;
     if let Some(accept) = request
@@ -379,13 +406,12 @@ where
         .for_user_agent(user_agent)
         .or_else(|| state.faults.take())
     {
-        return Err(
-            if is_watch && fault == Fault::Expired && *request.method() == Method::GET {
-                watch::error_stream(fault.status())
-            } else {
-                status_response(&fault.status())
-            },
-        );
+        return if is_watch && fault == Fault::Expired && *request.method() == Method::GET {
+            watch::error_stream(fault.status())
+        } else {
+            status_response(&fault.status())
+        }
+        .into();
     }
     let delay = state.faults.delay();
     if !delay.is_zero() {
@@ -396,21 +422,22 @@ where
         path.namespace.as_deref(),
         path.name.as_deref(),
         path.subresource.as_deref(),
-    ) {
-        let answer = match subresource {
-            "log" => logs::get(&state, &request, namespace, name),
-            "exec" => exec::handle(&state, request, namespace, name, exec::Kind::Exec),
-            "attach" => exec::handle(&state, request, namespace, name, exec::Kind::Attach),
-            "portforward" if port_forward_spdy::is_spdy_upgrade(&request) => {
-                port_forward_spdy::handle(&state, request, namespace, name)
-            }
-            "portforward" => port_forward::handle(&state, request, namespace, name),
-            _ => return resource_call(state, request, routed).await,
+    ) && POD_STREAMS.contains(&subresource)
+    {
+        return Handled::PodStream {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            subresource: subresource.to_owned(),
+            request,
         };
-        return answer.map_err(|status| status_response(&status));
     }
-    resource_call(state, request, routed).await
+    match resource_call(state, request, routed).await {
+        Ok(response) | Err(response) => response.into(),
+    }
 }
+
+/// The Pod subresources the streams layer serves (the kubelet's part).
+const POD_STREAMS: &[&str] = &["log", "exec", "attach", "portforward"];
 
 /// What routing found for a resource request.
 struct Routed {

@@ -11,8 +11,8 @@ use kubeclient_machinery::{
 use serde_json::Value;
 
 use super::Call;
-use super::response::{HandlerResult, fail};
 use crate::registry::{FieldSelectors, event_versions};
+use crate::response::{HandlerResult, fail};
 use crate::storage::StoredObject;
 
 pub(crate) use crate::object::{label_selector, meta_str, metadata_mut, now, store_key};

@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 use super::Call;
 use super::negotiate::{Output, Target};
 use super::object::store_key;
-use super::response::{Body, HandlerResult, fail, json, json_bytes};
 use super::table::{self, IncludeObject};
 use crate::registry::version_conversion;
+use crate::response::{Body, HandlerResult, fail, json, json_bytes};
 use crate::storage::{ListRequest, StorageError, StoredObject};
 
 /// How long a list waits for a resourceVersion newer than the store (as the watch cache does).

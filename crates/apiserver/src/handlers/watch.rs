@@ -15,10 +15,10 @@ use super::Call;
 use super::negotiate::{Encoding, Output, Target};
 use super::object::ObjectFilter;
 use super::read::{list_options_invalid, parse_rv};
-use super::response::{Body, HandlerResult, fail, streaming, with_body};
 use super::table::{self, IncludeObject};
 use crate::registry::ResourceDef;
 use crate::registry::version_conversion;
+use crate::response::{Body, HandlerResult, fail, streaming, with_body};
 use crate::state::State;
 use crate::storage::{
     Change, ChangeKind, StorageError, StoredObject, WatchFrom, WatchSubscription, event_line,

@@ -1,9 +1,10 @@
 //! The import rule of the server's layers (docs/ARCHITECTURE.md, "Inside the embedded
 //! server"): every `crate::<module>` path in `src/**/*.rs` must point to a layer its
 //! file's layer may use. Leaves import nothing of the crate (but the lock helpers); the
-//! registry imports only leaves; the context (`state`, `sessions`) the registry and
-//! leaves; endpoints the context, the registry and leaves; controllers and bootstrap the
-//! registry and leaves, never each other; only the server wires them all.
+//! registry imports only leaves; the context (`state`, `sessions`, `response`, `query`)
+//! the registry and leaves; endpoints and streams the context, the registry and leaves,
+//! never each other; controllers and bootstrap the registry and leaves, never each other;
+//! only the server wires them all.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,10 @@ const LAYERS: &[(&str, Layer)] = &[
     ("registry", Layer::Registry),
     ("state", Layer::Context),
     ("sessions", Layer::Context),
+    ("response", Layer::Context),
+    ("query", Layer::Context),
     ("handlers", Layer::Endpoints),
+    ("streams", Layer::Streams),
     ("controllers", Layer::Controllers),
     ("bootstrap", Layer::Bootstrap),
     ("server", Layer::Server),
@@ -44,6 +48,8 @@ enum Layer {
     Registry,
     Context,
     Endpoints,
+    /// The Pod streams (the kubelet's part), beside the endpoints.
+    Streams,
     Controllers,
     Bootstrap,
     Server,
@@ -57,7 +63,7 @@ impl Layer {
             Base | Leaf => to == Base,
             Registry => matches!(to, Base | Leaf),
             Context => matches!(to, Base | Leaf | Registry),
-            Endpoints => matches!(to, Base | Leaf | Registry | Context),
+            Endpoints | Streams => matches!(to, Base | Leaf | Registry | Context),
             Controllers | Bootstrap => matches!(to, Base | Leaf | Registry),
             Server => true,
         }
@@ -211,5 +217,8 @@ fn the_import_scan_sees_every_form_of_crate_path() {
     assert!(Layer::Controllers.may_import(Layer::Registry));
     assert!(!Layer::Controllers.may_import(Layer::Bootstrap));
     assert!(!Layer::Registry.may_import(Layer::Endpoints));
+    assert!(!Layer::Endpoints.may_import(Layer::Streams));
+    assert!(!Layer::Streams.may_import(Layer::Endpoints));
+    assert!(Layer::Streams.may_import(Layer::Context));
     assert!(!Layer::Leaf.may_import(Layer::Leaf));
 }

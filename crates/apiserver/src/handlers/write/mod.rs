@@ -34,7 +34,6 @@ use serde_json::{Map, Value, json};
 
 use super::Call;
 use super::object::{dry_run_value, meta_str, metadata_mut, now, store_key};
-use super::response::{Body, HandlerResult, fail, json, json_bytes, with_warnings};
 use crate::patch::managed_fields;
 use crate::patch::strategic_merge::{builtin_list_strategy, strategic_merge};
 use crate::registry::store::{
@@ -42,6 +41,7 @@ use crate::registry::store::{
     conflict, invalid, with_write_context,
 };
 use crate::registry::version_conversion;
+use crate::response::{Body, HandlerResult, fail, json, json_bytes, with_warnings};
 use crate::storage::StoredObject;
 
 /// The most JSON patch operations one request may carry.

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use kubeclient_machinery::{GroupResource, Status};
 use serde_json::Value;
 
-use super::object::store_key;
-use super::response::{HandlerResult, fail};
+use crate::object::store_key;
+use crate::response::{HandlerResult, fail};
 use crate::state::State;
 use crate::storage::StoredObject;
 

@@ -29,8 +29,8 @@ use tokio::task::JoinSet;
 use super::pod_target::{find_pod, require_host};
 use super::port_forward::port_target;
 use super::port_forward_streams::{Complete, Delivery, Kind, Opened, Streams};
-use super::response::{Body, HandlerResult, fail, full};
 use super::spdy::{self, Frame, FrameReader, HeaderDecoder, HeaderEncoder};
+use crate::response::{Body, HandlerResult, fail, full};
 use crate::sessions::stopped;
 use crate::state::State;
 

@@ -27,8 +27,8 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::builtin_commands::{self, BUILTIN_COMMANDS, NotFound, Output, Stdio};
 use super::pod_target::{PodTarget, require_host, resolve};
-use super::response::{Body, HandlerResult, fail};
 use super::websocket::{self, ChannelWriter, Incoming};
+use crate::response::{Body, HandlerResult, fail};
 use crate::sessions::stopped;
 use crate::state::State;
 

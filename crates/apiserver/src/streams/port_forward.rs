@@ -28,8 +28,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::pod_target::{PodTarget, find_pod, require_host};
-use super::response::{Body, HandlerResult, fail};
 use super::websocket::{self, ChannelWriter, Incoming, MAX_OUTGOING_CHUNK};
+use crate::response::{Body, HandlerResult, fail};
 use crate::sessions::stopped;
 use crate::state::State;
 

@@ -20,9 +20,9 @@ use kubeclient_machinery::{Status, StatusCause, StatusReason};
 use tokio::sync::mpsc;
 
 use super::pod_target::{PodTarget, find_pod, node_name, resolve};
-use super::query::Query;
-use super::response::{self, Body, HandlerResult, fail, json};
 use crate::pod_logs::LogLine;
+use crate::query::Query;
+use crate::response::{self, Body, HandlerResult, fail, json};
 use crate::sessions::stopped;
 use crate::state::State;
 

@@ -27,7 +27,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 
-use super::response::{Body, HandlerResult, fail, full};
+use crate::response::{Body, HandlerResult, fail, full};
 
 /// An upgraded connection speaking WebSocket.
 pub(crate) type Socket = WebSocketStream<TokioIo<Upgraded>>;
