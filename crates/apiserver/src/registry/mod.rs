@@ -1,9 +1,10 @@
 //! The registry: which resources are served (built-ins plus those defined by
 //! CustomResourceDefinitions), the generic store every write goes through ([`store`]),
-//! one [`Strategy`](strategy::Strategy) per kind ([`kinds`]) and the rules still kept by
-//! aspect (defaults, immutable fields, kind rules, validation), custom resource schemas
-//! and version conversion, the allocators, and the discovery and
-//! OpenAPI documents describing the resources. No HTTP here: the endpoints parse a
+//! one [`Strategy`](strategy::Strategy) per kind or family ([`kinds`]: defaults,
+//! validation, immutable fields, create-on-update, deletion, garbage collection), the
+//! pieces they share (`defaults`, `workloads`, `validate`, `immutable`), custom resource
+//! schemas and version conversion, the allocators, and the discovery and OpenAPI
+//! documents describing the resources. No HTTP here: the endpoints parse a
 //! request, call the store, and encode what it returns.
 
 mod allocators;
@@ -15,7 +16,6 @@ pub(crate) mod defaults;
 pub(crate) mod discovery;
 pub(crate) mod event_versions;
 mod immutable;
-mod kind_rules;
 pub(crate) mod kinds;
 pub(crate) mod openapi;
 mod resource;

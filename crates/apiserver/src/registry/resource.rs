@@ -139,66 +139,7 @@ impl ResourceDef {
     pub(crate) fn api_version(&self) -> String {
         self.api.api_version.clone()
     }
-
-    /// Whether a DELETE that removes an object at once answers with the object rather
-    /// than a `Status` (the registry's `ReturnDeletedObject`): the built-ins whose
-    /// Kubernetes storage sets it. Custom resources answer a Status, as a real
-    /// kube-apiserver's do (v1.20 and current ones; kube-rs's tests rely on it).
-    pub(crate) fn returns_deleted_object(&self) -> bool {
-        self.builtin
-            && self.group.is_empty()
-            && RETURNS_DELETED_OBJECT.contains(&self.plural.as_str())
-    }
-
-    /// Whether a PUT of a missing object creates it (the strategy's
-    /// `AllowCreateOnUpdate`): Events, Endpoints, LimitRanges, Leases and the RBAC kinds.
-    pub(crate) fn allows_create_on_update(&self) -> bool {
-        matches!(
-            (self.group.as_str(), self.plural.as_str()),
-            ("", "events" | "endpoints" | "limitranges")
-                | ("events.k8s.io", "events")
-                | ("coordination.k8s.io", "leases")
-                | (
-                    "rbac.authorization.k8s.io",
-                    "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings"
-                )
-        )
-    }
-
-    /// Whether a PUT may leave out `metadata.resourceVersion` (the strategy's
-    /// `AllowUnconditionalUpdate`): built-ins but Leases; never custom resources.
-    pub(crate) fn allows_unconditional_update(&self) -> bool {
-        self.builtin && !(self.group == "coordination.k8s.io" && self.plural == "leases")
-    }
-
-    /// What happens to dependents when a DELETE names no propagation policy (the
-    /// strategy's `DefaultGarbageCollectionPolicy`): `batch/v1` Jobs and core/v1
-    /// ReplicationControllers orphan them, for compatibility; everything else deletes them
-    /// in the background.
-    pub(crate) fn default_propagation(&self) -> Propagation {
-        match (
-            self.group.as_str(),
-            self.version.as_str(),
-            self.plural.as_str(),
-        ) {
-            ("batch", "v1", "jobs") | ("", "v1", "replicationcontrollers") => Propagation::Orphan,
-            _ => Propagation::Background,
-        }
-    }
 }
-
-/// The core/v1 resources whose DELETE returns the deleted object (Kubernetes 1.2x+: the
-/// Service registry moved to the generic store with `ReturnDeletedObject` in 1.22).
-const RETURNS_DELETED_OBJECT: &[&str] = &[
-    "namespaces",
-    "persistentvolumeclaims",
-    "persistentvolumes",
-    "pods",
-    "podtemplates",
-    "resourcequotas",
-    "serviceaccounts",
-    "services",
-];
 
 /// What deleting an owner does to its dependents (`metav1.DeletionPropagation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,30 +1,73 @@
 //! [`Strategy`]: what the generic store does differently for one kind (kube-apiserver's
 //! `rest.RESTCreateStrategy`, `RESTUpdateStrategy` and `RESTDeleteStrategy`, one per kind
 //! in `pkg/registry/<group>/<kind>/strategy.go`). The impls live in `kinds/`, one file
-//! per kind; a kind without one gets the defaults below, which apply the rules still kept
-//! in the tables by aspect (`defaults.rs`, `kind_rules.rs`, `immutable.rs`) until they
-//! move into `kinds/` too.
+//! per kind or family; [`strategy_for`] says which one a resource has, and a kind with
+//! nothing of its own gets the generic behaviour of the trait's defaults.
+//!
+//! ```text
+//! create:  PrepareForCreate -> field check -> Validate -> managedFields -> storage
+//! update:  AllowUnconditionalUpdate -> PrepareForUpdate -> immutable fields -> field check
+//!          -> managedFields -> Validate(Update) -> storage      (a missing object:
+//!          AllowCreateOnUpdate)
+//! delete:  DefaultGarbageCollectionPolicy -> the kind's deletion finalizer and marking
+//!          -> ReturnDeletedObject
+//! ```
 
-use kubeclient_machinery::StatusCause;
+use kubeclient_machinery::{Status, StatusCause};
 use serde_json::{Map, Value};
 
-use super::ResourceDef;
-use super::kinds::pod::PodStrategy;
-use super::kinds::service::ServiceStrategy;
+use super::kinds::{
+    config_map, custom_resource, custom_resource_definition, event, job, namespace,
+    persistent_volume, pod, pod_template, secret, service, service_account, simple, workloads,
+};
+use super::store::{StoreResult, fail};
+use super::{Propagation, ResourceDef};
+use crate::object::meta_str;
 use crate::storage::Store;
+
+/// What a strategy's preparation may use: the storage (for allocations) and the resource
+/// written, in the version the request speaks.
+#[derive(Clone, Copy)]
+pub(crate) struct StrategyContext<'a> {
+    /// The storage (allocators read what is taken).
+    pub(crate) store: &'a Store,
+    /// The resource written.
+    pub(crate) resource: &'a ResourceDef,
+}
 
 /// What the generic store asks a kind. Every method has the generic behaviour as its
 /// default.
 pub(crate) trait Strategy: Sync {
+    /// The store's `BeginCreate`: the kind's checks and server fields of a new object
+    /// before anything else runs on it (a CustomResourceDefinition must define servable
+    /// resources and gets its status).
+    ///
+    /// # Errors
+    ///
+    /// The Status the create fails with.
+    fn begin_create(
+        &self,
+        resource: &ResourceDef,
+        object: &mut Map<String, Value>,
+    ) -> StoreResult<()> {
+        let _ = (resource, object);
+        Ok(())
+    }
+
     /// `PrepareForCreate` with the kind's defaulting: fills in what a new object leaves
-    /// out (`store` for allocations).
-    fn prepare_for_create(&self, store: &Store, object: &mut Map<String, Value>) {
-        let _ = (store, object);
+    /// out (allocations included).
+    fn prepare_for_create(&self, context: StrategyContext<'_>, object: &mut Map<String, Value>) {
+        let _ = (context, object);
     }
 
     /// `PrepareForUpdate` with the kind's defaulting, `current` being the stored object.
-    fn prepare_for_update(&self, store: &Store, object: &mut Map<String, Value>, current: &Value) {
-        let _ = (store, object, current);
+    fn prepare_for_update(
+        &self,
+        context: StrategyContext<'_>,
+        object: &mut Map<String, Value>,
+        current: &Value,
+    ) {
+        let _ = (context, object, current);
     }
 
     /// `Validate` / `ValidateUpdate`: the kind's rules for `object` (over `old` on
@@ -33,16 +76,96 @@ pub(crate) trait Strategy: Sync {
         let _ = (object, old, causes);
     }
 
+    /// The group of the internal type validation runs on, which a 422 names
+    /// (`events.k8s.io` Events are validated as core Events).
+    fn validation_group<'a>(&self, resource: &'a ResourceDef) -> &'a str {
+        &resource.group
+    }
+
     /// The fields an update may not change (the immutability half of `ValidateUpdate`),
     /// as causes of a 422.
     fn immutable_causes(&self, current: &Value, desired: &Value, causes: &mut Vec<StatusCause>) {
         let _ = (current, desired, causes);
     }
 
+    /// Items of `object`'s lists that share a merge key (two containers named alike),
+    /// as causes of a 422: a server-side apply refuses them before merging, which would
+    /// fold them into one.
+    fn duplicate_merge_keys(&self, object: &Value) -> Vec<StatusCause> {
+        let _ = object;
+        Vec::new()
+    }
+
+    /// What the kind does once a generated name is known (a Namespace labels itself with
+    /// it), `metadata` being the new object's.
+    fn name_generated(&self, metadata: &mut Map<String, Value>, name: &str) {
+        let _ = (metadata, name);
+    }
+
+    /// Whether the names of its objects are DNS-1123 labels (Namespaces) rather than
+    /// subdomains.
+    fn names_are_labels(&self) -> bool {
+        false
+    }
+
+    /// Whether a change of the annotations bumps `metadata.generation` (Deployments copy
+    /// theirs to their ReplicaSets).
+    fn annotations_bump_generation(&self) -> bool {
+        false
+    }
+
+    /// `AllowCreateOnUpdate`: whether a PUT of a missing object creates it.
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
+    /// `AllowUnconditionalUpdate`: whether a PUT may leave out
+    /// `metadata.resourceVersion`.
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
+    /// `DefaultGarbageCollectionPolicy`: what happens to dependents when a DELETE of
+    /// `version` names no propagation policy.
+    fn default_garbage_collection_policy(&self, version: &str) -> Propagation {
+        let _ = version;
+        Propagation::Background
+    }
+
+    /// The finalizer a DELETE with `propagation` adds to an object it only marks (the
+    /// propagation policy's, unless the kind has its own deletion).
+    fn deletion_finalizer(&self, propagation: Propagation) -> Option<&'static str> {
+        propagation.finalizer()
+    }
+
+    /// Whether a DELETE always leaves the object marked for a controller to finish
+    /// (a Namespace waits to be emptied).
+    fn deletes_through_controller(&self) -> bool {
+        false
+    }
+
+    /// Whether marking the object for deletion bumps its generation (as a graceful
+    /// deletion does when the kind tracks one).
+    fn deletion_bumps_generation(&self) -> bool {
+        true
+    }
+
+    /// What the kind adds to an object a DELETE marks (a Namespace's `Terminating`
+    /// phase), after `deletionTimestamp` and the finalizer.
+    fn prepare_for_deletion(&self, marked: &mut Map<String, Value>) {
+        let _ = marked;
+    }
+
     /// Whether a DELETE that removes the object at once shows it deleted gracefully (the
     /// strategy's `CheckGracefulDelete`): the answer carries a `deletionTimestamp` and a
     /// grace period of 0, as kube-apiserver's does for a Pod no kubelet holds.
     fn deletes_gracefully(&self) -> bool {
+        false
+    }
+
+    /// `ReturnDeletedObject`: whether a DELETE that removes the object at once answers
+    /// with the object rather than a `Status`.
+    fn return_deleted_object(&self) -> bool {
         false
     }
 
@@ -60,14 +183,83 @@ pub(crate) trait Strategy: Sync {
     }
 }
 
-/// The strategy of a built-in kind that has its own (`None`: the generic rules).
-pub(crate) fn strategy_for(resource: &ResourceDef) -> Option<&'static dyn Strategy> {
+/// A built-in kind with nothing of its own: the trait's defaults.
+pub(crate) struct GenericStrategy;
+
+impl Strategy for GenericStrategy {}
+
+/// The strategy of `resource`: its kind's, a custom resource's, or the generic one.
+pub(crate) fn strategy_for(resource: &ResourceDef) -> &'static dyn Strategy {
     if !resource.builtin {
-        return None;
+        return &custom_resource::CustomResourceStrategy;
     }
     match (resource.group.as_str(), resource.kind.as_str()) {
-        ("", "Pod") => Some(&PodStrategy),
-        ("", "Service") => Some(&ServiceStrategy),
-        _ => None,
+        ("", "Pod") => &pod::PodStrategy,
+        ("", "PodTemplate") => &pod_template::PodTemplateStrategy,
+        ("", "Service") => &service::ServiceStrategy,
+        ("", "ServiceAccount") => &service_account::ServiceAccountStrategy,
+        ("", "Namespace") => &namespace::NamespaceStrategy,
+        ("", "ConfigMap") => &config_map::ConfigMapStrategy,
+        ("", "Secret") => &secret::SecretStrategy,
+        ("", "Event") => &event::EventStrategy,
+        ("events.k8s.io", "Event") => &event::EventsV1Strategy,
+        ("", "PersistentVolumeClaim") => &persistent_volume::PersistentVolumeClaimStrategy,
+        ("", "PersistentVolume") => &persistent_volume::PersistentVolumeStrategy,
+        ("", "ReplicationController") => &workloads::REPLICATION_CONTROLLER,
+        ("apps", "Deployment") => &workloads::DEPLOYMENT,
+        ("apps", "ReplicaSet") => &workloads::REPLICA_SET,
+        ("apps", "StatefulSet") => &workloads::STATEFUL_SET,
+        ("apps", "DaemonSet") => &workloads::DAEMON_SET,
+        ("batch", "Job") => &job::JobStrategy,
+        ("batch", "CronJob") => &job::CronJobStrategy,
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            &custom_resource_definition::CustomResourceDefinitionStrategy
+        }
+        ("", "ResourceQuota") => &simple::RESOURCE_QUOTA,
+        ("", "Endpoints") => &simple::ENDPOINTS,
+        ("", "LimitRange") => &simple::LIMIT_RANGE,
+        ("coordination.k8s.io", "Lease") => &simple::LEASE,
+        (
+            "rbac.authorization.k8s.io",
+            "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding",
+        ) => &simple::RBAC,
+        _ => &GenericStrategy,
     }
+}
+
+/// The `Duplicate value` causes of `strategy`'s validation of `object` (what
+/// [`Strategy::duplicate_merge_keys`] gives for kinds whose lists of containers are
+/// keyed by name).
+pub(crate) fn duplicates(strategy: &dyn Strategy, object: &Value) -> Vec<StatusCause> {
+    let mut causes = Vec::new();
+    strategy.validate(object, None, &mut causes);
+    causes.retain(|cause| cause.reason == "FieldValueDuplicate");
+    causes
+}
+
+/// Runs the kind's `Validate` (`ValidateUpdate` over `old`) on `object`; `update_causes`
+/// (the immutable fields an update changed) follow its own in the answer.
+///
+/// # Errors
+///
+/// 422 Invalid listing every broken rule.
+pub(crate) fn validate(
+    resource: &ResourceDef,
+    object: &Value,
+    old: Option<&Value>,
+    update_causes: Vec<StatusCause>,
+) -> StoreResult<()> {
+    let strategy = strategy_for(resource);
+    let mut causes = Vec::new();
+    strategy.validate(object, old, &mut causes);
+    causes.extend(update_causes);
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(fail(Status::invalid(
+        strategy.validation_group(resource),
+        &resource.kind,
+        meta_str(object, "name"),
+        causes,
+    )))
 }

@@ -1,95 +1,20 @@
-//! Validation of workloads (Deployments, ReplicaSets, StatefulSets, DaemonSets,
-//! ReplicationControllers, Jobs, CronJobs) and Pods, with kube-apiserver's causes, in its
-//! order: the selector (required, well-formed, not empty), the selector matching the
-//! template's labels, the pod template (containers, their names and images) and the
-//! restart policy the workload allows.
+//! The validation pieces workloads (`kinds/workloads.rs`, `kinds/job.rs`) and Pods
+//! (`kinds/pod.rs`) share, with kube-apiserver's causes: selectors (required,
+//! well-formed, not empty, printed as Go prints them), the selector matching the
+//! template's labels, pod templates and specs (containers, their names and images) and
+//! the restart policy a workload allows. Each kind's strategy calls them in
+//! kube-apiserver's order.
 
 use kubeclient_machinery::LabelSelector;
 
 use kubeclient_machinery::StatusCause;
 use serde_json::{Map, Value};
 
-use super::immutable::go_label_selector;
 use crate::object::label_selector;
-
-/// The causes of `object`, a workload or Pod of `group`/`kind`, in kube-apiserver's order.
-pub(crate) fn causes(group: &str, kind: &str, object: &Value) -> Vec<StatusCause> {
-    let mut causes = Vec::new();
-    let spec = object.get("spec").unwrap_or(&Value::Null);
-    match (group, kind) {
-        ("apps", "Deployment" | "ReplicaSet") => {
-            // (kube-apiserver names Deployments in a ReplicaSet's empty-selector message too.)
-            let selector = required_selector(spec, "deployment", &mut causes);
-            if let Some(selector) = selector_or_invalid(spec, selector, &mut causes) {
-                replicated_template(spec, &selector, kind, &mut causes);
-            }
-        }
-        ("apps", "StatefulSet") => {
-            let selector = required_selector(spec, "statefulset", &mut causes);
-            match selector {
-                Ok(selector) => {
-                    // StatefulSets check only the labels of their template (kube-apiserver
-                    // leaves its pod spec to the Pods).
-                    if !selector.is_empty() {
-                        template_labels_match(spec, &selector, &mut causes);
-                    }
-                }
-                Err(()) => causes.push(invalid_selector(spec, "")),
-            }
-            restart_policy_always(spec, kind, &mut causes);
-        }
-        ("apps", "DaemonSet") => {
-            let selector = spec.get("selector").filter(|s| !s.is_null());
-            if let Some(selector) = selector {
-                selector_requirements(selector, &mut causes);
-            }
-            // A DaemonSet's selector must match its template even when absent.
-            if let Ok(parsed) = label_selector(selector) {
-                template_labels_match(spec, &parsed, &mut causes);
-            }
-            if selector.is_some_and(selector_is_empty) {
-                causes.push(empty_selector(spec, "daemonset"));
-            }
-            pod_template(spec.get("template"), "spec.template", &mut causes);
-            restart_policy_always(spec, kind, &mut causes);
-        }
-        ("", "ReplicationController") => {
-            let selector = spec
-                .get("selector")
-                .and_then(Value::as_object)
-                .filter(|s| !s.is_empty());
-            if selector.is_none() {
-                causes.push(required("spec.selector"));
-            }
-            match spec.get("template").filter(|t| !t.is_null()) {
-                None => causes.push(required("spec.template")),
-                Some(_) => {
-                    if let Some(selector) = selector {
-                        let labels = selector
-                            .iter()
-                            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
-                            .collect();
-                        template_labels_match(spec, &LabelSelector::from_set(&labels), &mut causes);
-                    }
-                    pod_template(spec.get("template"), "spec.template", &mut causes);
-                    restart_policy_always(spec, kind, &mut causes);
-                }
-            }
-        }
-        ("batch", "Job") => job_template(spec, "spec", &mut causes),
-        ("batch", "CronJob") => {
-            let job = spec.pointer("/jobTemplate/spec").unwrap_or(&Value::Null);
-            job_template(job, "spec.jobTemplate.spec", &mut causes);
-        }
-        ("", "Pod") => pod_spec(object.get("spec"), "spec", &mut causes),
-        _ => {}
-    }
-    causes
-}
 
 /// `spec.selector`, required and well-formed, with its causes; `Err` when it does not
 /// convert to a selector.
-fn required_selector(
+pub(crate) fn required_selector(
     spec: &Value,
     kind: &str,
     causes: &mut Vec<StatusCause>,
@@ -107,7 +32,7 @@ fn required_selector(
 }
 
 /// The converted selector, or the `invalid label selector` cause.
-fn selector_or_invalid(
+pub(crate) fn selector_or_invalid(
     spec: &Value,
     selector: Result<LabelSelector, ()>,
     causes: &mut Vec<StatusCause>,
@@ -121,7 +46,7 @@ fn selector_or_invalid(
     }
 }
 
-fn invalid_selector(spec: &Value, detail: &str) -> StatusCause {
+pub(crate) fn invalid_selector(spec: &Value, detail: &str) -> StatusCause {
     let selector = go_label_selector(spec.get("selector").unwrap_or(&Value::Null));
     let message = if detail.is_empty() {
         format!("Invalid value: {selector}")
@@ -131,7 +56,7 @@ fn invalid_selector(spec: &Value, detail: &str) -> StatusCause {
     StatusCause::new("FieldValueInvalid", &message, "spec.selector")
 }
 
-fn empty_selector(spec: &Value, kind: &str) -> StatusCause {
+pub(crate) fn empty_selector(spec: &Value, kind: &str) -> StatusCause {
     let selector = go_label_selector(spec.get("selector").unwrap_or(&Value::Null));
     StatusCause::new(
         "FieldValueInvalid",
@@ -140,7 +65,7 @@ fn empty_selector(spec: &Value, kind: &str) -> StatusCause {
     )
 }
 
-fn selector_is_empty(selector: &Value) -> bool {
+pub(crate) fn selector_is_empty(selector: &Value) -> bool {
     let count = |key: &str| {
         selector.get(key).map_or(0, |v| {
             v.as_object().map_or(0, Map::len) + v.as_array().map_or(0, Vec::len)
@@ -150,7 +75,7 @@ fn selector_is_empty(selector: &Value) -> bool {
 }
 
 /// The operators and values of `matchExpressions` (Go's `ValidateLabelSelectorRequirement`).
-fn selector_requirements(selector: &Value, causes: &mut Vec<StatusCause>) {
+pub(crate) fn selector_requirements(selector: &Value, causes: &mut Vec<StatusCause>) {
     let expressions = selector
         .get("matchExpressions")
         .and_then(Value::as_array)
@@ -188,7 +113,7 @@ fn selector_requirements(selector: &Value, causes: &mut Vec<StatusCause>) {
 
 /// A ReplicaSet-like template (Deployments, ReplicaSets): labels selected, a valid pod
 /// template, restart policy `Always`, no active deadline.
-fn replicated_template(
+pub(crate) fn replicated_template(
     spec: &Value,
     selector: &LabelSelector,
     kind: &str,
@@ -202,7 +127,11 @@ fn replicated_template(
 }
 
 /// `selector` matches the template's labels.
-fn template_labels_match(spec: &Value, selector: &LabelSelector, causes: &mut Vec<StatusCause>) {
+pub(crate) fn template_labels_match(
+    spec: &Value,
+    selector: &LabelSelector,
+    causes: &mut Vec<StatusCause>,
+) {
     let labels = spec.pointer("/template/metadata/labels");
     let label = |key: &str| {
         labels
@@ -222,7 +151,7 @@ fn template_labels_match(spec: &Value, selector: &LabelSelector, causes: &mut Ve
 }
 
 /// A string map as Go's `%#v` prints `map[string]string` (`(nil)` when absent).
-fn go_string_map(map: Option<&Value>) -> String {
+pub(crate) fn go_string_map(map: Option<&Value>) -> String {
     match map.and_then(Value::as_object) {
         None => "map[string]string(nil)".to_owned(),
         Some(map) => {
@@ -237,7 +166,7 @@ fn go_string_map(map: Option<&Value>) -> String {
 
 /// Workloads other than Jobs run their Pods with restart policy `Always` and no deadline
 /// (kube-apiserver names ReplicaSets in a Deployment's message).
-fn restart_policy_always(spec: &Value, kind: &str, causes: &mut Vec<StatusCause>) {
+pub(crate) fn restart_policy_always(spec: &Value, kind: &str, causes: &mut Vec<StatusCause>) {
     let Some(pod) = spec.pointer("/template/spec") else {
         return;
     };
@@ -270,7 +199,7 @@ fn restart_policy_always(spec: &Value, kind: &str, causes: &mut Vec<StatusCause>
 }
 
 /// A Job's (or a CronJob's job template's) pod template and restart policy.
-fn job_template(job: &Value, path: &str, causes: &mut Vec<StatusCause>) {
+pub(crate) fn job_template(job: &Value, path: &str, causes: &mut Vec<StatusCause>) {
     let template = format!("{path}.template");
     pod_template(job.get("template"), &template, causes);
     let policy = job
@@ -286,14 +215,14 @@ fn job_template(job: &Value, path: &str, causes: &mut Vec<StatusCause>) {
     }
 }
 
-fn pod_template(template: Option<&Value>, path: &str, causes: &mut Vec<StatusCause>) {
+pub(crate) fn pod_template(template: Option<&Value>, path: &str, causes: &mut Vec<StatusCause>) {
     let spec = template.and_then(|t| t.get("spec"));
     pod_spec(spec, &format!("{path}.spec"), causes);
 }
 
 /// A pod spec's containers: at least one, each with a name and an image; names unique
 /// across init and regular containers (kube-apiserver's `Duplicate value`).
-fn pod_spec(spec: Option<&Value>, path: &str, causes: &mut Vec<StatusCause>) {
+pub(crate) fn pod_spec(spec: Option<&Value>, path: &str, causes: &mut Vec<StatusCause>) {
     let list = |field: &str| {
         spec.and_then(|s| s.get(field))
             .and_then(Value::as_array)
@@ -330,6 +259,70 @@ fn pod_spec(spec: Option<&Value>, path: &str, causes: &mut Vec<StatusCause>) {
 }
 
 /// A `Required value` cause of `field`.
-fn required(field: &str) -> StatusCause {
+pub(crate) fn required(field: &str) -> StatusCause {
     StatusCause::new("FieldValueRequired", "Required value", field)
+}
+
+/// A label selector as Go's `%#v` prints `v1.LabelSelector` (the API server's message).
+pub(crate) fn go_label_selector(selector: &Value) -> String {
+    let quote = |v: &Value| format!("{:?}", v.as_str().unwrap_or(""));
+    let labels = match selector.get("matchLabels").and_then(Value::as_object) {
+        Some(map) if !map.is_empty() => {
+            let pairs: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{k:?}:{}", quote(v)))
+                .collect();
+            format!("map[string]string{{{}}}", pairs.join(", "))
+        }
+        _ => "map[string]string(nil)".to_owned(),
+    };
+    let expressions = match selector.get("matchExpressions").and_then(Value::as_array) {
+        Some(list) if !list.is_empty() => {
+            let items: Vec<String> = list
+                .iter()
+                .map(|e| {
+                    let values: Vec<String> = e
+                        .get("values")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(quote)
+                        .collect();
+                    let values = if values.is_empty() {
+                        "[]string(nil)".to_owned()
+                    } else {
+                        format!("[]string{{{}}}", values.join(", "))
+                    };
+                    format!(
+                        "v1.LabelSelectorRequirement{{Key:{}, Operator:{}, Values:{values}}}",
+                        quote(e.get("key").unwrap_or(&Value::Null)),
+                        quote(e.get("operator").unwrap_or(&Value::Null)),
+                    )
+                })
+                .collect();
+            format!("[]v1.LabelSelectorRequirement{{{}}}", items.join(", "))
+        }
+        _ => "[]v1.LabelSelectorRequirement(nil)".to_owned(),
+    };
+    format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn selectors_print_as_go_does() {
+        let selector = json!({"matchLabels": {"a": "b", "c": "d"}});
+        assert_eq!(
+            go_label_selector(&selector),
+            r#"v1.LabelSelector{MatchLabels:map[string]string{"a":"b", "c":"d"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}"#
+        );
+        let with_expression = json!({"matchLabels": {"a": "b"}, "matchExpressions": [{"key": "c", "operator": "In", "values": ["d"]}]});
+        assert_eq!(
+            go_label_selector(&with_expression),
+            r#"v1.LabelSelector{MatchLabels:map[string]string{"a":"b"}, MatchExpressions:[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:"c", Operator:"In", Values:[]string{"d"}}}}"#
+        );
+    }
 }

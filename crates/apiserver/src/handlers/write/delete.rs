@@ -108,10 +108,12 @@ pub(crate) fn delete(call: &Call) -> HandlerResult<Response<Body>> {
             StatusCode::OK,
             &*version_conversion::served_value(&call.resource, &object),
         )),
-        Deleted::Removed(object) if call.resource.returns_deleted_object() => Ok(json(
-            StatusCode::OK,
-            &*version_conversion::served_value(&call.resource, &object),
-        )),
+        Deleted::Removed(object) if strategy_for(&call.resource).return_deleted_object() => {
+            Ok(json(
+                StatusCode::OK,
+                &*version_conversion::served_value(&call.resource, &object),
+            ))
+        }
         Deleted::Removed(object) => {
             let group_resource = call.group_resource();
             Ok(json(

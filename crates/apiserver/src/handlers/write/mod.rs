@@ -40,6 +40,7 @@ use crate::registry::store::{
     self, Decoding, DeleteOptions, Deleted, Ownership, StoreResult, WriteRequest, WriteResult,
     conflict, invalid, with_write_context,
 };
+use crate::registry::strategy::strategy_for;
 use crate::registry::version_conversion;
 use crate::response::{Body, HandlerResult, fail, json, json_bytes, with_warnings};
 use crate::storage::StoredObject;

@@ -139,14 +139,8 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     // Merging would fold items with the same merge key into one: a configuration naming
     // two containers alike is refused as it stands, as the create would be.
     let applied_value = Value::Object(applied.clone());
-    let duplicates: Vec<StatusCause> = crate::registry::workloads::causes(
-        &call.resource.group,
-        &call.resource.kind,
-        &applied_value,
-    )
-    .into_iter()
-    .filter(|cause| cause.reason == "FieldValueDuplicate")
-    .collect();
+    let duplicates: Vec<StatusCause> =
+        strategy_for(&call.resource).duplicate_merge_keys(&applied_value);
     if !duplicates.is_empty() {
         return Err(fail(Status::invalid(
             &call.resource.group,

@@ -32,7 +32,7 @@ pub(crate) fn update(call: &Call) -> HandlerResult<Response<Body>> {
             call.name()
         ))));
     }
-    if call.subresource().is_none() && call.resource.allows_create_on_update() {
+    if call.subresource().is_none() && strategy_for(&call.resource).allow_create_on_update() {
         let name = call.name();
         let missing = call
             .state

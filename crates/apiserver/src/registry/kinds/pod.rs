@@ -7,24 +7,36 @@ use kubeclient_machinery::StatusCause;
 use serde_json::{Map, Value, json};
 
 use crate::registry::defaults::{DEFAULT_SCHEDULER, child, child_or_insert, pod_spec, set};
-use crate::registry::strategy::Strategy;
+use crate::registry::strategy::{Strategy, StrategyContext, duplicates};
 use crate::registry::workloads;
-use crate::storage::Store;
 
 /// The Pod strategy.
 pub(crate) struct PodStrategy;
 
 impl Strategy for PodStrategy {
-    fn prepare_for_create(&self, _: &Store, object: &mut Map<String, Value>) {
+    fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         defaults(object, true);
     }
 
-    fn prepare_for_update(&self, _: &Store, object: &mut Map<String, Value>, _: &Value) {
+    fn prepare_for_update(
+        &self,
+        _: StrategyContext<'_>,
+        object: &mut Map<String, Value>,
+        _: &Value,
+    ) {
         defaults(object, false);
     }
 
     fn validate(&self, object: &Value, _: Option<&Value>, causes: &mut Vec<StatusCause>) {
-        causes.extend(workloads::causes("", "Pod", object));
+        workloads::pod_spec(object.get("spec"), "spec", causes);
+    }
+
+    fn duplicate_merge_keys(&self, object: &Value) -> Vec<StatusCause> {
+        duplicates(self, object)
+    }
+
+    fn return_deleted_object(&self) -> bool {
+        true
     }
 
     fn deletes_gracefully(&self) -> bool {

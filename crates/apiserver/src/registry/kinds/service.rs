@@ -10,19 +10,28 @@ use serde_json::{Map, Value, json};
 
 use crate::registry::allocators::{allocate_cluster_ip, allocate_node_port, used_node_ports};
 use crate::registry::defaults::{child, child_or_insert, set};
-use crate::registry::strategy::Strategy;
+use crate::registry::strategy::{Strategy, StrategyContext};
 use crate::storage::Store;
 
 /// The Service strategy.
 pub(crate) struct ServiceStrategy;
 
 impl Strategy for ServiceStrategy {
-    fn prepare_for_create(&self, store: &Store, object: &mut Map<String, Value>) {
-        defaults(store, object, None);
+    fn prepare_for_create(&self, context: StrategyContext<'_>, object: &mut Map<String, Value>) {
+        defaults(context.store, object, None);
     }
 
-    fn prepare_for_update(&self, store: &Store, object: &mut Map<String, Value>, current: &Value) {
-        defaults(store, object, Some(current));
+    fn prepare_for_update(
+        &self,
+        context: StrategyContext<'_>,
+        object: &mut Map<String, Value>,
+        current: &Value,
+    ) {
+        defaults(context.store, object, Some(current));
+    }
+
+    fn return_deleted_object(&self) -> bool {
+        true
     }
 
     fn validate(&self, object: &Value, _: Option<&Value>, causes: &mut Vec<StatusCause>) {

@@ -1,7 +1,20 @@
-//! ServiceAccounts: the `default` one every namespace has (created by bootstrap for the
-//! initial namespaces and by the service-account controller for the others).
+//! ServiceAccounts (kube-apiserver's `pkg/registry/core/serviceaccount`): a DELETE
+//! answers with the object, and the `default` one every namespace has (created by
+//! bootstrap for the initial namespaces and by the service-account controller for the
+//! others).
 
 use serde_json::{Value, json};
+
+use crate::registry::strategy::Strategy;
+
+/// The ServiceAccount strategy.
+pub(crate) struct ServiceAccountStrategy;
+
+impl Strategy for ServiceAccountStrategy {
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+}
 
 /// The name of the ServiceAccount every namespace has.
 pub(crate) const DEFAULT_NAME: &str = "default";

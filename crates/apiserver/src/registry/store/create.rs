@@ -3,10 +3,8 @@
 
 use super::*;
 use crate::object::{generate_name, now};
-use crate::registry::strategy::{Strategy, strategy_for};
-use crate::registry::{
-    Special, crd_resources, crd_status, defaults, kind_rules, validate, version_conversion,
-};
+use crate::registry::strategy::{self, Strategy, strategy_for};
+use crate::registry::{Special, validate, version_conversion};
 use crate::storage::Write;
 
 impl GenericStore<'_> {
@@ -71,46 +69,15 @@ impl GenericStore<'_> {
         if resource.status_subresource && !resource.builtin {
             object.remove("status");
         }
-        match resource.special {
-            Special::Namespace => {
-                object.insert("status".to_owned(), json!({"phase": "Active"}));
-                // Every namespace carries its name as a label (Kubernetes 1.21+).
-                let labels = metadata_mut(&mut object)
-                    .entry("labels")
-                    .or_insert_with(|| json!({}));
-                if let Value::Object(labels) = labels {
-                    labels.insert(
-                        "kubernetes.io/metadata.name".to_owned(),
-                        json!(explicit_name),
-                    );
-                }
-                object
-                    .entry("spec")
-                    .or_insert_with(|| json!({"finalizers": ["kubernetes"]}));
-            }
-            Special::CustomResourceDefinition => {
-                let crd = Value::Object(object.clone());
-                crd_resources(&crd).map_err(|err| {
-                    invalid(
-                        resource,
-                        &explicit_name,
-                        err.field,
-                        "FieldValueInvalid",
-                        &err.to_string(),
-                    )
-                })?;
-                object.insert("status".to_owned(), crd_status(&crd, &time));
-            }
-            Special::None | Special::Review | Special::ReadOnly => {}
-        }
+        let strategy = strategy_for(resource);
+        strategy.begin_create(resource, &mut object)?;
         // Fields the create allocates belong to nobody: ownership is computed without them.
-        let allocating = strategy_for(resource).filter(|strategy| strategy.allocates());
-        let requested = allocating.map(|strategy| (strategy, object.clone()));
-        defaults::apply(self.storage, resource, &mut object, None);
+        let requested = strategy.allocates().then(|| (strategy, object.clone()));
+        strategy.prepare_for_create(self.strategy_context(resource), &mut object);
         let mut value = Value::Object(object);
         let warnings = (request.field_check)(&mut value, request.decoding)?;
         validate::check_object(resource, &value)?;
-        kind_rules::check(resource, &value, None, Vec::new())?;
+        strategy::validate(resource, &value, None, Vec::new())?;
         self.check_namespace_exists(request.namespace)?;
         if ownership == Ownership::RecordUpdate {
             let requested = requested
@@ -131,11 +98,7 @@ impl GenericStore<'_> {
                 && let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut)
             {
                 metadata.insert("name".to_owned(), json!(name));
-                if resource.special == Special::Namespace
-                    && let Some(labels) = metadata.get_mut("labels").and_then(Value::as_object_mut)
-                {
-                    labels.insert("kubernetes.io/metadata.name".to_owned(), json!(name));
-                }
+                strategy.name_generated(metadata, &name);
             }
             let outcome = self
                 .storage

@@ -5,9 +5,7 @@
 use super::*;
 use crate::object::{finalizers, meta_str, now};
 use crate::registry::strategy::strategy_for;
-use crate::registry::{
-    CRD_CLEANUP_FINALIZER, Propagation, Special, crd_resources, set_terminating,
-};
+use crate::registry::{Propagation, Special, crd_resources};
 use crate::storage::Write;
 
 /// DeleteOptions: preconditions and the propagation policy (the dry run is the
@@ -47,12 +45,13 @@ impl GenericStore<'_> {
         options: &DeleteOptions,
     ) -> StoreResult<Deleted> {
         let resource = request.resource;
+        let strategy = strategy_for(resource);
         let name = request.name;
         let dry_run = request.dry_run;
         let mut result: Option<Deleted> = None;
         let propagation = options
             .propagation
-            .unwrap_or_else(|| resource.default_propagation());
+            .unwrap_or_else(|| strategy.default_garbage_collection_policy(&resource.version));
         // kube-apiserver's early precondition check names the kind, not the resource.
         let precondition_kind = GroupResource {
             group: resource.group.clone(),
@@ -79,26 +78,19 @@ impl GenericStore<'_> {
                     &format!("the ResourceVersion in the precondition ({expected}) does not match the ResourceVersion in record ({}). The object might have been modified", current.rv),
                 )));
             }
-            let added_finalizer = match resource.special {
-                Special::Namespace => None,
-                // A CRD waits for its custom resources to go, whatever the propagation.
-                Special::CustomResourceDefinition => Some(CRD_CLEANUP_FINALIZER),
-                _ => propagation.finalizer(),
-            };
+            let added_finalizer = strategy.deletion_finalizer(propagation);
             let mut marked = current.value.as_object().cloned().unwrap_or_default();
             let metadata = metadata_mut(&mut marked);
             if metadata.contains_key("deletionTimestamp") {
                 result = Some(Deleted::Marked(current.value.clone()));
                 return Ok(Write::Unchanged);
             }
-            // A Namespace always waits for the namespace controller to empty it.
-            let is_namespace = resource.special == Special::Namespace;
             let stays = finalizers(&current.value).next().is_some()
                 || added_finalizer.is_some()
-                || is_namespace;
+                || strategy.deletes_through_controller();
             if !stays {
                 let mut last = current.value.clone();
-                if strategy_for(resource).is_some_and(|strategy| strategy.deletes_gracefully())
+                if strategy.deletes_gracefully()
                     && let Some(metadata) = last.get_mut("metadata").and_then(Value::as_object_mut)
                 {
                     metadata.insert("deletionTimestamp".to_owned(), json!(now()));
@@ -119,35 +111,11 @@ impl GenericStore<'_> {
                     list.push(json!(finalizer));
                 }
             }
-            let is_crd = resource.special == Special::CustomResourceDefinition;
-            // (apiextensions-apiserver marks a CRD by an update, which keeps its generation.)
-            if resource.tracks_generation && !is_crd {
+            if resource.tracks_generation && strategy.deletion_bumps_generation() {
                 let generation = metadata.get("generation").and_then(Value::as_i64).unwrap_or(1);
                 metadata.insert("generation".to_owned(), json!(generation.saturating_add(1)));
             }
-            if is_crd {
-                metadata_mut(&mut marked).remove("deletionGracePeriodSeconds");
-                set_terminating(
-                    &mut marked,
-                    "InstanceDeletionPending",
-                    "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
-                    &now(),
-                );
-            }
-            if is_namespace {
-                marked.insert("status".to_owned(), json!({"phase": "Terminating"}));
-                let spec = marked.entry("spec").or_insert_with(|| json!({}));
-                if let Value::Object(spec) = spec {
-                    let list = spec
-                        .entry("finalizers")
-                        .or_insert_with(|| Value::Array(Vec::new()));
-                    if let Value::Array(list) = list
-                        && !list.iter().any(|f| f == "kubernetes")
-                    {
-                        list.push(json!("kubernetes"));
-                    }
-                }
-            }
+            strategy.prepare_for_deletion(&mut marked);
             let marked = Value::Object(marked);
             result = Some(Deleted::Marked(marked.clone()));
             Ok(if dry_run { Write::Unchanged } else { Write::Update(marked) })
@@ -160,7 +128,8 @@ impl GenericStore<'_> {
         {
             *answer = stored.value.clone();
         }
-        if !dry_run {
+        // Only a real change is told: a DELETE of an object already marked wakes nobody.
+        if !dry_run && outcome.change.is_some() {
             if let Deleted::Removed(object) = &deleted {
                 self.after_removal(resource, object);
             }

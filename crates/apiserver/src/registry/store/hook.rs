@@ -13,7 +13,7 @@ pub(crate) enum Committed<'a> {
     Created(&'a Value),
     /// A changed object (or one whose last finalizer went, and which left storage).
     Updated(&'a Value),
-    /// A DELETE that removed or marked the object (or found it already marked).
+    /// A DELETE that removed or marked the object.
     Deleted,
 }
 

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use kubeclient_machinery::{GroupResource, Status, StatusCause, StatusReason};
 use serde_json::{Map, Value, json};
 
+use super::strategy::StrategyContext;
 use super::{Registry, ResourceDef, event_versions};
 use crate::authentication::UserInfo;
 use crate::object::{metadata_mut, store_key};
@@ -309,6 +310,14 @@ impl std::fmt::Debug for GenericStore<'_> {
 }
 
 impl GenericStore<'_> {
+    /// What a strategy's preparation of an object of `resource` may use.
+    fn strategy_context<'r>(&'r self, resource: &'r ResourceDef) -> StrategyContext<'r> {
+        StrategyContext {
+            store: self.storage,
+            resource,
+        }
+    }
+
     /// Tells the hook of a committed write.
     fn committed(&self, request: &WriteRequest<'_>, write: Committed<'_>) {
         tracing::trace!(

@@ -4,7 +4,8 @@
 
 use super::*;
 use crate::object::{finalized, meta_str, now};
-use crate::registry::{Special, defaults, immutable, kind_rules, validate, version_conversion};
+use crate::registry::strategy::{self, strategy_for};
+use crate::registry::{Special, immutable, validate, version_conversion};
 use crate::storage::Write;
 
 /// How an update treats managedFields.
@@ -37,6 +38,7 @@ impl GenericStore<'_> {
         mut compute: impl FnMut(&StoredObject) -> StoreResult<Option<Map<String, Value>>>,
     ) -> StoreResult<WriteResult> {
         let resource = request.resource;
+        let strategy = strategy_for(resource);
         let name = request.name;
         let mut response_object: Option<Value> = None;
         let mut warnings = Vec::new();
@@ -67,7 +69,7 @@ impl GenericStore<'_> {
                     .unwrap_or("")
                     .to_owned();
                 if body_rv.is_empty() {
-                    if require_rv && !resource.allows_unconditional_update() {
+                    if require_rv && !strategy.allow_unconditional_update() {
                         // This one error names the resource, not the kind
                         // (`leases.coordination.k8s.io`).
                         return Err(fail(Status::invalid(
@@ -84,7 +86,11 @@ impl GenericStore<'_> {
                 } else if body_rv != current.rv.to_string() {
                     return Err(request.conflict());
                 }
-                defaults::apply(self.storage, resource, &mut desired, Some(&current.value));
+                strategy.prepare_for_update(
+                    self.strategy_context(resource),
+                    &mut desired,
+                    &current.value,
+                );
                 let immutable_causes =
                     immutable::check(request, &current.value, &desired, request.decoding)?;
                 let mut result = Value::Object(carry_over(request, &current.value, desired));
@@ -95,7 +101,7 @@ impl GenericStore<'_> {
                     });
                 }
                 validate::check_object(resource, &result)?;
-                kind_rules::check(resource, &result, Some(&current.value), immutable_causes)?;
+                strategy::validate(resource, &result, Some(&current.value), immutable_causes)?;
                 version_conversion::to_storage_version(resource, &mut result);
                 validate::check_size(resource, &result, self.max_object_bytes)?;
                 let write = if finalized(&result) {
@@ -220,8 +226,8 @@ fn carry_over(
 /// Whether an update from `current` to `new` bumps `metadata.generation`, as the type's
 /// strategy in kube-apiserver decides: a change of anything but `metadata` and `status`
 /// (custom resources without a status subresource: anything but `metadata`, their status
-/// being part of what they declare); a Deployment's annotations count too (they are copied
-/// to its ReplicaSets).
+/// being part of what they declare); the annotations too when the strategy says so
+/// (a Deployment copies them to its ReplicaSets).
 fn generation_changes(resource: &ResourceDef, current: &Value, new: &Map<String, Value>) -> bool {
     let status_counts = !resource.builtin && !resource.status_subresource;
     let content = |object: &Map<String, Value>| -> Map<String, Value> {
@@ -243,8 +249,6 @@ fn generation_changes(resource: &ResourceDef, current: &Value, new: &Map<String,
             .filter(|annotations| annotations.as_object().is_some_and(|a| !a.is_empty()))
             .cloned()
     };
-    resource.builtin
-        && resource.group == "apps"
-        && resource.kind == "Deployment"
+    strategy_for(resource).annotations_bump_generation()
         && annotations(&current) != annotations(new)
 }

@@ -1,0 +1,29 @@
+//! PodTemplates (kube-apiserver's `pkg/registry/core/podtemplate`): their template gets
+//! the pod spec defaults; a DELETE answers with the object.
+
+use serde_json::{Map, Value};
+
+use crate::registry::defaults::template;
+use crate::registry::strategy::{Strategy, StrategyContext};
+
+/// The PodTemplate strategy.
+pub(crate) struct PodTemplateStrategy;
+
+impl Strategy for PodTemplateStrategy {
+    fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
+        template(object.get_mut("template"));
+    }
+
+    fn prepare_for_update(
+        &self,
+        _: StrategyContext<'_>,
+        object: &mut Map<String, Value>,
+        _: &Value,
+    ) {
+        template(object.get_mut("template"));
+    }
+
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+}

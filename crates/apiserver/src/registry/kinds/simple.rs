@@ -1,0 +1,65 @@
+//! Kinds whose strategy is only the generic store's switches (kube-apiserver's
+//! `pkg/registry/core/{endpoint,limitrange,resourcequota}`, `coordination/lease`,
+//! `rbac/*`): a PUT of a missing Endpoints, LimitRange, Lease or RBAC object creates it;
+//! a Lease's PUT needs a resourceVersion; a ResourceQuota's DELETE answers with the
+//! object.
+
+use crate::registry::strategy::Strategy;
+
+/// A strategy of switches only.
+pub(crate) struct SimpleStrategy {
+    /// `AllowCreateOnUpdate`.
+    create_on_update: bool,
+    /// `AllowUnconditionalUpdate`.
+    unconditional_update: bool,
+    /// `ReturnDeletedObject`.
+    return_deleted: bool,
+}
+
+/// The generic store's own switches.
+const GENERIC: SimpleStrategy = SimpleStrategy {
+    create_on_update: false,
+    unconditional_update: true,
+    return_deleted: false,
+};
+
+/// core/v1 Endpoints.
+pub(crate) static ENDPOINTS: SimpleStrategy = SimpleStrategy {
+    create_on_update: true,
+    ..GENERIC
+};
+/// core/v1 LimitRanges.
+pub(crate) static LIMIT_RANGE: SimpleStrategy = SimpleStrategy {
+    create_on_update: true,
+    ..GENERIC
+};
+/// core/v1 ResourceQuotas.
+pub(crate) static RESOURCE_QUOTA: SimpleStrategy = SimpleStrategy {
+    return_deleted: true,
+    ..GENERIC
+};
+/// `coordination.k8s.io` Leases: leader election's PUTs are always conditional.
+pub(crate) static LEASE: SimpleStrategy = SimpleStrategy {
+    create_on_update: true,
+    unconditional_update: false,
+    ..GENERIC
+};
+/// Roles, ClusterRoles, RoleBindings and ClusterRoleBindings.
+pub(crate) static RBAC: SimpleStrategy = SimpleStrategy {
+    create_on_update: true,
+    ..GENERIC
+};
+
+impl Strategy for SimpleStrategy {
+    fn allow_create_on_update(&self) -> bool {
+        self.create_on_update
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        self.unconditional_update
+    }
+
+    fn return_deleted_object(&self) -> bool {
+        self.return_deleted
+    }
+}
