@@ -4,7 +4,6 @@
 mod field_validation;
 mod negotiate;
 mod object;
-mod printers;
 mod read;
 mod route;
 mod table;

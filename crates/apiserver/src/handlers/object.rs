@@ -15,7 +15,7 @@ use crate::registry::{FieldSelectors, event_versions};
 use crate::response::{HandlerResult, fail};
 use crate::storage::StoredObject;
 
-pub(crate) use crate::object::{label_selector, meta_str, metadata_mut, now, store_key};
+pub(crate) use crate::object::{meta_str, metadata_mut, now, store_key};
 
 impl Call {
     /// The group and resource, for Status messages.

@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use super::printers::{self, human_age as age};
 use crate::registry::ResourceDef;
+use crate::registry::printers::{self, human_age as age};
 
 /// What a Table row carries as its `object` (`includeObject`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +55,7 @@ fn column(name: &str, column_type: &str, format: &str, description: &str, priori
 /// resources).
 pub(crate) fn column_definitions(resource: &ResourceDef) -> Value {
     if resource.builtin
-        && let Some(columns) = printers::column_definitions(&resource.group, &resource.kind)
+        && let Some(columns) = printers::column_definitions(resource)
     {
         return Value::Array(columns);
     }
@@ -122,7 +122,7 @@ pub(crate) fn row(resource: &ResourceDef, object: &Value, include: IncludeObject
         .unwrap_or("");
     let builtin_cells = resource
         .builtin
-        .then(|| printers::cells(&resource.group, &resource.kind, object))
+        .then(|| printers::cells(resource, object))
         .flatten();
     let mut row = json!({"cells": builtin_cells.unwrap_or_else(|| default_cells(resource, object, name, created))});
     match include {

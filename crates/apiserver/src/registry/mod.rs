@@ -18,6 +18,7 @@ pub(crate) mod event_versions;
 mod immutable;
 pub(crate) mod kinds;
 pub(crate) mod openapi;
+pub(crate) mod printers;
 mod resource;
 mod schema_formats;
 pub(crate) mod schema_patterns;

@@ -17,9 +17,11 @@ use kubeclient_machinery::{Status, StatusCause};
 use serde_json::{Map, Value};
 
 use super::kinds::{
-    config_map, custom_resource, custom_resource_definition, event, job, namespace,
-    persistent_volume, pod, pod_template, secret, service, service_account, simple, workloads,
+    component_status, config_map, custom_resource, custom_resource_definition, event, job,
+    namespace, node, persistent_volume, pod, pod_template, secret, service, service_account,
+    simple, workloads,
 };
+use super::printers::Column;
 use super::store::{StoreResult, fail};
 use super::{Propagation, ResourceDef};
 use crate::object::meta_str;
@@ -169,6 +171,12 @@ pub(crate) trait Strategy: Sync {
         false
     }
 
+    /// The columns of its rows in a Table after `Name` (the store's `TableConvertor`,
+    /// from `printers/`); `None` for the default `Name` / `Created At` table.
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        None
+    }
+
     /// Whether a create allocates fields (addresses, ports, a node) after the field
     /// manager ran: they belong to no manager unless the request set them.
     fn allocates(&self) -> bool {
@@ -205,6 +213,8 @@ pub(crate) fn strategy_for(resource: &ResourceDef) -> &'static dyn Strategy {
         ("events.k8s.io", "Event") => &event::EventsV1Strategy,
         ("", "PersistentVolumeClaim") => &persistent_volume::PersistentVolumeClaimStrategy,
         ("", "PersistentVolume") => &persistent_volume::PersistentVolumeStrategy,
+        ("", "Node") => &node::NodeStrategy,
+        ("", "ComponentStatus") => &component_status::ComponentStatusStrategy,
         ("", "ReplicationController") => &workloads::REPLICATION_CONTROLLER,
         ("apps", "Deployment") => &workloads::DEPLOYMENT,
         ("apps", "ReplicaSet") => &workloads::REPLICA_SET,
@@ -219,10 +229,10 @@ pub(crate) fn strategy_for(resource: &ResourceDef) -> &'static dyn Strategy {
         ("", "Endpoints") => &simple::ENDPOINTS,
         ("", "LimitRange") => &simple::LIMIT_RANGE,
         ("coordination.k8s.io", "Lease") => &simple::LEASE,
-        (
-            "rbac.authorization.k8s.io",
-            "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding",
-        ) => &simple::RBAC,
+        ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => &simple::RBAC_ROLE,
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+            &simple::RBAC_BINDING
+        }
         _ => &GenericStrategy,
     }
 }

@@ -4,12 +4,17 @@
 use kubeclient_machinery::StatusCause;
 use serde_json::{Value, json};
 
+use crate::registry::printers::{self, Column};
 use crate::registry::strategy::Strategy;
 
 /// The ConfigMap strategy.
 pub(crate) struct ConfigMapStrategy;
 
 impl Strategy for ConfigMapStrategy {
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        Some(printers::config::CONFIG_MAP)
+    }
+
     fn immutable_causes(&self, current: &Value, desired: &Value, causes: &mut Vec<StatusCause>) {
         immutable_data(current, desired, causes);
     }

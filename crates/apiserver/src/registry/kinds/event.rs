@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::object::meta_str;
 use crate::registry::ResourceDef;
 use crate::registry::defaults::set;
+use crate::registry::printers::{self, Column};
 use crate::registry::strategy::{Strategy, StrategyContext};
 
 /// The longest `note` of an `events.k8s.io` Event.
@@ -20,6 +21,10 @@ const NOTE_LENGTH_LIMIT: usize = 1024;
 pub(crate) struct EventStrategy;
 
 impl Strategy for EventStrategy {
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        Some(printers::event::EVENT)
+    }
+
     fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         core_defaults(object);
     }
@@ -46,6 +51,10 @@ impl Strategy for EventStrategy {
 pub(crate) struct EventsV1Strategy;
 
 impl Strategy for EventsV1Strategy {
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        Some(printers::event::EVENT)
+    }
+
     fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         events_v1_defaults(object);
     }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::registry::Propagation;
 use crate::registry::defaults::{child, child_or_insert, set, template};
+use crate::registry::printers::{self, Column};
 use crate::registry::strategy::{Strategy, StrategyContext, duplicates};
 use crate::registry::workloads::job_template;
 
@@ -16,6 +17,10 @@ use crate::registry::workloads::job_template;
 pub(crate) struct JobStrategy;
 
 impl Strategy for JobStrategy {
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        Some(printers::workloads::JOB)
+    }
+
     fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         job_defaults(object, true);
         set(object, "status", json!({}));
@@ -52,6 +57,10 @@ impl Strategy for JobStrategy {
 pub(crate) struct CronJobStrategy;
 
 impl Strategy for CronJobStrategy {
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        Some(printers::workloads::CRON_JOB)
+    }
+
     fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         cron_job_defaults(object);
     }

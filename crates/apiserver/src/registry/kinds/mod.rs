@@ -3,12 +3,14 @@
 //! and what else belongs to it. A kind not named here gets the generic strategy
 //! ([`strategy_for`](super::strategy::strategy_for) says which kind has which).
 
+pub(crate) mod component_status;
 pub(crate) mod config_map;
 pub(crate) mod custom_resource;
 pub(crate) mod custom_resource_definition;
 pub(crate) mod event;
 pub(crate) mod job;
 pub(crate) mod namespace;
+pub(crate) mod node;
 pub(crate) mod persistent_volume;
 pub(crate) mod pod;
 pub(crate) mod pod_template;

@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 
 use crate::object::metadata_mut;
 use crate::registry::Propagation;
+use crate::registry::printers::{self, Column};
 use crate::registry::strategy::{Strategy, StrategyContext};
 
 /// The label every namespace carries with its name (Kubernetes 1.21+).
@@ -16,6 +17,10 @@ const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 pub(crate) struct NamespaceStrategy;
 
 impl Strategy for NamespaceStrategy {
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        Some(printers::config::NAMESPACE)
+    }
+
     fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         object.insert("status".to_owned(), json!({"phase": "Active"}));
         let name = metadata_mut(object)

@@ -5,12 +5,17 @@
 use serde_json::{Map, Value, json};
 
 use crate::registry::defaults::{child, child_or_insert, set};
+use crate::registry::printers::{self, Column};
 use crate::registry::strategy::{Strategy, StrategyContext};
 
 /// The PersistentVolumeClaim strategy.
 pub(crate) struct PersistentVolumeClaimStrategy;
 
 impl Strategy for PersistentVolumeClaimStrategy {
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        Some(printers::config::PERSISTENT_VOLUME_CLAIM)
+    }
+
     fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         claim_defaults(object);
         set(child_or_insert(object, "status"), "phase", json!("Pending"));

@@ -7,6 +7,7 @@ use kubeclient_machinery::StatusCause;
 use serde_json::{Map, Value, json};
 
 use crate::registry::defaults::{DEFAULT_SCHEDULER, child, child_or_insert, pod_spec, set};
+use crate::registry::printers::{self, Column};
 use crate::registry::strategy::{Strategy, StrategyContext, duplicates};
 use crate::registry::workloads;
 
@@ -14,6 +15,10 @@ use crate::registry::workloads;
 pub(crate) struct PodStrategy;
 
 impl Strategy for PodStrategy {
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        Some(printers::pod::POD)
+    }
+
     fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         defaults(object, true);
     }

@@ -8,12 +8,17 @@ use serde_json::{Map, Value, json};
 
 use super::config_map::immutable_data;
 use crate::registry::defaults::{child_or_insert, set};
+use crate::registry::printers::{self, Column};
 use crate::registry::strategy::{Strategy, StrategyContext};
 
 /// The Secret strategy.
 pub(crate) struct SecretStrategy;
 
 impl Strategy for SecretStrategy {
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        Some(printers::config::SECRET)
+    }
+
     fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         defaults(object);
     }

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::registry::allocators::{allocate_cluster_ip, allocate_node_port, used_node_ports};
 use crate::registry::defaults::{child, child_or_insert, set};
+use crate::registry::printers::{self, Column};
 use crate::registry::strategy::{Strategy, StrategyContext};
 use crate::storage::Store;
 
@@ -17,6 +18,10 @@ use crate::storage::Store;
 pub(crate) struct ServiceStrategy;
 
 impl Strategy for ServiceStrategy {
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        Some(printers::service::SERVICE)
+    }
+
     fn prepare_for_create(&self, context: StrategyContext<'_>, object: &mut Map<String, Value>) {
         defaults(context.store, object, None);
     }

@@ -5,12 +5,17 @@
 
 use serde_json::{Value, json};
 
+use crate::registry::printers::{self, Column};
 use crate::registry::strategy::Strategy;
 
 /// The ServiceAccount strategy.
 pub(crate) struct ServiceAccountStrategy;
 
 impl Strategy for ServiceAccountStrategy {
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        Some(printers::config::SERVICE_ACCOUNT)
+    }
+
     fn return_deleted_object(&self) -> bool {
         true
     }

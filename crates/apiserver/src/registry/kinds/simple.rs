@@ -2,8 +2,9 @@
 //! `pkg/registry/core/{endpoint,limitrange,resourcequota}`, `coordination/lease`,
 //! `rbac/*`): a PUT of a missing Endpoints, LimitRange, Lease or RBAC object creates it;
 //! a Lease's PUT needs a resourceVersion; a ResourceQuota's DELETE answers with the
-//! object.
+//! object; Endpoints, Leases and the RBAC bindings have table columns.
 
+use crate::registry::printers::{self, Column};
 use crate::registry::strategy::Strategy;
 
 /// A strategy of switches only.
@@ -14,6 +15,8 @@ pub(crate) struct SimpleStrategy {
     unconditional_update: bool,
     /// `ReturnDeletedObject`.
     return_deleted: bool,
+    /// The table's columns.
+    columns: Option<&'static [Column]>,
 }
 
 /// The generic store's own switches.
@@ -21,11 +24,13 @@ const GENERIC: SimpleStrategy = SimpleStrategy {
     create_on_update: false,
     unconditional_update: true,
     return_deleted: false,
+    columns: None,
 };
 
 /// core/v1 Endpoints.
 pub(crate) static ENDPOINTS: SimpleStrategy = SimpleStrategy {
     create_on_update: true,
+    columns: Some(printers::service::ENDPOINTS),
     ..GENERIC
 };
 /// core/v1 LimitRanges.
@@ -42,11 +47,18 @@ pub(crate) static RESOURCE_QUOTA: SimpleStrategy = SimpleStrategy {
 pub(crate) static LEASE: SimpleStrategy = SimpleStrategy {
     create_on_update: true,
     unconditional_update: false,
+    columns: Some(printers::config::LEASE),
     ..GENERIC
 };
-/// Roles, ClusterRoles, RoleBindings and ClusterRoleBindings.
-pub(crate) static RBAC: SimpleStrategy = SimpleStrategy {
+/// Roles and ClusterRoles.
+pub(crate) static RBAC_ROLE: SimpleStrategy = SimpleStrategy {
     create_on_update: true,
+    ..GENERIC
+};
+/// RoleBindings and ClusterRoleBindings.
+pub(crate) static RBAC_BINDING: SimpleStrategy = SimpleStrategy {
+    create_on_update: true,
+    columns: Some(printers::config::ROLE_BINDING),
     ..GENERIC
 };
 
@@ -61,5 +73,9 @@ impl Strategy for SimpleStrategy {
 
     fn return_deleted_object(&self) -> bool {
         self.return_deleted
+    }
+
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        self.columns
     }
 }

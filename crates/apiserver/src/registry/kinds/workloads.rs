@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 use crate::object::label_selector;
 use crate::registry::Propagation;
 use crate::registry::defaults::{child, child_or_insert, set, template};
+use crate::registry::printers::{self, Column};
 use crate::registry::strategy::{Strategy, StrategyContext, duplicates};
 use crate::registry::workloads::{
     empty_selector, go_label_selector, invalid_selector, pod_template, replicated_template,
@@ -64,6 +65,16 @@ impl Workload {
 }
 
 impl Strategy for WorkloadStrategy {
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        match self.0 {
+            Workload::Deployment => Some(printers::workloads::DEPLOYMENT),
+            Workload::ReplicaSet => Some(printers::workloads::REPLICA_SET),
+            Workload::StatefulSet => Some(printers::workloads::STATEFUL_SET),
+            Workload::DaemonSet => Some(printers::workloads::DAEMON_SET),
+            Workload::ReplicationController => None,
+        }
+    }
+
     fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         defaults(self.0, object, true);
     }

@@ -3,7 +3,7 @@
 
 use super::*;
 
-pub(super) const NODE: &[Column] = &[
+pub(crate) const NODE: &[Column] = &[
     col("Status", "string", node_status),
     col("Roles", "string", node_roles),
     col("Age", "string", age),

@@ -1,32 +1,26 @@
-//! The built-in table printers (kube-apiserver's `pkg/printers/internalversion`): the
-//! columns `kubectl get` shows for the common kinds, with the `-o wide` ones at priority 1,
-//! and how each cell is computed from an object. Kinds without a printer get the default
-//! `Name` / `Created At` table.
+//! The built-in table printers (kube-apiserver's `pkg/printers/internalversion`, the
+//! store's `TableConvertor`): the columns `kubectl get` shows for the common kinds, with
+//! the `-o wide` ones at priority 1, and how each cell is computed from an object. Which
+//! kind prints with which columns is its strategy's (`Strategy::table_columns`); kinds
+//! without a printer get the default `Name` / `Created At` table (`handlers/table.rs`).
 
-mod config;
-mod event;
-mod node;
-mod pod;
-mod service;
-mod workloads;
+pub(crate) mod config;
+pub(crate) mod event;
+pub(crate) mod node;
+pub(crate) mod pod;
+pub(crate) mod service;
+pub(crate) mod workloads;
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::object::label_selector;
-use crate::registry::event_versions::events_v1_as_core;
-use config::{
-    COMPONENT_STATUS, CONFIG_MAP, LEASE, NAMESPACE, PERSISTENT_VOLUME_CLAIM, ROLE_BINDING, SECRET,
-    SERVICE_ACCOUNT,
-};
-use event::EVENT;
-use node::NODE;
-use pod::POD;
-use service::{ENDPOINTS, SERVICE};
-use workloads::{CRON_JOB, DAEMON_SET, DEPLOYMENT, JOB, REPLICA_SET, STATEFUL_SET};
+use super::ResourceDef;
+use super::event_versions::events_v1_as_core;
+use super::strategy::strategy_for;
+use crate::object::label_selector;
 
 /// One column: its definition and how to compute its cell.
-struct Column {
+pub(crate) struct Column {
     name: &'static str,
     column_type: &'static str,
     priority: i64,
@@ -51,37 +45,20 @@ const fn wide(name: &'static str, column_type: &'static str, cell: fn(&Value) ->
     }
 }
 
-/// The printer columns of a built-in kind (after `Name`, which every table starts with
-/// except Events'), or `None` for the default table.
-fn columns(group: &str, kind: &str) -> Option<&'static [Column]> {
-    Some(match (group, kind) {
-        ("", "Pod") => POD,
-        ("apps", "Deployment") => DEPLOYMENT,
-        ("apps", "ReplicaSet") => REPLICA_SET,
-        ("apps", "StatefulSet") => STATEFUL_SET,
-        ("apps", "DaemonSet") => DAEMON_SET,
-        ("batch", "Job") => JOB,
-        ("batch", "CronJob") => CRON_JOB,
-        ("", "Service") => SERVICE,
-        ("", "Node") => NODE,
-        ("", "Namespace") => NAMESPACE,
-        ("", "ConfigMap") => CONFIG_MAP,
-        ("", "Secret") => SECRET,
-        ("", "Event") | ("events.k8s.io", "Event") => EVENT,
-        ("", "ServiceAccount") => SERVICE_ACCOUNT,
-        ("", "Endpoints") => ENDPOINTS,
-        ("", "PersistentVolumeClaim") => PERSISTENT_VOLUME_CLAIM,
-        ("coordination.k8s.io", "Lease") => LEASE,
-        ("", "ComponentStatus") => COMPONENT_STATUS,
-        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => ROLE_BINDING,
-        _ => return None,
-    })
+/// The printer columns of a built-in resource (after `Name`, which every table starts
+/// with except Events'), or `None` for the default table.
+fn columns(resource: &ResourceDef) -> Option<&'static [Column]> {
+    if !resource.builtin {
+        return None;
+    }
+    strategy_for(resource).table_columns()
 }
 
 /// The column definitions of a built-in kind's table, `Name` included; `None` for kinds
 /// without a printer.
-pub(crate) fn column_definitions(group: &str, kind: &str) -> Option<Vec<Value>> {
-    let columns = columns(group, kind)?;
+pub(crate) fn column_definitions(resource: &ResourceDef) -> Option<Vec<Value>> {
+    let columns = columns(resource)?;
+    let kind = resource.kind.as_str();
     let mut definitions = Vec::with_capacity(columns.len() + 1);
     if kind != "Event" {
         definitions.push(name_column(0));
@@ -108,8 +85,9 @@ pub(crate) fn name_column(priority: i64) -> Value {
 }
 
 /// The cells of `object`'s row, in column order; `None` for kinds without a printer.
-pub(crate) fn cells(group: &str, kind: &str, object: &Value) -> Option<Vec<Value>> {
-    let columns = columns(group, kind)?;
+pub(crate) fn cells(resource: &ResourceDef, object: &Value) -> Option<Vec<Value>> {
+    let columns = columns(resource)?;
+    let (group, kind) = (resource.group.as_str(), resource.kind.as_str());
     let converted;
     // An `events.k8s.io/v1` Event prints under its core/v1 field names (the two are one
     // type inside kube-apiserver, printed by one printer).
@@ -329,7 +307,7 @@ mod tests {
         let service = json!({"spec": {"type": "NodePort", "clusterIP": "10.96.0.7",
             "ports": [{"port": 80, "nodePort": 30080, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}],
             "selector": {"app": "web"}}});
-        let cells = cells("", "Service", &service).unwrap();
+        let cells = cells(&resource("", "services"), &service).unwrap();
         assert_eq!(cells[1], "NodePort");
         assert_eq!(cells[2], "10.96.0.7");
         assert_eq!(cells[3], "<none>");
@@ -339,18 +317,26 @@ mod tests {
         assert_eq!(service_external_ip(&lb), "<pending>");
     }
 
+    fn resource(group: &str, plural: &str) -> std::sync::Arc<ResourceDef> {
+        crate::registry::Registry::new()
+            .lookup(group, "v1", plural)
+            .expect("a built-in resource")
+    }
+
     #[test]
     fn every_printer_has_one_cell_per_column() {
-        for (group, kind) in [
-            ("", "Pod"),
-            ("apps", "Deployment"),
-            ("", "Event"),
-            ("batch", "CronJob"),
-            ("", "ComponentStatus"),
+        for (group, plural) in [
+            ("", "pods"),
+            ("apps", "deployments"),
+            ("", "events"),
+            ("events.k8s.io", "events"),
+            ("batch", "cronjobs"),
+            ("", "componentstatuses"),
         ] {
-            let definitions = column_definitions(group, kind).unwrap();
-            let cells = cells(group, kind, &json!({})).unwrap();
-            assert_eq!(definitions.len(), cells.len(), "{kind}");
+            let resource = resource(group, plural);
+            let definitions = column_definitions(&resource).unwrap();
+            let cells = cells(&resource, &json!({})).unwrap();
+            assert_eq!(definitions.len(), cells.len(), "{plural}");
         }
     }
 
@@ -359,7 +345,7 @@ mod tests {
         let status = json!({"metadata": {"name": "etcd-0"},
             "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]});
         assert_eq!(
-            cells("", "ComponentStatus", &status).unwrap(),
+            cells(&resource("", "componentstatuses"), &status).unwrap(),
             [json!("etcd-0"), json!("Healthy"), json!("ok"), json!("")]
         );
     }

@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(super) const EVENT: &[Column] = &[
+pub(crate) const EVENT: &[Column] = &[
     col("Last Seen", "string", event_last_seen),
     col("Type", "string", |o| json!(text(o, "/type"))),
     col("Reason", "string", |o| json!(text(o, "/reason"))),

@@ -3,7 +3,7 @@
 
 use super::*;
 
-pub(super) const DEPLOYMENT: &[Column] = &[
+pub(crate) const DEPLOYMENT: &[Column] = &[
     col("Ready", "string", |o| {
         json!(format!(
             "{}/{}",
@@ -23,7 +23,7 @@ pub(super) const DEPLOYMENT: &[Column] = &[
     wide("Selector", "string", selector),
 ];
 
-pub(super) const REPLICA_SET: &[Column] = &[
+pub(crate) const REPLICA_SET: &[Column] = &[
     col("Desired", "integer", |o| json!(int(o, "/spec/replicas"))),
     col("Current", "integer", |o| json!(int(o, "/status/replicas"))),
     col("Ready", "integer", |o| {
@@ -35,7 +35,7 @@ pub(super) const REPLICA_SET: &[Column] = &[
     wide("Selector", "string", selector),
 ];
 
-pub(super) const STATEFUL_SET: &[Column] = &[
+pub(crate) const STATEFUL_SET: &[Column] = &[
     col("Ready", "string", |o| {
         json!(format!(
             "{}/{}",
@@ -48,7 +48,7 @@ pub(super) const STATEFUL_SET: &[Column] = &[
     wide("Images", "string", images),
 ];
 
-pub(super) const DAEMON_SET: &[Column] = &[
+pub(crate) const DAEMON_SET: &[Column] = &[
     col("Desired", "integer", |o| {
         json!(int(o, "/status/desiredNumberScheduled"))
     }),
@@ -71,7 +71,7 @@ pub(super) const DAEMON_SET: &[Column] = &[
     wide("Selector", "string", selector),
 ];
 
-pub(super) const JOB: &[Column] = &[
+pub(crate) const JOB: &[Column] = &[
     col("Completions", "string", job_completions),
     col("Duration", "string", job_duration),
     col("Age", "string", age),
@@ -106,7 +106,7 @@ fn job_duration(job: &Value) -> Value {
     Value::String(human_duration(end.saturating_sub(start)))
 }
 
-pub(super) const CRON_JOB: &[Column] = &[
+pub(crate) const CRON_JOB: &[Column] = &[
     col("Schedule", "string", |o| json!(text(o, "/spec/schedule"))),
     col("Suspend", "boolean", |o| {
         json!(field(o, "/spec/suspend").as_bool().unwrap_or(false))

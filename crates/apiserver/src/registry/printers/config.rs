@@ -3,7 +3,7 @@
 
 use super::*;
 
-pub(super) const NAMESPACE: &[Column] = &[
+pub(crate) const NAMESPACE: &[Column] = &[
     col("Status", "string", |o| json!(text(o, "/status/phase"))),
     col("Age", "string", age),
 ];
@@ -17,25 +17,25 @@ fn entry_count(object: &Value, fields: &[&str]) -> Value {
     json!(count)
 }
 
-pub(super) const CONFIG_MAP: &[Column] = &[
+pub(crate) const CONFIG_MAP: &[Column] = &[
     col("Data", "string", |o| {
         entry_count(o, &["data", "binaryData"])
     }),
     col("Age", "string", age),
 ];
 
-pub(super) const SECRET: &[Column] = &[
+pub(crate) const SECRET: &[Column] = &[
     col("Type", "string", |o| json!(text(o, "/type"))),
     col("Data", "string", |o| entry_count(o, &["data"])),
     col("Age", "string", age),
 ];
 
-pub(super) const SERVICE_ACCOUNT: &[Column] = &[
+pub(crate) const SERVICE_ACCOUNT: &[Column] = &[
     col("Secrets", "string", |o| json!(items(o, "/secrets").len())),
     col("Age", "string", age),
 ];
 
-pub(super) const PERSISTENT_VOLUME_CLAIM: &[Column] = &[
+pub(crate) const PERSISTENT_VOLUME_CLAIM: &[Column] = &[
     col("Status", "string", |o| json!(text(o, "/status/phase"))),
     col("Volume", "string", |o| json!(text(o, "/spec/volumeName"))),
     col("Capacity", "string", |o| {
@@ -67,7 +67,7 @@ pub(super) const PERSISTENT_VOLUME_CLAIM: &[Column] = &[
     }),
 ];
 
-pub(super) const COMPONENT_STATUS: &[Column] = &[
+pub(crate) const COMPONENT_STATUS: &[Column] = &[
     col("Status", "string", |o| {
         let healthy = items(o, "/conditions")
             .iter()
@@ -90,14 +90,14 @@ fn component_condition<'a>(status: &'a Value, pointer: &str) -> &'a str {
         .map_or("", |c| text(c, pointer))
 }
 
-pub(super) const LEASE: &[Column] = &[
+pub(crate) const LEASE: &[Column] = &[
     col("Holder", "string", |o| {
         or_none(text(o, "/spec/holderIdentity"))
     }),
     col("Age", "string", age),
 ];
 
-pub(super) const ROLE_BINDING: &[Column] = &[
+pub(crate) const ROLE_BINDING: &[Column] = &[
     col("Role", "string", |o| {
         json!(format!(
             "{}/{}",

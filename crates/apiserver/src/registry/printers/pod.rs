@@ -3,7 +3,7 @@
 
 use super::*;
 
-pub(super) const POD: &[Column] = &[
+pub(crate) const POD: &[Column] = &[
     col("Ready", "string", pod_ready),
     col("Status", "string", pod_status),
     col("Restarts", "integer", pod_restarts),

@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(super) const SERVICE: &[Column] = &[
+pub(crate) const SERVICE: &[Column] = &[
     col("Type", "string", |o| json!(service_type(o))),
     col("Cluster-IP", "string", |o| {
         or_none(text(o, "/spec/clusterIP"))
@@ -72,7 +72,7 @@ fn service_ports(service: &Value) -> Value {
     or_none(&ports.join(","))
 }
 
-pub(super) const ENDPOINTS: &[Column] = &[
+pub(crate) const ENDPOINTS: &[Column] = &[
     col("Endpoints", "string", endpoints_text),
     col("Age", "string", age),
 ];
