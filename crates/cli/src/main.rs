@@ -3,8 +3,8 @@
 //! Exit codes: 0 success, 1 the command failed, 2 bad usage.
 
 mod commands;
+mod terminal;
 
-use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -28,12 +28,6 @@ enum Command {
     Serve(commands::serve::ServeArgs),
 }
 
-/// Whether log lines carry ANSI colour: only on a terminal, and never when `NO_COLOR` is set
-/// to a non-empty value (<https://no-color.org>), so a log file or a pipe gets plain text.
-fn log_colour(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
-    stderr_is_terminal && no_color.is_none_or(std::ffi::OsStr::is_empty)
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
@@ -42,10 +36,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
-        .with_ansi(log_colour(
-            std::io::stderr().is_terminal(),
-            std::env::var_os("NO_COLOR").as_deref(),
-        ))
+        .with_ansi(terminal::stderr_allows_ansi())
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::registry::ResourceDef;
+use crate::registry::kinds::strategy_for;
 use crate::registry::printers::{self, human_age as age};
 
 /// What a Table row carries as its `object` (`includeObject`).
@@ -50,14 +51,20 @@ fn column(name: &str, column_type: &str, format: &str, description: &str, priori
     json!({"name": name, "type": column_type, "format": format, "description": description, "priority": priority})
 }
 
+/// The columns of a built-in resource's printer (its strategy's), if it has one.
+fn builtin_columns(resource: &ResourceDef) -> Option<&'static [printers::Column]> {
+    if !resource.builtin {
+        return None;
+    }
+    strategy_for(resource).table_columns()
+}
+
 /// The table columns of a resource: Name, any custom printer columns, then the creation
 /// time (`Created At` for built-ins, as upstream's default convertor; `Age` for custom
 /// resources).
 pub(crate) fn column_definitions(resource: &ResourceDef) -> Value {
-    if resource.builtin
-        && let Some(columns) = printers::column_definitions(resource)
-    {
-        return Value::Array(columns);
+    if let Some(columns) = builtin_columns(resource) {
+        return Value::Array(printers::column_definitions(resource, columns));
     }
     let mut columns = vec![printers::name_column(0)];
     for printer in &resource.printer_columns {
@@ -120,10 +127,8 @@ pub(crate) fn row(resource: &ResourceDef, object: &Value, include: IncludeObject
         .and_then(|m| m.get("creationTimestamp"))
         .and_then(Value::as_str)
         .unwrap_or("");
-    let builtin_cells = resource
-        .builtin
-        .then(|| printers::cells(resource, object))
-        .flatten();
+    let builtin_cells =
+        builtin_columns(resource).map(|columns| printers::cells(resource, columns, object));
     let mut row = json!({"cells": builtin_cells.unwrap_or_else(|| default_cells(resource, object, name, created))});
     match include {
         IncludeObject::None => {}

@@ -83,21 +83,15 @@ fn compile_within(
         }
         text_bytes = text_bytes.saturating_add(pattern.len());
         let outcome = if compiled.by_source.len() >= MAX_PATTERNS_PER_VERSION {
-            Err(format!(
-                "more than {MAX_PATTERNS_PER_VERSION} distinct patterns in one version"
-            ))
+            Err(PatternError::TooMany)
         } else if text_bytes > MAX_PATTERN_BYTES_PER_VERSION {
-            Err(format!(
-                "the version's patterns are over {MAX_PATTERN_BYTES_PER_VERSION} bytes"
-            ))
+            Err(PatternError::TextOverBudget)
         } else {
             let room = budget.saturating_sub(compiled_bytes);
             build(pattern, room).and_then(|re| {
                 let size = re.memory_usage();
                 if size > room {
-                    Err(format!(
-                        "the version's patterns compile to over {budget} bytes"
-                    ))
+                    Err(PatternError::CompiledOverBudget(budget))
                 } else {
                     compiled_bytes += size;
                     Ok(re)
@@ -161,19 +155,64 @@ fn go_quote(pattern: &str) -> String {
     }
 }
 
-/// Compiles one pattern, its automata within `room` bytes; the error is Go's text.
-fn build(pattern: &str, room: usize) -> Result<Regex, String> {
+/// Why a pattern is refused; its message is Go's `regexp` text (or the budget's), the
+/// parser's or compiler's own error its cause.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PatternError {
+    /// Not a regular expression RE2 accepts.
+    #[error("{go_message}")]
+    Syntax {
+        /// What Go's `regexp.Compile` says.
+        go_message: String,
+        /// What the parser said.
+        source: Box<regex_syntax::Error>,
+    },
+    /// Nested counted repetitions over RE2's limit.
+    #[error("error parsing regexp: invalid repeat count: `{0}`")]
+    RepeatCount(String),
+    /// Its automata do not fit the room left.
+    #[error("error parsing regexp: expression too large: `{expression}`")]
+    TooLarge {
+        /// The pattern, shortened when huge.
+        expression: String,
+        /// What the compiler said.
+        source: Box<BuildError>,
+    },
+    /// One version has more distinct patterns than allowed.
+    #[error("more than {MAX_PATTERNS_PER_VERSION} distinct patterns in one version")]
+    TooMany,
+    /// One version's patterns are longer than allowed in all.
+    #[error("the version's patterns are over {MAX_PATTERN_BYTES_PER_VERSION} bytes")]
+    TextOverBudget,
+    /// One version's compiled patterns are over the budget (in bytes).
+    #[error("the version's patterns compile to over {0} bytes")]
+    CompiledOverBudget(usize),
+}
+
+impl PatternError {
+    fn syntax(source: regex_syntax::Error, pattern: &str) -> Self {
+        PatternError::Syntax {
+            go_message: go_error(&source, pattern),
+            source: Box::new(source),
+        }
+    }
+}
+
+/// Compiles one pattern, its automata within `room` bytes.
+///
+/// # Errors
+///
+/// Go's error for the pattern, or the compiled size over `room`.
+fn build(pattern: &str, room: usize) -> Result<Regex, PatternError> {
     let rewritten = to_re2_semantics(pattern);
     let tree = ast::parse::Parser::new()
         .parse(&rewritten)
-        .map_err(|err| go_error(&regex_syntax::Error::Parse(err), &rewritten))?;
+        .map_err(|err| PatternError::syntax(regex_syntax::Error::Parse(err), &rewritten))?;
     if let Some(span) = repetition_over(&tree) {
         let expr = rewritten
             .get(span.start.offset..span.end.offset)
             .unwrap_or("");
-        return Err(format!(
-            "error parsing regexp: invalid repeat count: `{expr}`"
-        ));
+        return Err(PatternError::RepeatCount(expr.to_owned()));
     }
     Regex::builder()
         .configure(
@@ -185,11 +224,11 @@ fn build(pattern: &str, room: usize) -> Result<Regex, String> {
         )
         .build(&rewritten)
         .map_err(|err: BuildError| match err.syntax_error() {
-            Some(syntax) => go_error(syntax, &rewritten),
-            None => format!(
-                "error parsing regexp: expression too large: `{}`",
-                shown(&rewritten)
-            ),
+            Some(syntax) => PatternError::syntax(syntax.clone(), &rewritten),
+            None => PatternError::TooLarge {
+                expression: shown(&rewritten).to_owned(),
+                source: Box::new(err),
+            },
         })
 }
 
@@ -493,6 +532,7 @@ mod tests {
     fn error_of(pattern: &str) -> String {
         build(pattern, MAX_COMPILED_BYTES_PER_VERSION)
             .err()
+            .map(|err| err.to_string())
             .unwrap_or_default()
     }
 

@@ -1,7 +1,7 @@
 //! [`Strategy`]: what the generic store does differently for one kind (kube-apiserver's
 //! `rest.RESTCreateStrategy`, `RESTUpdateStrategy` and `RESTDeleteStrategy`, one per kind
 //! in `pkg/registry/<group>/<kind>/strategy.go`). The impls live in `kinds/`, one file
-//! per kind or family; [`strategy_for`] says which one a resource has, and a kind with
+//! per kind or family; `kinds::strategy_for` says which one a resource has, and a kind with
 //! nothing of its own gets the generic behaviour of the trait's defaults.
 //!
 //! ```text
@@ -16,15 +16,8 @@
 use kubeclient_machinery::{Status, StatusCause};
 use serde_json::{Map, Value};
 
-use super::kinds::{
-    component_status, config_map, custom_resource, custom_resource_definition, event, job,
-    namespace, node, persistent_volume, pod, pod_template, secret, service, service_account,
-    simple, workloads,
-};
 use super::printers::Column;
-use super::store::{StoreResult, fail};
 use super::{Propagation, ResourceDef};
-use crate::object::meta_str;
 use crate::storage::Store;
 
 /// What a strategy's preparation may use: the storage (for allocations) and the resource
@@ -51,7 +44,7 @@ pub(crate) trait Strategy: Sync {
         &self,
         resource: &ResourceDef,
         object: &mut Map<String, Value>,
-    ) -> StoreResult<()> {
+    ) -> Result<(), Box<Status>> {
         let _ = (resource, object);
         Ok(())
     }
@@ -196,47 +189,6 @@ pub(crate) struct GenericStrategy;
 
 impl Strategy for GenericStrategy {}
 
-/// The strategy of `resource`: its kind's, a custom resource's, or the generic one.
-pub(crate) fn strategy_for(resource: &ResourceDef) -> &'static dyn Strategy {
-    if !resource.builtin {
-        return &custom_resource::CustomResourceStrategy;
-    }
-    match (resource.group.as_str(), resource.kind.as_str()) {
-        ("", "Pod") => &pod::PodStrategy,
-        ("", "PodTemplate") => &pod_template::PodTemplateStrategy,
-        ("", "Service") => &service::ServiceStrategy,
-        ("", "ServiceAccount") => &service_account::ServiceAccountStrategy,
-        ("", "Namespace") => &namespace::NamespaceStrategy,
-        ("", "ConfigMap") => &config_map::ConfigMapStrategy,
-        ("", "Secret") => &secret::SecretStrategy,
-        ("", "Event") => &event::EventStrategy,
-        ("events.k8s.io", "Event") => &event::EventsV1Strategy,
-        ("", "PersistentVolumeClaim") => &persistent_volume::PersistentVolumeClaimStrategy,
-        ("", "PersistentVolume") => &persistent_volume::PersistentVolumeStrategy,
-        ("", "Node") => &node::NodeStrategy,
-        ("", "ComponentStatus") => &component_status::ComponentStatusStrategy,
-        ("", "ReplicationController") => &workloads::REPLICATION_CONTROLLER,
-        ("apps", "Deployment") => &workloads::DEPLOYMENT,
-        ("apps", "ReplicaSet") => &workloads::REPLICA_SET,
-        ("apps", "StatefulSet") => &workloads::STATEFUL_SET,
-        ("apps", "DaemonSet") => &workloads::DAEMON_SET,
-        ("batch", "Job") => &job::JobStrategy,
-        ("batch", "CronJob") => &job::CronJobStrategy,
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            &custom_resource_definition::CustomResourceDefinitionStrategy
-        }
-        ("", "ResourceQuota") => &simple::RESOURCE_QUOTA,
-        ("", "Endpoints") => &simple::ENDPOINTS,
-        ("", "LimitRange") => &simple::LIMIT_RANGE,
-        ("coordination.k8s.io", "Lease") => &simple::LEASE,
-        ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => &simple::RBAC_ROLE,
-        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
-            &simple::RBAC_BINDING
-        }
-        _ => &GenericStrategy,
-    }
-}
-
 /// The `Duplicate value` causes of `strategy`'s validation of `object` (what
 /// [`Strategy::duplicate_merge_keys`] gives for kinds whose lists of containers are
 /// keyed by name).
@@ -245,31 +197,4 @@ pub(crate) fn duplicates(strategy: &dyn Strategy, object: &Value) -> Vec<StatusC
     strategy.validate(object, None, &mut causes);
     causes.retain(|cause| cause.reason == "FieldValueDuplicate");
     causes
-}
-
-/// Runs the kind's `Validate` (`ValidateUpdate` over `old`) on `object`; `update_causes`
-/// (the immutable fields an update changed) follow its own in the answer.
-///
-/// # Errors
-///
-/// 422 Invalid listing every broken rule.
-pub(crate) fn validate(
-    resource: &ResourceDef,
-    object: &Value,
-    old: Option<&Value>,
-    update_causes: Vec<StatusCause>,
-) -> StoreResult<()> {
-    let strategy = strategy_for(resource);
-    let mut causes = Vec::new();
-    strategy.validate(object, old, &mut causes);
-    causes.extend(update_causes);
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(fail(Status::invalid(
-        strategy.validation_group(resource),
-        &resource.kind,
-        meta_str(object, "name"),
-        causes,
-    )))
 }

@@ -382,7 +382,7 @@ fn label_value(value: &str) -> Result<(), LabelValueError> {
 /// Checks a name as the API server does for most resources (a DNS-1123 subdomain; a
 /// DNS-1123 label for namespaces).
 pub(crate) fn validate_name(resource: &ResourceDef, name: &str) -> StoreResult<()> {
-    let label_only = super::strategy::strategy_for(resource).names_are_labels();
+    let label_only = super::kinds::strategy_for(resource).names_are_labels();
     let max = if label_only { 63 } else { 253 };
     let valid_label = |label: &str| {
         let bytes = label.as_bytes();

@@ -15,6 +15,7 @@ mod pod_target;
 mod port_forward;
 mod port_forward_spdy;
 mod port_forward_streams;
+mod port_forward_target;
 mod spdy;
 mod websocket;
 

@@ -18,8 +18,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 use http::{Request, Response};
-use kubeclient_machinery::Status;
 use kubeclient_machinery::stream_protocol::{Frame, PORT_FORWARD_PROTOCOL_V4};
+use kubeclient_machinery::{ErrorChain, Status};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -27,14 +27,12 @@ use tokio::task::JoinSet;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-use super::pod_target::{PodTarget, find_pod, require_host};
+use super::pod_target::{find_pod, require_host};
+use super::port_forward_target::{PortTargetError, port_target};
 use super::websocket::{self, ChannelWriter, Incoming, MAX_OUTGOING_CHUNK};
 use crate::response::{Body, HandlerResult, fail};
 use crate::sessions::stopped;
 use crate::state::State;
-
-/// The annotation prefix naming a port's target: `port-forward.kubeclient.dev/8080`.
-pub(crate) const PORT_FORWARD_ANNOTATION_PREFIX: &str = "port-forward.kubeclient.dev/";
 
 /// The most ports one request may forward.
 const MAX_PORTS: usize = 64;
@@ -59,7 +57,7 @@ pub(crate) fn handle<B>(
     // name ports per stream), so the upgrade is checked first.
     let accepted = websocket::accept(&mut request, &[PORT_FORWARD_PROTOCOL_V4])?;
     let ports = parse_ports(request.uri().query())?;
-    let targets: Vec<Result<SocketAddr, String>> = ports
+    let targets: Vec<Result<SocketAddr, PortTargetError>> = ports
         .iter()
         .map(|port| port_target(&target, *port))
         .collect();
@@ -114,33 +112,11 @@ fn parse_ports(raw_query: Option<&str>) -> HandlerResult<Vec<u16>> {
     Ok(ports)
 }
 
-/// Where a port forwards to, from the Pod's annotation (loopback addresses only).
-pub(super) fn port_target(target: &PodTarget, port: u16) -> Result<SocketAddr, String> {
-    let key = format!("{PORT_FORWARD_ANNOTATION_PREFIX}{port}");
-    let Some(value) = target.pod.value["metadata"]["annotations"][&key].as_str() else {
-        return Err(format!(
-            "error forwarding port {port} to pod {}: nothing listens on it (set the annotation {key} to a loopback host:port)",
-            target.name
-        ));
-    };
-    match value.trim().parse::<SocketAddr>() {
-        Ok(address) if address.ip().is_loopback() => Ok(address),
-        Ok(address) => Err(format!(
-            "error forwarding port {port} to pod {}: {key}={address} is not a loopback address (only 127.0.0.0/8 and ::1 are allowed)",
-            target.name
-        )),
-        Err(err) => Err(format!(
-            "error forwarding port {port} to pod {}: {key}={value:?} is not a host:port ({err})",
-            target.name
-        )),
-    }
-}
-
 struct Session {
     state: Arc<State>,
     pod: String,
     ports: Vec<u16>,
-    targets: Vec<Result<SocketAddr, String>>,
+    targets: Vec<Result<SocketAddr, PortTargetError>>,
 }
 
 impl Session {
@@ -221,7 +197,7 @@ pub(super) async fn into_target(
 }
 
 async fn forward(
-    target: Result<SocketAddr, String>,
+    target: Result<SocketAddr, PortTargetError>,
     mut from_client: mpsc::Receiver<Bytes>,
     writer: ChannelWriter,
     data_channel: u8,
@@ -230,7 +206,8 @@ async fn forward(
 ) {
     let address = match target {
         Ok(address) => address,
-        Err(message) => {
+        Err(err) => {
+            let message = ErrorChain(&err).to_string();
             let _ = writer.write(error_channel, message.as_bytes()).await;
             return;
         }

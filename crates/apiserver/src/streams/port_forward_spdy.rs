@@ -20,15 +20,15 @@ use http::header::{CONNECTION, UPGRADE};
 use http::{HeaderValue, Request, Response, StatusCode};
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
-use kubeclient_machinery::Status;
+use kubeclient_machinery::{ErrorChain, Status};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::pod_target::{find_pod, require_host};
-use super::port_forward::port_target;
 use super::port_forward_streams::{Complete, Delivery, Kind, Opened, Streams};
+use super::port_forward_target::{PortTargetError, port_target};
 use super::spdy::{self, Frame, FrameReader, HeaderDecoder, HeaderEncoder};
 use crate::response::{Body, HandlerResult, fail, full};
 use crate::sessions::stopped;
@@ -262,14 +262,14 @@ fn take_receiver(mut complete: Complete) -> (mpsc::Receiver<Bytes>, Complete) {
 /// Forwards one connection: the data stream to and from the target, then the end of the
 /// error stream (with the failure, if any).
 async fn forward(
-    target: Result<SocketAddr, String>,
+    target: Result<SocketAddr, PortTargetError>,
     mut from_client: mpsc::Receiver<Bytes>,
     frames: mpsc::Sender<Vec<u8>>,
     data_stream: u32,
     error_stream: u32,
 ) {
     let failure = match target {
-        Err(message) => Some(message),
+        Err(err) => Some(ErrorChain(&err).to_string()),
         Ok(address) => {
             match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
                 Ok(Ok(connection)) => {

@@ -4,7 +4,7 @@
 //! server's state.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write as _};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -537,7 +537,8 @@ async fn show_progress(
 ) {
     let started = Instant::now();
     let (mut dropped, mut compacted) = (false, false);
-    let tty = std::io::stderr().is_terminal();
+    // The line is redrawn in place only where escapes are welcome; else one line each.
+    let tty = crate::terminal::stderr_allows_ansi();
     let clear = if tty { "\r\x1b[K" } else { "" };
     let mut last_events = 0u64;
     let mut last_tick = Instant::now();

@@ -69,8 +69,24 @@ pub(crate) struct ServeArgs {
     watch_backlog_bytes: usize,
 }
 
+/// Why `--token-file` gives no token.
+#[derive(Debug, thiserror::Error)]
+enum TokenFileError {
+    /// The file cannot be read.
+    #[error("cannot read the token file {}", .path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file holds only whitespace.
+    #[error("the token file {} is empty; put the token in it, or drop --token-file", .0.display())]
+    Empty(PathBuf),
+}
+
 /// The token from `--token`, `--token-file` or `KUBECLIENT_TOKEN`, in that order.
-fn token(args: &ServeArgs) -> Result<Option<String>, String> {
+fn token(args: &ServeArgs) -> Result<Option<String>, TokenFileError> {
     if let Some(token) = &args.token {
         return Ok(Some(token.clone()));
     }
@@ -83,15 +99,15 @@ fn token(args: &ServeArgs) -> Result<Option<String>, String> {
     }
 }
 
-fn read_token_file(path: &Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| format!("cannot read the token file {}: {err}", path.display()))?;
+/// The token in the file at `path`, without surrounding whitespace.
+fn read_token_file(path: &Path) -> Result<String, TokenFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Unreadable {
+        path: path.to_owned(),
+        source,
+    })?;
     let token = text.trim();
     if token.is_empty() {
-        return Err(format!(
-            "the token file {} is empty; put the token in it, or drop --token-file",
-            path.display()
-        ));
+        return Err(TokenFileError::Empty(path.to_owned()));
     }
     Ok(token.to_owned())
 }
@@ -189,8 +205,16 @@ mod tests {
         std::fs::write(&file, "  s3cret\n").unwrap();
         assert_eq!(read_token_file(&file).unwrap(), "s3cret");
         std::fs::write(&file, "\n").unwrap();
-        assert!(read_token_file(&file).unwrap_err().contains("is empty"));
-        assert!(read_token_file(&dir.join("absent")).is_err());
+        assert!(
+            read_token_file(&file)
+                .unwrap_err()
+                .to_string()
+                .contains("is empty")
+        );
+        let absent = read_token_file(&dir.join("absent")).unwrap_err();
+        assert!(absent.to_string().starts_with("cannot read the token file"));
+        // The I/O error is the cause, not part of the message.
+        assert!(std::error::Error::source(&absent).is_some());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

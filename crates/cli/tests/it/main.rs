@@ -412,3 +412,41 @@ fn logs_are_coloured_on_a_terminal_unless_no_color_is_set() {
         "an empty NO_COLOR does not turn colour off"
     );
 }
+
+/// Issue 25: under `NO_COLOR` the demo's progress goes out as plain lines, without the
+/// `\r ESC[K` that redraws it in place on a terminal.
+#[test]
+fn demo_progress_is_plain_lines_under_no_color_on_a_terminal() {
+    let mut command = Command::new("script");
+    command
+        .args(["-qec"])
+        .arg(format!(
+            "'{}' demo --duration 2 --rate 10",
+            env!("CARGO_BIN_EXE_kubeclient")
+        ))
+        .arg("/dev/null")
+        .env_remove("KUBECONFIG")
+        .env("NO_COLOR", "1")
+        .env("KUBECLIENT_LOG", "info")
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit());
+    let output = match command.output() {
+        Ok(output) => output,
+        Err(err) => {
+            eprintln!("skipped: util-linux `script` (a pseudo-terminal) is not available: {err}");
+            return;
+        }
+    };
+    assert!(output.status.success(), "exit {:?}", output.status);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("writes"),
+        "a progress line was written: {text:?}"
+    );
+    assert!(!text.contains('\x1b'), "no escape under NO_COLOR: {text:?}");
+    // A terminal turns each "\n" into "\r\n"; a bare "\r" would be a redraw.
+    assert!(
+        !text.replace("\r\n", "\n").contains('\r'),
+        "no carriage return but at line ends: {text:?}"
+    );
+}

@@ -36,11 +36,11 @@ use super::Call;
 use super::object::{dry_run_value, meta_str, metadata_mut, now, store_key};
 use crate::patch::managed_fields;
 use crate::patch::strategic_merge::{builtin_list_strategy, strategic_merge};
+use crate::registry::kinds::strategy_for;
 use crate::registry::store::{
     self, Decoding, DeleteOptions, Deleted, Ownership, StoreResult, WriteRequest, WriteResult,
     conflict, invalid, with_write_context,
 };
-use crate::registry::strategy::strategy_for;
 use crate::registry::version_conversion;
 use crate::response::{Body, HandlerResult, fail, json, json_bytes, with_warnings};
 use crate::storage::StoredObject;

@@ -6,12 +6,11 @@
 //! remove its custom resources. What it serves is registered by the store after a write
 //! (`crd.rs`).
 
-use kubeclient_machinery::StatusCause;
+use kubeclient_machinery::{Status, StatusCause};
 use serde_json::{Map, Value, json};
 
 use crate::object::{meta_str, metadata_mut, now};
 use crate::registry::defaults::{child, set};
-use crate::registry::store::{StoreResult, invalid};
 use crate::registry::strategy::{Strategy, StrategyContext};
 use crate::registry::{
     CRD_CLEANUP_FINALIZER, Propagation, ResourceDef, crd_resources, crd_status, set_terminating,
@@ -26,16 +25,19 @@ impl Strategy for CustomResourceDefinitionStrategy {
         &self,
         resource: &ResourceDef,
         object: &mut Map<String, Value>,
-    ) -> StoreResult<()> {
+    ) -> Result<(), Box<Status>> {
         let crd = Value::Object(object.clone());
         crd_resources(&crd).map_err(|err| {
-            invalid(
-                resource,
+            Box::new(Status::invalid(
+                &resource.group,
+                &resource.kind,
                 meta_str(&crd, "name"),
-                err.field,
-                "FieldValueInvalid",
-                &err.to_string(),
-            )
+                vec![StatusCause::new(
+                    "FieldValueInvalid",
+                    &err.to_string(),
+                    err.field,
+                )],
+            ))
         })?;
         let created = meta_str(&crd, "creationTimestamp").to_owned();
         object.insert("status".to_owned(), crd_status(&crd, &created));

@@ -16,7 +16,6 @@ use serde_json::{Value, json};
 
 use super::ResourceDef;
 use super::event_versions::events_v1_as_core;
-use super::strategy::strategy_for;
 use crate::object::label_selector;
 
 /// One column: its definition and how to compute its cell.
@@ -45,19 +44,9 @@ const fn wide(name: &'static str, column_type: &'static str, cell: fn(&Value) ->
     }
 }
 
-/// The printer columns of a built-in resource (after `Name`, which every table starts
-/// with except Events'), or `None` for the default table.
-fn columns(resource: &ResourceDef) -> Option<&'static [Column]> {
-    if !resource.builtin {
-        return None;
-    }
-    strategy_for(resource).table_columns()
-}
-
-/// The column definitions of a built-in kind's table, `Name` included; `None` for kinds
-/// without a printer.
-pub(crate) fn column_definitions(resource: &ResourceDef) -> Option<Vec<Value>> {
-    let columns = columns(resource)?;
+/// The column definitions of a built-in resource's table with `columns` (its strategy's),
+/// `Name` included.
+pub(crate) fn column_definitions(resource: &ResourceDef, columns: &[Column]) -> Vec<Value> {
     let kind = resource.kind.as_str();
     let mut definitions = Vec::with_capacity(columns.len() + 1);
     if kind != "Event" {
@@ -72,7 +61,7 @@ pub(crate) fn column_definitions(resource: &ResourceDef) -> Option<Vec<Value>> {
     if kind == "Event" {
         definitions.push(name_column(1));
     }
-    Some(definitions)
+    definitions
 }
 
 /// The `Name` column every table has.
@@ -84,9 +73,8 @@ pub(crate) fn name_column(priority: i64) -> Value {
     })
 }
 
-/// The cells of `object`'s row, in column order; `None` for kinds without a printer.
-pub(crate) fn cells(resource: &ResourceDef, object: &Value) -> Option<Vec<Value>> {
-    let columns = columns(resource)?;
+/// The cells of `object`'s row, in the order of `columns` (its strategy's).
+pub(crate) fn cells(resource: &ResourceDef, columns: &[Column], object: &Value) -> Vec<Value> {
     let (group, kind) = (resource.group.as_str(), resource.kind.as_str());
     let converted;
     // An `events.k8s.io/v1` Event prints under its core/v1 field names (the two are one
@@ -106,7 +94,7 @@ pub(crate) fn cells(resource: &ResourceDef, object: &Value) -> Option<Vec<Value>
     if kind == "Event" {
         cells.push(name);
     }
-    Some(cells)
+    cells
 }
 
 static NULL: Value = Value::Null;
@@ -307,7 +295,10 @@ mod tests {
         let service = json!({"spec": {"type": "NodePort", "clusterIP": "10.96.0.7",
             "ports": [{"port": 80, "nodePort": 30080, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}],
             "selector": {"app": "web"}}});
-        let cells = cells(&resource("", "services"), &service).unwrap();
+        let cells = {
+            let resource = resource("", "services");
+            cells(&resource, table_columns(&resource), &service)
+        };
         assert_eq!(cells[1], "NodePort");
         assert_eq!(cells[2], "10.96.0.7");
         assert_eq!(cells[3], "<none>");
@@ -315,6 +306,12 @@ mod tests {
         assert_eq!(cells[6], "app=web");
         let lb = json!({"spec": {"type": "LoadBalancer"}});
         assert_eq!(service_external_ip(&lb), "<pending>");
+    }
+
+    fn table_columns(resource: &ResourceDef) -> &'static [Column] {
+        crate::registry::kinds::strategy_for(resource)
+            .table_columns()
+            .expect("a printer")
     }
 
     fn resource(group: &str, plural: &str) -> std::sync::Arc<ResourceDef> {
@@ -334,8 +331,9 @@ mod tests {
             ("", "componentstatuses"),
         ] {
             let resource = resource(group, plural);
-            let definitions = column_definitions(&resource).unwrap();
-            let cells = cells(&resource, &json!({})).unwrap();
+            let columns = table_columns(&resource);
+            let definitions = column_definitions(&resource, columns);
+            let cells = cells(&resource, columns, &json!({}));
             assert_eq!(definitions.len(), cells.len(), "{plural}");
         }
     }
@@ -345,7 +343,10 @@ mod tests {
         let status = json!({"metadata": {"name": "etcd-0"},
             "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]});
         assert_eq!(
-            cells(&resource("", "componentstatuses"), &status).unwrap(),
+            {
+                let resource = resource("", "componentstatuses");
+                cells(&resource, table_columns(&resource), &status)
+            },
             [json!("etcd-0"), json!("Healthy"), json!("ok"), json!("")]
         );
     }

@@ -1,9 +1,11 @@
 //! Create: a new object, with its server-owned metadata, defaults, validation and
 //! managedFields (and, for a CustomResourceDefinition, the resources it serves).
 
+use super::validate_object;
 use super::*;
 use crate::object::{generate_name, now};
-use crate::registry::strategy::{self, Strategy, strategy_for};
+use crate::registry::kinds::strategy_for;
+use crate::registry::strategy::Strategy;
 use crate::registry::{Special, validate, version_conversion};
 use crate::storage::Write;
 
@@ -77,7 +79,7 @@ impl GenericStore<'_> {
         let mut value = Value::Object(object);
         let warnings = (request.field_check)(&mut value, request.decoding)?;
         validate::check_object(resource, &value)?;
-        strategy::validate(resource, &value, None, Vec::new())?;
+        validate_object(resource, &value, None, Vec::new())?;
         self.check_namespace_exists(request.namespace)?;
         if ownership == Ownership::RecordUpdate {
             let requested = requested

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::object::{finalizers, meta_str, now};
-use crate::registry::strategy::strategy_for;
+use crate::registry::kinds::strategy_for;
 use crate::registry::{Propagation, Special, crd_resources};
 use crate::storage::Write;
 

@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 use super::strategy::StrategyContext;
 use super::{Registry, ResourceDef, event_versions};
 use crate::authentication::UserInfo;
-use crate::object::{metadata_mut, store_key};
+use crate::object::{meta_str, metadata_mut, store_key};
 use crate::patch::managed_fields;
 use crate::patch::strategic_merge::builtin_list_map_keys;
 use crate::storage::{Store, StoredObject};
@@ -423,4 +423,31 @@ fn atomic_fields<'a>(
             && kubeclient_machinery::protobuf::go_type_at(api_version, &resource.kind, path)
                 .is_some_and(|name| ATOMIC_TYPES.contains(&name))
     }
+}
+
+/// Runs the kind's `Validate` (`ValidateUpdate` over `old`) on `object`; `update_causes`
+/// (the immutable fields an update changed) follow its own in the answer.
+///
+/// # Errors
+///
+/// 422 Invalid listing every broken rule.
+pub(crate) fn validate_object(
+    resource: &ResourceDef,
+    object: &Value,
+    old: Option<&Value>,
+    update_causes: Vec<StatusCause>,
+) -> StoreResult<()> {
+    let strategy = super::kinds::strategy_for(resource);
+    let mut causes = Vec::new();
+    strategy.validate(object, old, &mut causes);
+    causes.extend(update_causes);
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(fail(Status::invalid(
+        strategy.validation_group(resource),
+        &resource.kind,
+        meta_str(object, "name"),
+        causes,
+    )))
 }

@@ -2,9 +2,10 @@
 //! patch types, server-side apply, the scale and status subresources, the controllers'
 //! rewrites), with a compute step that turns the stored object into the desired one.
 
+use super::validate_object;
 use super::*;
 use crate::object::{finalized, meta_str, now};
-use crate::registry::strategy::{self, strategy_for};
+use crate::registry::kinds::strategy_for;
 use crate::registry::{Special, immutable, validate, version_conversion};
 use crate::storage::Write;
 
@@ -101,7 +102,7 @@ impl GenericStore<'_> {
                     });
                 }
                 validate::check_object(resource, &result)?;
-                strategy::validate(resource, &result, Some(&current.value), immutable_causes)?;
+                validate_object(resource, &result, Some(&current.value), immutable_causes)?;
                 version_conversion::to_storage_version(resource, &mut result);
                 validate::check_size(resource, &result, self.max_object_bytes)?;
                 let write = if finalized(&result) {
