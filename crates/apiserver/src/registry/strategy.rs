@@ -5,8 +5,8 @@
 //! nothing of its own gets the generic behaviour of the trait's defaults.
 //!
 //! ```text
-//! create:  PrepareForCreate -> field check -> Validate -> managedFields -> storage
-//! update:  AllowUnconditionalUpdate -> PrepareForUpdate -> immutable fields -> field check
+//! create:  BeginCreate -> defaults -> PrepareForCreate -> field check -> Validate -> managedFields -> storage
+//! update:  AllowUnconditionalUpdate -> defaults -> PrepareForUpdate -> immutable fields -> field check
 //!          -> managedFields -> Validate(Update) -> storage      (a missing object:
 //!          AllowCreateOnUpdate)
 //! delete:  DefaultGarbageCollectionPolicy -> the kind's deletion finalizer and marking
@@ -49,13 +49,21 @@ pub(crate) trait Strategy: Sync {
         Ok(())
     }
 
-    /// `PrepareForCreate` with the kind's defaulting: fills in what a new object leaves
-    /// out (allocations included).
+    /// The kind's defaulting (the scheme's defaulters, which kube-apiserver runs on every
+    /// decoded object): what the store runs on a created and on an updated object alike,
+    /// before `prepare_for_create` / `prepare_for_update`.
+    fn defaults(&self, context: StrategyContext<'_>, object: &mut Map<String, Value>) {
+        let _ = (context, object);
+    }
+
+    /// `PrepareForCreate`: what a new object gets beyond its defaults (allocations, the
+    /// initial status).
     fn prepare_for_create(&self, context: StrategyContext<'_>, object: &mut Map<String, Value>) {
         let _ = (context, object);
     }
 
-    /// `PrepareForUpdate` with the kind's defaulting, `current` being the stored object.
+    /// `PrepareForUpdate`: what an update does beyond the defaults, `current` being the
+    /// stored object.
     fn prepare_for_update(
         &self,
         context: StrategyContext<'_>,

@@ -13,16 +13,7 @@ use crate::registry::structural_schema;
 pub(crate) struct CustomResourceStrategy;
 
 impl Strategy for CustomResourceStrategy {
-    fn prepare_for_create(&self, context: StrategyContext<'_>, object: &mut Map<String, Value>) {
-        default_and_prune(context, object);
-    }
-
-    fn prepare_for_update(
-        &self,
-        context: StrategyContext<'_>,
-        object: &mut Map<String, Value>,
-        _: &Value,
-    ) {
+    fn defaults(&self, context: StrategyContext<'_>, object: &mut Map<String, Value>) {
         default_and_prune(context, object);
     }
 

@@ -44,16 +44,7 @@ impl Strategy for CustomResourceDefinitionStrategy {
         Ok(())
     }
 
-    fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
-        defaults(object);
-    }
-
-    fn prepare_for_update(
-        &self,
-        _: StrategyContext<'_>,
-        object: &mut Map<String, Value>,
-        _: &Value,
-    ) {
+    fn defaults(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         defaults(object);
     }
 

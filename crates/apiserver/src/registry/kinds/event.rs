@@ -25,16 +25,7 @@ impl Strategy for EventStrategy {
         Some(printers::event::EVENT)
     }
 
-    fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
-        core_defaults(object);
-    }
-
-    fn prepare_for_update(
-        &self,
-        _: StrategyContext<'_>,
-        object: &mut Map<String, Value>,
-        _: &Value,
-    ) {
+    fn defaults(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         core_defaults(object);
     }
 
@@ -55,16 +46,7 @@ impl Strategy for EventsV1Strategy {
         Some(printers::event::EVENT)
     }
 
-    fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
-        events_v1_defaults(object);
-    }
-
-    fn prepare_for_update(
-        &self,
-        _: StrategyContext<'_>,
-        object: &mut Map<String, Value>,
-        _: &Value,
-    ) {
+    fn defaults(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         events_v1_defaults(object);
     }
 

@@ -61,16 +61,7 @@ impl Strategy for CronJobStrategy {
         Some(printers::workloads::CRON_JOB)
     }
 
-    fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
-        cron_job_defaults(object);
-    }
-
-    fn prepare_for_update(
-        &self,
-        _: StrategyContext<'_>,
-        object: &mut Map<String, Value>,
-        _: &Value,
-    ) {
+    fn defaults(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         cron_job_defaults(object);
     }
 

@@ -16,28 +16,18 @@ impl Strategy for PersistentVolumeClaimStrategy {
         Some(printers::config::PERSISTENT_VOLUME_CLAIM)
     }
 
-    fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
-        claim_defaults(object);
-        set(child_or_insert(object, "status"), "phase", json!("Pending"));
+    fn defaults(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
+        if let Some(spec) = child(object, "spec") {
+            set(spec, "volumeMode", json!("Filesystem"));
+        }
     }
 
-    fn prepare_for_update(
-        &self,
-        _: StrategyContext<'_>,
-        object: &mut Map<String, Value>,
-        _: &Value,
-    ) {
-        claim_defaults(object);
+    fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
+        set(child_or_insert(object, "status"), "phase", json!("Pending"));
     }
 
     fn return_deleted_object(&self) -> bool {
         true
-    }
-}
-
-fn claim_defaults(object: &mut Map<String, Value>) {
-    if let Some(spec) = child(object, "spec") {
-        set(spec, "volumeMode", json!("Filesystem"));
     }
 }
 

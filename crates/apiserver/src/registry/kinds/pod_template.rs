@@ -10,16 +10,7 @@ use crate::registry::strategy::{Strategy, StrategyContext};
 pub(crate) struct PodTemplateStrategy;
 
 impl Strategy for PodTemplateStrategy {
-    fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
-        template(object.get_mut("template"));
-    }
-
-    fn prepare_for_update(
-        &self,
-        _: StrategyContext<'_>,
-        object: &mut Map<String, Value>,
-        _: &Value,
-    ) {
+    fn defaults(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
         template(object.get_mut("template"));
     }
 

@@ -75,7 +75,9 @@ impl GenericStore<'_> {
         strategy.begin_create(resource, &mut object)?;
         // Fields the create allocates belong to nobody: ownership is computed without them.
         let requested = strategy.allocates().then(|| (strategy, object.clone()));
-        strategy.prepare_for_create(self.strategy_context(resource), &mut object);
+        let context = self.strategy_context(resource);
+        strategy.defaults(context, &mut object);
+        strategy.prepare_for_create(context, &mut object);
         let mut value = Value::Object(object);
         let warnings = (request.field_check)(&mut value, request.decoding)?;
         validate::check_object(resource, &value)?;

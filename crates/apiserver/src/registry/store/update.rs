@@ -87,11 +87,9 @@ impl GenericStore<'_> {
                 } else if body_rv != current.rv.to_string() {
                     return Err(request.conflict());
                 }
-                strategy.prepare_for_update(
-                    self.strategy_context(resource),
-                    &mut desired,
-                    &current.value,
-                );
+                let context = self.strategy_context(resource);
+                strategy.defaults(context, &mut desired);
+                strategy.prepare_for_update(context, &mut desired, &current.value);
                 let immutable_causes =
                     immutable::check(request, &current.value, &desired, request.decoding)?;
                 let mut result = Value::Object(carry_over(request, &current.value, desired));
