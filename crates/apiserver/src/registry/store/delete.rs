@@ -198,3 +198,60 @@ impl GenericStore<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::authentication::UserInfo;
+
+    /// Counts the deletes it is told of.
+    #[derive(Default)]
+    struct CountingHook(AtomicUsize);
+
+    impl WriteHook for CountingHook {
+        fn committed(&self, _: &ResourceDef, write: Committed<'_>) {
+            if matches!(write, Committed::Deleted) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Issue 25: every DELETE woke the controllers, even one of an object already marked
+    /// for deletion, which changes nothing.
+    #[test]
+    fn only_a_delete_that_changes_storage_is_told_to_the_hook() {
+        let (storage, resources, hook) =
+            (Store::new(100), Registry::new(), CountingHook::default());
+        let store = GenericStore {
+            storage: &storage,
+            resources: &resources,
+            max_object_bytes: 1 << 20,
+            hook: &hook,
+        };
+        let namespaces = resources
+            .lookup("", "v1", "namespaces")
+            .expect("namespaces");
+        let user = UserInfo::admin();
+        let request = WriteRequest::new(&namespaces, None, "team", &user, "test");
+        let namespace =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}});
+        let Value::Object(namespace) = namespace else {
+            unreachable!()
+        };
+        store
+            .create(&request, namespace, Ownership::RecordUpdate)
+            .expect("created");
+        let first = store.delete(&request, &DeleteOptions::default());
+        assert!(matches!(first, Ok(Deleted::Marked(_))), "{first:?}");
+        assert_eq!(hook.0.load(Ordering::Relaxed), 1, "the marking is told");
+        let again = store.delete(&request, &DeleteOptions::default());
+        assert!(matches!(again, Ok(Deleted::Marked(_))), "{again:?}");
+        assert_eq!(
+            hook.0.load(Ordering::Relaxed),
+            1,
+            "a second DELETE changes nothing"
+        );
+    }
+}
