@@ -40,6 +40,7 @@
 //! ```
 
 pub mod api;
+pub mod applyconfigurations;
 pub mod cache;
 pub mod config;
 pub mod controller;
@@ -58,7 +59,7 @@ pub mod util;
 pub mod workqueue;
 
 pub use api::{
-    Api, AttachParams, DeleteParams, Deleted, ListParams, LogParams, ObjectList, Patch,
+    Api, ApplyOptions, AttachParams, DeleteParams, Deleted, ListParams, LogParams, ObjectList, Patch,
     PatchParams, PostParams, WatchParams,
 };
 pub use config::Config;
