@@ -157,15 +157,19 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     }
     let kind = call.resource.kind.clone();
     let builtin = call.resource.builtin;
+    // Built-in kinds merge as structured-merge-diff does (list-maps on all their keys);
+    // custom resources, whose lists are atomic unless their schema says otherwise, by JSON
+    // merge.
     let merge = move |live: &Value, config: &Value| -> Value {
         if builtin {
-            strategic_merge(live, config, &|path: &[&str]| {
-                builtin_list_strategy(&kind, path)
-            })
-            .unwrap_or_else(|_| {
-                let mut merged = live.clone();
-                json_patch::merge(&mut merged, config);
-                merged
+            managed_fields::merge_applied(live, config, &|path: &[&str]| {
+                match builtin_list_map_keys(&kind, path) {
+                    Some(keys) => ListMerge::Map(keys),
+                    None if builtin_list_strategy(&kind, path) == ListStrategy::MergePrimitives => {
+                        ListMerge::Set
+                    }
+                    None => ListMerge::Atomic,
+                }
             })
         } else {
             let mut merged = live.clone();
