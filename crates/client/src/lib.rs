@@ -59,8 +59,8 @@ pub mod util;
 pub mod workqueue;
 
 pub use api::{
-    Api, ApplyOptions, AttachParams, DeleteParams, Deleted, ListParams, LogParams, ObjectList, Patch,
-    PatchParams, PostParams, WatchParams,
+    Api, ApplyOptions, AttachParams, DeleteParams, Deleted, ListParams, LogParams, ObjectList,
+    Patch, PatchParams, PostParams, WatchParams,
 };
 pub use config::Config;
 pub use error::{Error, Result, StreamError};

@@ -61,7 +61,8 @@ pub(crate) fn expand(input: &DeriveInput, resource: &Resource) -> syn::Result<To
     let kind = &resource.kind;
 
     let container_serde = kept_serde(&input.attrs, KEPT_CONTAINER_ITEMS)?;
-    let container_serde = (!container_serde.is_empty()).then(|| quote!(#[serde(#(#container_serde),*)]));
+    let container_serde =
+        (!container_serde.is_empty()).then(|| quote!(#[serde(#(#container_serde),*)]));
     let mut fields = Vec::new();
     let mut setters = Vec::new();
     for field in &data.fields {

@@ -82,13 +82,22 @@ where
     /// [`Error::InvalidRequest`] without a name or a field manager; [`Error::Api`] (409
     /// Conflict naming the fields other managers own, unless `force`; 422 ...).
     #[doc(alias = "Apply")]
-    pub async fn apply_configuration<A>(&self, configuration: &A, options: &ApplyOptions) -> Result<K>
+    pub async fn apply_configuration<A>(
+        &self,
+        configuration: &A,
+        options: &ApplyOptions,
+    ) -> Result<K>
     where
         A: ApplyConfiguration<Object = K>,
     {
         let name = checked_name(configuration, options)?;
-        self.patch_at(name, None, &options.patch_params(), &Patch::Apply(configuration))
-            .await
+        self.patch_at(
+            name,
+            None,
+            &options.patch_params(),
+            &Patch::Apply(configuration),
+        )
+        .await
     }
 
     /// As [`apply_configuration`](Self::apply_configuration), through the status

@@ -57,7 +57,9 @@ pub(super) fn extract_into<A: ApplyConfiguration>(
         _ => Map::new(),
     };
     // The identity (apiVersion, kind, name, namespace) wins over whatever was extracted.
-    let Value::Object(identity) = serde_json::to_value(&identity).map_err(ExtractError::Serialize)? else {
+    let Value::Object(identity) =
+        serde_json::to_value(&identity).map_err(ExtractError::Serialize)?
+    else {
         return Ok(identity);
     };
     merge_identity(&mut extracted, identity);
@@ -67,7 +69,9 @@ pub(super) fn extract_into<A: ApplyConfiguration>(
 fn merge_identity(into: &mut Map<String, Value>, identity: Map<String, Value>) {
     for (key, value) in identity {
         match (into.get_mut(&key), value) {
-            (Some(Value::Object(existing)), Value::Object(inner)) => merge_identity(existing, inner),
+            (Some(Value::Object(existing)), Value::Object(inner)) => {
+                merge_identity(existing, inner)
+            }
             (_, value) => {
                 into.insert(key, value);
             }

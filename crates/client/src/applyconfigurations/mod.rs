@@ -146,3 +146,129 @@ pub trait ApplyConfiguration: Serialize + DeserializeOwned + FieldMarkers + Size
         extract::extract_into(object, field_manager, subresource)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::apps::v1::{DeploymentApplyConfiguration, DeploymentSpecApplyConfiguration};
+    use super::core::v1::{ContainerApplyConfiguration, ServiceSpecApplyConfiguration};
+    use super::*;
+
+    #[test]
+    fn only_what_is_set_is_serialized() {
+        let scaled = DeploymentApplyConfiguration::new("web", "prod")
+            .with_spec(DeploymentSpecApplyConfiguration::default().with_replicas(0));
+        assert_eq!(
+            serde_json::to_value(&scaled).unwrap(),
+            json!({
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": "prod"},
+                "spec": {"replicas": 0},
+            })
+        );
+        // A container states its name and nothing the manager does not mean to own.
+        let container = ContainerApplyConfiguration::default().with_name("app");
+        assert_eq!(
+            serde_json::to_value(&container).unwrap(),
+            json!({"name": "app"})
+        );
+        // Lists and maps are set even when empty: "I own an empty list".
+        let empty = ContainerApplyConfiguration::default().with_args(Vec::<String>::new());
+        assert_eq!(serde_json::to_value(&empty).unwrap(), json!({"args": []}));
+    }
+
+    #[test]
+    fn builders_append_to_lists_and_maps() {
+        let labelled = DeploymentApplyConfiguration::new("web", "prod")
+            .with_labels([("a", "1")])
+            .with_labels([("b", "2")]);
+        let labels = labelled.metadata.and_then(|m| m.labels).unwrap();
+        assert_eq!(labels.len(), 2);
+        let args = ContainerApplyConfiguration::default()
+            .with_args(["a"])
+            .with_args(["b", "c"]);
+        assert_eq!(args.args.unwrap(), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn markers_come_from_the_structured_merge_diff_schema() {
+        assert_eq!(
+            ServiceSpecApplyConfiguration::list_map_keys("ports"),
+            Some(&["port", "protocol"][..])
+        );
+        assert!(ServiceSpecApplyConfiguration::is_atomic("clusterIPs"));
+        assert_eq!(
+            DeploymentSpecApplyConfiguration::list_map_keys("replicas"),
+            None
+        );
+        assert!(DeploymentSpecApplyConfiguration::is_atomic("selector"));
+        assert!(KINDS.contains(&("apps/v1", "Deployment")));
+        assert!(KINDS.contains(&("coordination.k8s.io/v1", "Lease")));
+    }
+
+    /// Regenerating the apply configurations changes nothing. The sources are k8s-openapi's
+    /// `src` directory and a kubernetes/client-go git directory, named by
+    /// `KUBECLIENT_APPLYCONFIG_SOURCES` (colon-separated); without them this prints `skipped`.
+    #[test]
+    fn regenerating_the_apply_configurations_changes_nothing() {
+        let Ok(sources) = std::env::var("KUBECLIENT_APPLYCONFIG_SOURCES") else {
+            eprintln!("skipped: KUBECLIENT_APPLYCONFIG_SOURCES is not set");
+            return;
+        };
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+        let out =
+            std::env::temp_dir().join(format!("kubeclient-applyconfig-{}", std::process::id()));
+        let output = std::process::Command::new(format!("{root}/scripts/gen-applyconfigurations"))
+            .args(sources.split(':'))
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let checked_in = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("src/applyconfigurations/generated");
+        let differ = compare_dirs(&checked_in, &out);
+        std::fs::remove_dir_all(&out).unwrap();
+        assert!(
+            differ.is_empty(),
+            "generated/ differs from what scripts/gen-applyconfigurations generates: {differ:?}"
+        );
+    }
+
+    /// The relative paths whose contents differ between two directory trees.
+    fn compare_dirs(left: &std::path::Path, right: &std::path::Path) -> Vec<String> {
+        fn files(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    files(root, &path, out);
+                } else {
+                    out.push(path.strip_prefix(root).unwrap().display().to_string());
+                }
+            }
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        files(left, left, &mut a);
+        files(right, right, &mut b);
+        a.sort();
+        b.sort();
+        let mut differ: Vec<String> = a
+            .iter()
+            .filter(|p| !b.contains(p))
+            .chain(b.iter().filter(|p| !a.contains(p)))
+            .cloned()
+            .collect();
+        differ.extend(
+            a.iter()
+                .filter(|p| b.contains(p))
+                .filter(|p| std::fs::read(left.join(p)).ok() != std::fs::read(right.join(p)).ok())
+                .cloned(),
+        );
+        differ
+    }
+}

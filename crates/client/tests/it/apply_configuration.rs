@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kubeclient::applyconfigurations::ApplyConfiguration;
 use kubeclient::applyconfigurations::apps::v1::{
     DeploymentApplyConfiguration, DeploymentSpecApplyConfiguration,
@@ -24,7 +25,6 @@ use kubeclient::applyconfigurations::meta::v1::{
 };
 use kubeclient::customresource::{CustomResourceExt, install_crd};
 use kubeclient::{Api, ApplyOptions, Client, CustomResource, Error};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -116,11 +116,13 @@ fn web_deployment(ns: &str) -> DeploymentApplyConfiguration {
                 .with_template(
                     PodTemplateSpecApplyConfiguration::default()
                         .with_metadata(ObjectMetaApplyConfiguration::default().with_labels(labels))
-                        .with_spec(PodSpecApplyConfiguration::default().with_containers([
-                            ContainerApplyConfiguration::default()
-                                .with_name("app")
-                                .with_image("nginx:1.27"),
-                        ])),
+                        .with_spec(
+                            PodSpecApplyConfiguration::default().with_containers([
+                                ContainerApplyConfiguration::default()
+                                    .with_name("app")
+                                    .with_image("nginx:1.27"),
+                            ]),
+                        ),
                 ),
         )
 }
@@ -144,7 +146,9 @@ fn deployment_fields(d: &Deployment) -> Value {
 async fn deployment_scenario(client: &Client, ns: &str) -> Transcript {
     let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
     let mut t = Transcript::default();
-    let applied = api.apply_configuration(&web_deployment(ns), &options(ALPHA)).await;
+    let applied = api
+        .apply_configuration(&web_deployment(ns), &options(ALPHA))
+        .await;
     t.note("alpha creates", outcome(applied, deployment_fields));
 
     let scale = |replicas| {
@@ -153,20 +157,24 @@ async fn deployment_scenario(client: &Client, ns: &str) -> Transcript {
     };
     let conflict = api.apply_configuration(&scale(3), &options(BETA)).await;
     t.note("beta scales", outcome(conflict, deployment_fields));
-    let forced = api.apply_configuration(&scale(3), &options(BETA).force()).await;
+    let forced = api
+        .apply_configuration(&scale(3), &options(BETA).force())
+        .await;
     t.note("beta forces", outcome(forced, deployment_fields));
 
     // beta adds a sidecar: another item of the containers list-map (keyed by name).
     let sidecar = scale(3).with_labels([("tier", "b")]);
     let sidecar = DeploymentApplyConfiguration {
         spec: sidecar.spec.map(|spec| {
-            spec.with_template(PodTemplateSpecApplyConfiguration::default().with_spec(
-                PodSpecApplyConfiguration::default().with_containers([
-                    ContainerApplyConfiguration::default()
-                        .with_name("sidecar")
-                        .with_image("busybox:1"),
-                ]),
-            ))
+            spec.with_template(
+                PodTemplateSpecApplyConfiguration::default().with_spec(
+                    PodSpecApplyConfiguration::default().with_containers([
+                        ContainerApplyConfiguration::default()
+                            .with_name("sidecar")
+                            .with_image("busybox:1"),
+                    ]),
+                ),
+            )
         }),
         ..sidecar
     };
@@ -178,7 +186,10 @@ async fn deployment_scenario(client: &Client, ns: &str) -> Transcript {
     let current = api.get("web").await.expect("the deployment");
     let mut mine = DeploymentApplyConfiguration::extract(&current, ALPHA).expect("extracts");
     t.note("alpha extracts", value(&mine));
-    t.note("beta extracts", value(&DeploymentApplyConfiguration::extract(&current, BETA).expect("extracts")));
+    t.note(
+        "beta extracts",
+        value(&DeploymentApplyConfiguration::extract(&current, BETA).expect("extracts")),
+    );
     if let Some(container) = mine
         .spec
         .as_mut()
@@ -190,14 +201,19 @@ async fn deployment_scenario(client: &Client, ns: &str) -> Transcript {
         container.image = Some("nginx:1.28".to_owned());
     }
     let reapplied = api.apply_configuration(&mine, &options(ALPHA)).await;
-    t.note("alpha re-applies its extract", outcome(reapplied, deployment_fields));
+    t.note(
+        "alpha re-applies its extract",
+        outcome(reapplied, deployment_fields),
+    );
 
     // alpha drops its team label: it alone owned it, so it goes.
     let mut without_label = mine;
     if let Some(meta) = without_label.metadata.as_mut() {
         meta.labels = None;
     }
-    let dropped = api.apply_configuration(&without_label, &options(ALPHA)).await;
+    let dropped = api
+        .apply_configuration(&without_label, &options(ALPHA))
+        .await;
     t.note("alpha drops its label", outcome(dropped, deployment_fields));
     t
 }
@@ -226,18 +242,42 @@ async fn service_scenario(client: &Client, ns: &str) -> Transcript {
         ServiceApplyConfiguration::new("web", ns)
             .with_spec(ServiceSpecApplyConfiguration::default().with_ports(ports))
     };
-    let alpha = service(vec![port("http", 80, "TCP").with_target_port(IntOrString::Int(8080))]);
+    let alpha = service(vec![
+        port("http", 80, "TCP").with_target_port(IntOrString::Int(8080)),
+    ]);
     let alpha = ServiceApplyConfiguration {
         spec: alpha.spec.map(|s| s.with_selector([("app", "web")])),
         ..alpha
     };
-    t.note("alpha creates", outcome(api.apply_configuration(&alpha, &options(ALPHA)).await, service_ports));
+    t.note(
+        "alpha creates",
+        outcome(
+            api.apply_configuration(&alpha, &options(ALPHA)).await,
+            service_ports,
+        ),
+    );
     // Port 80 over UDP is another item of the list-map: no conflict with 80/TCP.
     let beta = service(vec![port("dns", 53, "UDP"), port("http-udp", 80, "UDP")]);
-    t.note("beta adds ports", outcome(api.apply_configuration(&beta, &options(BETA)).await, service_ports));
-    let retarget = service(vec![port("http", 80, "TCP").with_target_port(IntOrString::Int(9090))]);
-    t.note("beta retargets 80/TCP", outcome(api.apply_configuration(&retarget, &options(BETA)).await, service_ports));
-    let forced = api.apply_configuration(&retarget, &options(BETA).force()).await;
+    t.note(
+        "beta adds ports",
+        outcome(
+            api.apply_configuration(&beta, &options(BETA)).await,
+            service_ports,
+        ),
+    );
+    let retarget = service(vec![
+        port("http", 80, "TCP").with_target_port(IntOrString::Int(9090)),
+    ]);
+    t.note(
+        "beta retargets 80/TCP",
+        outcome(
+            api.apply_configuration(&retarget, &options(BETA)).await,
+            service_ports,
+        ),
+    );
+    let forced = api
+        .apply_configuration(&retarget, &options(BETA).force())
+        .await;
     t.note("beta forces", outcome(forced, service_ports));
     let current = api.get("web").await.expect("the service");
     for manager in [ALPHA, BETA] {
@@ -255,17 +295,35 @@ async fn configmap_scenario(client: &Client, ns: &str) -> Transcript {
     };
     let fields = |cm: &ConfigMap| json!(cm.data);
     let steps: [(&str, &str, &[(&str, &str)], bool); 6] = [
-        ("alpha sets a and b", ALPHA, &[("a", "1"), ("b", "2")], false),
+        (
+            "alpha sets a and b",
+            ALPHA,
+            &[("a", "1"), ("b", "2")],
+            false,
+        ),
         ("beta changes b", BETA, &[("b", "3")], false),
-        ("beta sets c and a as it is", BETA, &[("c", "3"), ("a", "1")], false),
+        (
+            "beta sets c and a as it is",
+            BETA,
+            &[("c", "3"), ("a", "1")],
+            false,
+        ),
         ("alpha drops a and b", ALPHA, &[], false),
-        ("beta forces b", BETA, &[("b", "4"), ("c", "3"), ("a", "1")], true),
+        (
+            "beta forces b",
+            BETA,
+            &[("b", "4"), ("c", "3"), ("a", "1")],
+            true,
+        ),
         ("alpha sets b again", ALPHA, &[("b", "5")], false),
     ];
     for (step, manager, entries, force) in steps {
         let mut opts = options(manager);
         opts.force = force;
-        t.note(step, outcome(api.apply_configuration(&data(entries), &opts).await, fields));
+        t.note(
+            step,
+            outcome(api.apply_configuration(&data(entries), &opts).await, fields),
+        );
     }
     let current = api.get("settings").await.expect("the configmap");
     for manager in [ALPHA, BETA, "nobody"] {
@@ -283,19 +341,42 @@ async fn widget_scenario(client: &Client, ns: &str) -> Transcript {
     let mut t = Transcript::default();
     let fields = |w: &Widget| json!({"spec": w.spec, "status": w.status});
     let spec = WidgetSpecApplyConfiguration::default;
-    let create = WidgetApplyConfiguration::new("w", ns).with_spec(spec().with_replicas(1).with_image("a:1"));
+    let create =
+        WidgetApplyConfiguration::new("w", ns).with_spec(spec().with_replicas(1).with_image("a:1"));
     // The CRD's schema is checked on the merged object: a spec without `image` is refused.
     let partial = WidgetApplyConfiguration::new("p", ns).with_spec(spec().with_replicas(1));
     let refused = api.apply_configuration(&partial, &options(ALPHA)).await;
     let refused = outcome(refused, fields);
-    t.note("alpha creates without image: refused", json!(refused.get("code")));
-    t.note("alpha creates", outcome(api.apply_configuration(&create, &options(ALPHA)).await, fields));
-    let scale = WidgetApplyConfiguration::new("w", ns).with_spec(spec().with_replicas(3).with_max_surge(1));
-    t.note("beta scales", outcome(api.apply_configuration(&scale, &options(BETA)).await, fields));
-    let forced = api.apply_configuration(&scale, &options(BETA).force()).await;
+    t.note(
+        "alpha creates without image: refused",
+        json!(refused.get("code")),
+    );
+    t.note(
+        "alpha creates",
+        outcome(
+            api.apply_configuration(&create, &options(ALPHA)).await,
+            fields,
+        ),
+    );
+    let scale =
+        WidgetApplyConfiguration::new("w", ns).with_spec(spec().with_replicas(3).with_max_surge(1));
+    t.note(
+        "beta scales",
+        outcome(
+            api.apply_configuration(&scale, &options(BETA)).await,
+            fields,
+        ),
+    );
+    let forced = api
+        .apply_configuration(&scale, &options(BETA).force())
+        .await;
     t.note("beta forces", outcome(forced, fields));
-    let status = WidgetApplyConfiguration::new("w", ns).with_status(WidgetStatus { ready_replicas: Some(2) });
-    let status = api.apply_configuration_status(&status, &options(GAMMA)).await;
+    let status = WidgetApplyConfiguration::new("w", ns).with_status(WidgetStatus {
+        ready_replicas: Some(2),
+    });
+    let status = api
+        .apply_configuration_status(&status, &options(GAMMA))
+        .await;
     t.note("gamma applies status", outcome(status, fields));
     let current = api.get("w").await.expect("the widget");
     for manager in [ALPHA, BETA] {
@@ -319,7 +400,10 @@ where
     let fixture = start().await;
     let ns = fresh_namespace(&fixture.client, name).await;
     let embedded = scenario(fixture.client.clone(), ns.clone()).await.0;
-    let embedded: Vec<String> = embedded.iter().map(|line| line.replace(&ns, "NS")).collect();
+    let embedded: Vec<String> = embedded
+        .iter()
+        .map(|line| line.replace(&ns, "NS"))
+        .collect();
     for line in &embedded {
         eprintln!("embedded {name}: {line}");
     }
@@ -348,7 +432,10 @@ where
             if minor < 22 && ours.starts_with(SINCE_1_22) {
                 continue;
             }
-            assert_eq!(ours, theirs, "{name}: step {at} differs from the real kube-apiserver");
+            assert_eq!(
+                ours, theirs,
+                "{name}: step {at} differs from the real kube-apiserver"
+            );
         }
     }
     let embedded: Vec<String> = embedded
@@ -371,49 +458,92 @@ fn parsed(lines: &[String], step: &str) -> Value {
 
 #[tokio::test]
 async fn deployment_two_managers_conflict_force_and_extract() {
-    on_both("apply-deploy", |c, ns| async move { deployment_scenario(&c, &ns).await }, |t| {
-        assert_eq!(parsed(t, "alpha creates")["ok"]["replicas"], 2);
-        let conflict = parsed(t, "beta scales");
-        assert_eq!(conflict["code"], 409);
-        assert_eq!(conflict["causes"][0]["field"], ".spec.replicas");
-        assert_eq!(parsed(t, "beta forces")["ok"]["replicas"], 3);
-        assert_eq!(
-            parsed(t, "beta adds a sidecar")["ok"]["containers"],
-            json!([["app", "nginx:1.27"], ["sidecar", "busybox:1"]])
-        );
-        let alpha = parsed(t, "alpha extracts");
-        assert_eq!(alpha["spec"].get("replicas"), None, "forced away from alpha");
-        assert_eq!(alpha["spec"]["template"]["spec"]["containers"], json!([{"name": "app", "image": "nginx:1.27"}]));
-        assert_eq!(alpha["metadata"], json!({"name": "web", "namespace": "NS", "labels": {"team": "a"}}));
-        let beta = parsed(t, "beta extracts");
-        assert_eq!(beta["spec"]["replicas"], 3);
-        assert_eq!(beta["spec"]["template"]["spec"]["containers"], json!([{"name": "sidecar", "image": "busybox:1"}]));
-        let reapplied = parsed(t, "alpha re-applies its extract");
-        assert_eq!(reapplied["ok"]["replicas"], 3);
-        assert_eq!(reapplied["ok"]["containers"], json!([["app", "nginx:1.28"], ["sidecar", "busybox:1"]]));
-        assert_eq!(parsed(t, "alpha drops its label")["ok"]["labels"], json!({"tier": "b"}));
-    })
+    on_both(
+        "apply-deploy",
+        |c, ns| async move { deployment_scenario(&c, &ns).await },
+        |t| {
+            assert_eq!(parsed(t, "alpha creates")["ok"]["replicas"], 2);
+            let conflict = parsed(t, "beta scales");
+            assert_eq!(conflict["code"], 409);
+            assert_eq!(conflict["causes"][0]["field"], ".spec.replicas");
+            assert_eq!(parsed(t, "beta forces")["ok"]["replicas"], 3);
+            assert_eq!(
+                parsed(t, "beta adds a sidecar")["ok"]["containers"],
+                json!([["app", "nginx:1.27"], ["sidecar", "busybox:1"]])
+            );
+            let alpha = parsed(t, "alpha extracts");
+            assert_eq!(
+                alpha["spec"].get("replicas"),
+                None,
+                "forced away from alpha"
+            );
+            assert_eq!(
+                alpha["spec"]["template"]["spec"]["containers"],
+                json!([{"name": "app", "image": "nginx:1.27"}])
+            );
+            assert_eq!(
+                alpha["metadata"],
+                json!({"name": "web", "namespace": "NS", "labels": {"team": "a"}})
+            );
+            let beta = parsed(t, "beta extracts");
+            assert_eq!(beta["spec"]["replicas"], 3);
+            assert_eq!(
+                beta["spec"]["template"]["spec"]["containers"],
+                json!([{"name": "sidecar", "image": "busybox:1"}])
+            );
+            let reapplied = parsed(t, "alpha re-applies its extract");
+            assert_eq!(reapplied["ok"]["replicas"], 3);
+            assert_eq!(
+                reapplied["ok"]["containers"],
+                json!([["app", "nginx:1.28"], ["sidecar", "busybox:1"]])
+            );
+            assert_eq!(
+                parsed(t, "alpha drops its label")["ok"]["labels"],
+                json!({"tier": "b"})
+            );
+        },
+    )
     .await;
 }
 
 #[tokio::test]
 async fn service_ports_are_a_list_map_keyed_by_port_and_protocol() {
-    on_both("apply-svc", |c, ns| async move { service_scenario(&c, &ns).await }, |t| {
-        assert_eq!(
-            parsed(t, "beta adds ports")["ok"],
-            json!([["http", 80, "TCP", 8080], ["dns", 53, "UDP", 53], ["http-udp", 80, "UDP", 80]])
-        );
-        let conflict = parsed(t, "beta retargets 80/TCP");
-        assert_eq!(conflict["code"], 409);
-        assert_eq!(conflict["causes"][0]["field"], ".spec.ports[port=80,protocol=\"TCP\"].targetPort");
-        // Forcing takes the target port; beta's earlier ports, which it no longer applies
-        // and nobody else owns, go.
-        assert_eq!(parsed(t, "beta forces")["ok"], json!([["http", 80, "TCP", 9090]]));
-        let alpha = parsed(t, "alpha extracts");
-        assert_eq!(alpha["spec"]["ports"], json!([{"name": "http", "port": 80, "protocol": "TCP"}]));
-        let beta = parsed(t, "beta extracts");
-        assert_eq!(beta["spec"]["ports"], json!([{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 9090}]));
-    })
+    on_both(
+        "apply-svc",
+        |c, ns| async move { service_scenario(&c, &ns).await },
+        |t| {
+            assert_eq!(
+                parsed(t, "beta adds ports")["ok"],
+                json!([
+                    ["http", 80, "TCP", 8080],
+                    ["dns", 53, "UDP", 53],
+                    ["http-udp", 80, "UDP", 80]
+                ])
+            );
+            let conflict = parsed(t, "beta retargets 80/TCP");
+            assert_eq!(conflict["code"], 409);
+            assert_eq!(
+                conflict["causes"][0]["field"],
+                ".spec.ports[port=80,protocol=\"TCP\"].targetPort"
+            );
+            // Forcing takes the target port; beta's earlier ports, which it no longer applies
+            // and nobody else owns, go.
+            assert_eq!(
+                parsed(t, "beta forces")["ok"],
+                json!([["http", 80, "TCP", 9090]])
+            );
+            let alpha = parsed(t, "alpha extracts");
+            assert_eq!(
+                alpha["spec"]["ports"],
+                json!([{"name": "http", "port": 80, "protocol": "TCP"}])
+            );
+            let beta = parsed(t, "beta extracts");
+            assert_eq!(
+                beta["spec"]["ports"],
+                json!([{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 9090}])
+            );
+        },
+    )
     .await;
 }
 
@@ -438,19 +568,42 @@ async fn configmap_shared_and_forced_ownership() {
 
 #[tokio::test]
 async fn custom_resource_apply_configuration_from_the_derive() {
-    on_both("apply-cr", |c, ns| async move { widget_scenario(&c, &ns).await }, |t| {
-        assert_eq!(line(t, "alpha creates without image: refused"), "422");
-        assert_eq!(parsed(t, "alpha creates")["ok"]["spec"], json!({"replicas": 1, "image": "a:1"}));
-        let conflict = parsed(t, "beta scales");
-        assert_eq!(conflict["code"], 409);
-        assert_eq!(conflict["causes"][0]["field"], ".spec.replicas");
-        assert_eq!(parsed(t, "beta forces")["ok"]["spec"], json!({"replicas": 3, "image": "a:1", "maxSurge": 1}));
-        assert_eq!(parsed(t, "gamma applies status")["ok"]["status"], json!({"readyReplicas": 2}));
-        assert_eq!(parsed(t, "alpha extracts")["spec"], json!({"image": "a:1"}));
-        assert_eq!(parsed(t, "beta extracts")["spec"], json!({"replicas": 3, "maxSurge": 1}));
-        assert_eq!(parsed(t, "gamma extracts status")["status"], json!({"readyReplicas": 2}));
-        assert_eq!(parsed(t, "gamma extracts").get("status"), None, "status is owned through the subresource");
-    })
+    on_both(
+        "apply-cr",
+        |c, ns| async move { widget_scenario(&c, &ns).await },
+        |t| {
+            assert_eq!(line(t, "alpha creates without image: refused"), "422");
+            assert_eq!(
+                parsed(t, "alpha creates")["ok"]["spec"],
+                json!({"replicas": 1, "image": "a:1"})
+            );
+            let conflict = parsed(t, "beta scales");
+            assert_eq!(conflict["code"], 409);
+            assert_eq!(conflict["causes"][0]["field"], ".spec.replicas");
+            assert_eq!(
+                parsed(t, "beta forces")["ok"]["spec"],
+                json!({"replicas": 3, "image": "a:1", "maxSurge": 1})
+            );
+            assert_eq!(
+                parsed(t, "gamma applies status")["ok"]["status"],
+                json!({"readyReplicas": 2})
+            );
+            assert_eq!(parsed(t, "alpha extracts")["spec"], json!({"image": "a:1"}));
+            assert_eq!(
+                parsed(t, "beta extracts")["spec"],
+                json!({"replicas": 3, "maxSurge": 1})
+            );
+            assert_eq!(
+                parsed(t, "gamma extracts status")["status"],
+                json!({"readyReplicas": 2})
+            );
+            assert_eq!(
+                parsed(t, "gamma extracts").get("status"),
+                None,
+                "status is owned through the subresource"
+            );
+        },
+    )
     .await;
 }
 
@@ -459,9 +612,21 @@ async fn apply_needs_a_name_and_a_field_manager() {
     let fixture = start().await;
     let api: Api<ConfigMap> = Api::namespaced(fixture.client.clone(), "default");
     let unnamed = ConfigMapApplyConfiguration::default();
-    let err = api.apply_configuration(&unnamed, &options(ALPHA)).await.unwrap_err();
-    assert!(matches!(err, Error::InvalidRequest(ref m) if m.contains("name")), "{err}");
+    let err = api
+        .apply_configuration(&unnamed, &options(ALPHA))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidRequest(ref m) if m.contains("name")),
+        "{err}"
+    );
     let named = ConfigMapApplyConfiguration::new("x", "default");
-    let err = api.apply_configuration(&named, &ApplyOptions::default()).await.unwrap_err();
-    assert!(matches!(err, Error::InvalidRequest(ref m) if m.contains("field_manager")), "{err}");
+    let err = api
+        .apply_configuration(&named, &ApplyOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidRequest(ref m) if m.contains("field_manager")),
+        "{err}"
+    );
 }

@@ -162,15 +162,17 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     // merge.
     let merge = move |live: &Value, config: &Value| -> Value {
         if builtin {
-            managed_fields::merge_applied(live, config, &|path: &[&str]| {
-                match builtin_list_map_keys(&kind, path) {
+            managed_fields::merge_applied(
+                live,
+                config,
+                &|path: &[&str]| match builtin_list_map_keys(&kind, path) {
                     Some(keys) => ListMerge::Map(keys),
                     None if builtin_list_strategy(&kind, path) == ListStrategy::MergePrimitives => {
                         ListMerge::Set
                     }
                     None => ListMerge::Atomic,
-                }
-            })
+                },
+            )
         } else {
             let mut merged = live.clone();
             json_patch::merge(&mut merged, config);
