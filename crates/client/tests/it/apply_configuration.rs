@@ -287,6 +287,9 @@ async fn service_scenario(client: &Client, ns: &str) -> Transcript {
     t
 }
 
+/// A ConfigMap step: its name, the manager, the data it applies, whether it forces.
+type Step = (&'static str, &'static str, &'static [(&'static str, &'static str)], bool);
+
 async fn configmap_scenario(client: &Client, ns: &str) -> Transcript {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     let mut t = Transcript::default();
@@ -294,7 +297,7 @@ async fn configmap_scenario(client: &Client, ns: &str) -> Transcript {
         ConfigMapApplyConfiguration::new("settings", ns).with_data(entries.iter().copied())
     };
     let fields = |cm: &ConfigMap| json!(cm.data);
-    let steps: [(&str, &str, &[(&str, &str)], bool); 6] = [
+    let steps: [Step; 6] = [
         (
             "alpha sets a and b",
             ALPHA,
