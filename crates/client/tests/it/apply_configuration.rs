@@ -288,7 +288,12 @@ async fn service_scenario(client: &Client, ns: &str) -> Transcript {
 }
 
 /// A ConfigMap step: its name, the manager, the data it applies, whether it forces.
-type Step = (&'static str, &'static str, &'static [(&'static str, &'static str)], bool);
+type Step = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    bool,
+);
 
 async fn configmap_scenario(client: &Client, ns: &str) -> Transcript {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
