@@ -638,3 +638,34 @@ async fn apply_needs_a_name_and_a_field_manager() {
         "{err}"
     );
 }
+
+/// A port applied without its `protocol` key is the item keyed by the default, `TCP`, as on
+/// kube-apiserver since structured-merge-diff defaults key fields (v1.20 answered 500, so
+/// this runs on the embedded server only).
+#[tokio::test]
+async fn a_port_without_protocol_is_keyed_by_the_default() {
+    let fixture = start().await;
+    let api: Api<Service> = Api::namespaced(fixture.client.clone(), "default");
+    let service = |target: i32| {
+        ServiceApplyConfiguration::new("noproto", "default").with_spec(
+            ServiceSpecApplyConfiguration::default().with_ports([
+                ServicePortApplyConfiguration::default()
+                    .with_port(80)
+                    .with_target_port(IntOrString::Int(target)),
+            ]),
+        )
+    };
+    api.apply_configuration(&service(8080), &options(ALPHA))
+        .await
+        .expect("applies");
+    let again = api
+        .apply_configuration(&service(9090), &options(ALPHA))
+        .await
+        .expect("applies again");
+    assert_eq!(service_ports(&again), json!([[null, 80, "TCP", 9090]]));
+    let owned = ServiceApplyConfiguration::extract(&again, ALPHA).expect("extracts");
+    assert_eq!(
+        value(&owned)["spec"]["ports"],
+        json!([{"port": 80, "protocol": "TCP", "targetPort": 9090}])
+    );
+}

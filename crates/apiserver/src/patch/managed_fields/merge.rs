@@ -102,6 +102,52 @@ fn merge_at<'a>(
     }
 }
 
+/// The defaults of list-map key fields in the built-in schemas (structured-merge-diff's
+/// `default` on a key field): a port's `protocol` is `TCP`.
+const KEY_DEFAULTS: &[(&str, &str)] = &[("protocol", "TCP")];
+
+/// Fills in the key fields a configuration's list-map items leave out that have a default,
+/// as kube-apiserver does since structured-merge-diff keys items with defaulted keys (v1.20
+/// answered 500 instead), so `{"port": 80}` is the item `{"port": 80, "protocol": "TCP"}`.
+pub(crate) fn default_list_keys(config: &mut Value, lists: &dyn Fn(&[&str]) -> ListMerge) {
+    let mut path = Vec::new();
+    default_keys_at(config, lists, &mut path);
+}
+
+fn default_keys_at(
+    value: &mut Value,
+    lists: &dyn Fn(&[&str]) -> ListMerge,
+    path: &mut Vec<String>,
+) {
+    match value {
+        Value::Object(fields) => {
+            for (name, child) in fields.iter_mut() {
+                path.push(name.clone());
+                default_keys_at(child, lists, path);
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            let borrowed: Vec<&str> = path.iter().map(String::as_str).collect();
+            let keys = match lists(&borrowed) {
+                ListMerge::Map(keys) => keys,
+                _ => &[],
+            };
+            for item in items {
+                if let Value::Object(fields) = item {
+                    for (key, default) in KEY_DEFAULTS {
+                        if keys.contains(key) && !fields.contains_key(*key) {
+                            fields.insert((*key).to_owned(), Value::String((*default).to_owned()));
+                        }
+                    }
+                }
+                default_keys_at(item, lists, path);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// A configured value as it is stored: `null` fields of objects left out.
 fn without_nulls(value: &Value) -> Value {
     match value {
@@ -159,6 +205,25 @@ mod tests {
         assert_eq!(
             merge_applied(&live, &config, &lists),
             json!({"spec": {"containers": [{"name": "a"}, {"name": "b", "image": "x"}, {"name": "c"}]}})
+        );
+    }
+
+    #[test]
+    fn a_left_out_protocol_key_is_its_default() {
+        let mut config =
+            json!({"spec": {"ports": [{"port": 80}, {"port": 53, "protocol": "UDP"}]}});
+        default_list_keys(&mut config, &lists);
+        assert_eq!(
+            config,
+            json!({"spec": {"ports": [{"port": 80, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}]}})
+        );
+        let live =
+            json!({"spec": {"ports": [{"port": 80, "protocol": "TCP", "targetPort": 8080}]}});
+        assert_eq!(
+            merge_applied(&live, &config, &lists)["spec"]["ports"]
+                .as_array()
+                .map(Vec::len),
+            Some(2)
         );
     }
 

@@ -48,7 +48,7 @@ mod walk;
 pub(crate) use conflicts::{ApplyConflicts, Conflict};
 use encoding::*;
 pub(crate) use field_set::{FieldSet, PathElement, path_to_string};
-pub(crate) use merge::{ListMerge, merge_applied};
+pub(crate) use merge::{ListMerge, default_list_keys, merge_applied};
 use paths::*;
 use walk::*;
 
