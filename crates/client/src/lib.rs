@@ -20,6 +20,7 @@
 //! - [`controller`]: a controller builder over the shared factory and a work queue.
 //! - [`leaderelection`]: leader election on a Lease.
 //! - [`customresource`] and [`CustomResource`]: typed custom resources and their CRDs.
+//! - [`applyconfigurations`]: typed server-side apply (client-go's `applyconfigurations/`).
 //!
 //! # Example
 //!
@@ -40,6 +41,7 @@
 //! ```
 
 pub mod api;
+pub mod applyconfigurations;
 pub mod cache;
 pub mod config;
 pub mod controller;
@@ -58,8 +60,8 @@ pub mod util;
 pub mod workqueue;
 
 pub use api::{
-    Api, AttachParams, DeleteParams, Deleted, ListParams, LogParams, ObjectList, Patch,
-    PatchParams, PostParams, WatchParams,
+    Api, ApplyOptions, AttachParams, DeleteParams, Deleted, ListParams, LogParams, ObjectList,
+    Patch, PatchParams, PostParams, WatchParams,
 };
 pub use config::Config;
 pub use error::{Error, Result, StreamError};
@@ -142,6 +144,8 @@ struct ReadmeExamples;
 mod docs_examples {
     #[doc = include_str!("../../../docs/APISERVER.md")]
     struct ApiServer;
+    #[doc = include_str!("../../../docs/APPLY.md")]
+    struct Apply;
     #[doc = include_str!("../../../docs/CONTROLLERS.md")]
     struct Controllers;
     #[doc = include_str!("../../../docs/STATUS.md")]

@@ -1,18 +1,23 @@
 //! The reconcile: a finalizer for cleanup (it does not rely on a garbage collector),
-//! a Service per Installation owned by it, the status, and an event for each outcome.
+//! a Service per Installation owned by it and the status, both written by server-side
+//! apply of apply configurations, and an event for each outcome.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::api::core::v1::Service;
+use kubeclient::applyconfigurations::core::v1::{
+    ServiceApplyConfiguration, ServicePortApplyConfiguration, ServiceSpecApplyConfiguration,
+};
+use kubeclient::applyconfigurations::meta::v1::OwnerReferenceApplyConfiguration;
 use kubeclient::controller::{Action, ReconcileRequest};
 use kubeclient::machinery::Object;
 use kubeclient::record::{EventRecorder, EventType};
-use kubeclient::{Api, Client, DeleteParams, Patch, PatchParams, PostParams};
+use kubeclient::{Api, ApplyOptions, Client, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
-use crate::installation::{Installation, InstallationCondition, InstallationStatus};
+use crate::installation::{
+    Installation, InstallationApplyConfiguration, InstallationCondition, InstallationStatus,
+};
 
 /// Holds an Installation until its Service is gone.
 pub(crate) const FINALIZER: &str = "example.kubeclient.dev/cleanup";
@@ -53,34 +58,31 @@ impl From<kubeclient::Error> for ReconcileError {
     }
 }
 
-/// The Service an Installation wants.
-pub(crate) fn desired_service(installation: &Installation) -> Service {
-    let name = installation.name().to_owned();
-    Service {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            namespace: installation.namespace().map(str::to_owned),
-            labels: Some(BTreeMap::from([("app".to_owned(), name.clone())])),
-            owner_references: Some(vec![OwnerReference {
-                api_version: "example.kubeclient.dev/v1".to_owned(),
-                kind: "Installation".to_owned(),
-                name: name.clone(),
-                uid: installation.uid().to_owned(),
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            }]),
-            ..ObjectMeta::default()
-        },
-        spec: Some(ServiceSpec {
-            selector: Some(BTreeMap::from([("app".to_owned(), name)])),
-            ports: Some(vec![ServicePort {
-                port: installation.spec.service_port,
-                ..ServicePort::default()
-            }]),
-            ..ServiceSpec::default()
-        }),
-        status: None,
-    }
+/// The field manager of the controller's writes.
+pub(crate) const FIELD_MANAGER: &str = "sample-controller";
+
+/// The Service an Installation wants: the fields this controller owns, applied server-side.
+pub(crate) fn desired_service(installation: &Installation) -> ServiceApplyConfiguration {
+    let name = installation.name();
+    let owner = OwnerReferenceApplyConfiguration::default()
+        .with_api_version("example.kubeclient.dev/v1")
+        .with_kind("Installation")
+        .with_name(name)
+        .with_uid(installation.uid())
+        .with_controller(true)
+        .with_block_owner_deletion(true);
+    // The protocol is a key of the ports list-map: stated, since v1.20 has no default for it.
+    let port = ServicePortApplyConfiguration::default()
+        .with_port(installation.spec.service_port)
+        .with_protocol("TCP");
+    ServiceApplyConfiguration::new(name, installation.namespace().unwrap_or("default"))
+        .with_labels([("app", name)])
+        .with_owner_references([owner])
+        .with_spec(
+            ServiceSpecApplyConfiguration::default()
+                .with_selector([("app", name)])
+                .with_ports([port]),
+        )
 }
 
 /// The port of a Service.
@@ -154,24 +156,19 @@ async fn sync(ctx: &Context, installation: &Installation) -> Result<String, Reco
             .patch(name, &PatchParams::default(), &Patch::Merge(patch))
             .await?;
     }
-    let desired = desired_service(installation);
-    let action = match services.get_opt(name).await? {
-        None => {
-            services.create(&PostParams::default(), &desired).await?;
-            "created"
-        }
-        Some(current)
-            if current.controller_of().map(|o| o.uid.as_str()) != Some(installation.uid()) =>
-        {
-            return Err(ReconcileError::NotOwned(name.to_owned()));
-        }
-        Some(mut current) if service_port(&current) != service_port(&desired) => {
-            current.spec = desired.spec;
-            services
-                .replace(name, &PostParams::default(), &current)
-                .await?;
-            "updated"
-        }
+    let current = services.get_opt(name).await?;
+    if let Some(current) = &current
+        && current.controller_of().map(|o| o.uid.as_str()) != Some(installation.uid())
+    {
+        return Err(ReconcileError::NotOwned(name.to_owned()));
+    }
+    let apply = ApplyOptions::new(FIELD_MANAGER).force();
+    let applied = services
+        .apply_configuration(&desired_service(installation), &apply)
+        .await?;
+    let action = match current {
+        None => "created",
+        Some(current) if current.resource_version() != applied.resource_version() => "updated",
         Some(_) => "unchanged",
     };
     let status = InstallationStatus {
@@ -188,12 +185,9 @@ async fn sync(ctx: &Context, installation: &Installation) -> Result<String, Reco
         }],
     };
     if installation.status.as_ref() != Some(&status) {
+        let status = InstallationApplyConfiguration::new(name, namespace).with_status(status);
         installations
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"status": status})),
-            )
+            .apply_configuration_status(&status, &apply)
             .await?;
     }
     Ok(format!("Installation synced: Service {name} {action}"))

@@ -4,6 +4,7 @@
 //! streams: [`logs`](Api::logs), [`exec`](Api::exec), [`attach`](Api::attach) and
 //! [`port_forward`](Api::port_forward).
 
+mod apply;
 mod dynamic;
 mod logs;
 mod object_list;
@@ -22,6 +23,7 @@ use kubeclient_machinery::{ApiResource, Status};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use apply::ApplyOptions;
 pub use logs::{LogParams, MAX_LOG_LINE};
 pub use object_list::{Deleted, ObjectList};
 pub use params::{

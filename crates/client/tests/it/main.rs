@@ -1,5 +1,7 @@
 //! Integration tests of the client against the embedded API server over real HTTP.
 //!
+//! - `apply_configuration`: typed server-side apply with two field managers, conflicts, force
+//!   and `extract`, agreeing with a real kube-apiserver when one is configured.
 //! - `typed`: every verb of the typed client, pagination, watch resume, Status errors.
 //! - `certificates`: CertificateSigningRequests, and client certificates rotated on disk
 //!   and by an exec plugin.
@@ -33,6 +35,7 @@
 //!   helpers.
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
+mod apply_configuration;
 mod atomic_informer;
 mod auth;
 mod certificates;

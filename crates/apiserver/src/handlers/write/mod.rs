@@ -35,7 +35,10 @@ use serde_json::{Map, Value, json};
 use super::Call;
 use super::object::{dry_run_value, meta_str, metadata_mut, now, store_key};
 use crate::patch::managed_fields;
-use crate::patch::strategic_merge::{builtin_list_strategy, strategic_merge};
+use crate::patch::managed_fields::ListMerge;
+use crate::patch::strategic_merge::{
+    ListStrategy, builtin_list_map_keys, builtin_list_strategy, strategic_merge,
+};
 use crate::registry::kinds::strategy_for;
 use crate::registry::store::{
     self, Decoding, DeleteOptions, Deleted, Ownership, StoreResult, WriteRequest, WriteResult,

@@ -151,23 +151,31 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     }
     let kind = call.resource.kind.clone();
     let builtin = call.resource.builtin;
-    let merge = move |live: &Value, config: &Value| -> Value {
+    let lists = move |path: &[&str]| match builtin_list_map_keys(&kind, path) {
+        Some(keys) => ListMerge::Map(keys),
+        None if builtin_list_strategy(&kind, path) == ListStrategy::MergePrimitives => {
+            ListMerge::Set
+        }
+        None => ListMerge::Atomic,
+    };
+    // Built-in kinds merge as structured-merge-diff does (list-maps on all their keys);
+    // custom resources, whose lists are atomic unless their schema says otherwise, by JSON
+    // merge.
+    let merge = |live: &Value, config: &Value| -> Value {
         if builtin {
-            strategic_merge(live, config, &|path: &[&str]| {
-                builtin_list_strategy(&kind, path)
-            })
-            .unwrap_or_else(|_| {
-                let mut merged = live.clone();
-                json_patch::merge(&mut merged, config);
-                merged
-            })
+            managed_fields::merge_applied(live, config, &lists)
         } else {
             let mut merged = live.clone();
             json_patch::merge(&mut merged, config);
             merged
         }
     };
-    let applied = Value::Object(applied);
+    let mut applied = Value::Object(applied);
+    if builtin {
+        // A port's `protocol` keys its list-map; left out, it is the schema's default.
+        managed_fields::default_list_keys(&mut applied, &lists);
+    }
+    let applied = applied;
     let time = crate::object::now();
     let check = call.field_check();
     let request = call.write_request(&manager, &check)?;

@@ -29,7 +29,8 @@
 //! Here: entries, reading and writing `managedFields`, and the two write paths
 //! ([`record_update`], [`apply`]). Beside it: `field_set` (paths, sets and the `fieldsV1`
 //! codec), `walk` (objects into owned paths, and what an apply changes), `conflicts`,
-//! `paths` (resolving and removing paths in objects) and `encoding` (canonical JSON).
+//! `paths` (resolving and removing paths in objects), `encoding` (canonical JSON) and
+//! `merge` (apply's merge of a configuration into the live object).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -40,12 +41,14 @@ use serde_json::{Map, Value};
 mod conflicts;
 mod encoding;
 mod field_set;
+mod merge;
 mod paths;
 mod walk;
 
 pub(crate) use conflicts::{ApplyConflicts, Conflict};
 use encoding::*;
 pub(crate) use field_set::{FieldSet, PathElement, path_to_string};
+pub(crate) use merge::{ListMerge, default_list_keys, merge_applied};
 use paths::*;
 use walk::*;
 
