@@ -17,11 +17,14 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::authentication::{DEFAULT_SERVICE_ACCOUNT_ISSUER, UserInfo};
+use crate::cluster::{ClusterOptions, SimulatedCluster};
+use crate::container_runtime::BuiltinRuntime;
 use crate::controllers::Controllers;
 use crate::faults::Faults;
 use crate::handlers;
 use crate::pod_logs::PodLogs;
 use crate::registry::Registry;
+use crate::registry::store::{Hooks, WriteHook};
 use crate::sessions::Sessions;
 use crate::state::{Config, Limits, State};
 use crate::storage::{Store, WatcherLimits};
@@ -57,6 +60,7 @@ pub struct ApiServerBuilder {
     kubernetes_minor_version: u32,
     service_account_issuer: String,
     api_audiences: Option<Vec<String>>,
+    cluster: ClusterOptions,
 }
 
 /// The minor version `/version` reports by default (`v1.37.0`).
@@ -78,6 +82,7 @@ impl Default for ApiServerBuilder {
             kubernetes_minor_version: DEFAULT_KUBERNETES_MINOR_VERSION,
             service_account_issuer: DEFAULT_SERVICE_ACCOUNT_ISSUER.to_owned(),
             api_audiences: None,
+            cluster: ClusterOptions::default(),
         }
     }
 }
@@ -251,6 +256,76 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Run a simulated cluster of `count` nodes (`node-1` ... `node-N`): each has a
+    /// kubelet that registers its Node (4 CPUs, 16 GiB, 110 Pods), renews its Lease in
+    /// `kube-node-lease` and runs the Pods bound to it (phases, addresses, conditions,
+    /// container statuses; commands are the built-in ones exec runs); a scheduler binds
+    /// pending Pods; the node lifecycle controller marks silent nodes `NotReady`.
+    /// Default 0: no cluster, and the server binds each new Pod to `kubeclient-node`
+    /// itself (`kubeclient serve` defaults to 1). See [`ApiServer::cluster`].
+    ///
+    /// ```
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kubeclient_apiserver::ApiServer::builder().nodes(3).start().await?;
+    /// assert_eq!(server.cluster().node_names().len(), 3);
+    /// # server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn nodes(mut self, count: usize) -> Self {
+        self.cluster.nodes = count;
+        self
+    }
+
+    /// How often each simulated kubelet renews its node's Lease. Default 10 s (the
+    /// kubelet's: a quarter of the 40 s lease).
+    pub fn node_heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.cluster.heartbeat_interval = interval.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long a node's Lease may go unrenewed before the node lifecycle controller
+    /// sets its conditions `Unknown` (`kubectl get nodes`: `NotReady`) and taints it
+    /// `node.kubernetes.io/unreachable`. Default 50 s, kube-controller-manager's
+    /// `--node-monitor-grace-period`.
+    pub fn node_monitor_grace_period(mut self, grace: Duration) -> Self {
+        self.cluster.node_monitor_grace_period = grace;
+        self
+    }
+
+    /// Run the simulated cluster's scheduler (default on). Off, Pods stay `Pending`
+    /// until something else sets their `spec.nodeName`.
+    pub fn scheduler(mut self, enabled: bool) -> Self {
+        self.cluster.scheduler = enabled;
+        self
+    }
+
+    /// Let the simulated kubelets run Pods (default on). Off, the nodes still register
+    /// and heartbeat, but bound Pods keep the status they were created with.
+    pub fn kubelets(mut self, enabled: bool) -> Self {
+        self.cluster.kubelets = enabled;
+        self
+    }
+
+    /// Run the node lifecycle controller (default on): silent nodes become `NotReady`
+    /// and tainted, and their Pods are evicted once their tolerations end.
+    pub fn node_lifecycle_controller(mut self, enabled: bool) -> Self {
+        self.cluster.node_lifecycle_controller = enabled;
+        self
+    }
+
+    /// The factor the simulated cluster's durations are multiplied by: Pods' grace
+    /// periods, container restart back-offs, eviction tolerations. Default 1.0; 0 makes
+    /// them instant, 0.1 ten times faster.
+    pub fn time_scale(mut self, factor: f64) -> Self {
+        self.cluster.time_scale = if factor.is_finite() && factor >= 0.0 {
+            factor
+        } else {
+            1.0
+        };
+        self
+    }
+
     /// Binds the port and starts serving.
     ///
     /// # Errors
@@ -281,6 +356,13 @@ impl ApiServerBuilder {
             );
         }
         let controllers = Arc::new(Controllers::new(self.garbage_collector));
+        let cluster = Arc::new(SimulatedCluster::new(self.cluster.clone()));
+        let runs_cluster = self.cluster.nodes > 0;
+        let write_hook: Arc<dyn WriteHook> = if runs_cluster {
+            Arc::new(Hooks(vec![controllers.clone(), cluster.clone()]))
+        } else {
+            controllers.clone()
+        };
         let state = Arc::new(State {
             store: Store::with_limits(
                 self.history_window,
@@ -309,7 +391,7 @@ impl ApiServerBuilder {
             } else {
                 Sessions::default()
             },
-            write_hook: controllers.clone(),
+            write_hook,
             tokens: Default::default(),
         });
         crate::bootstrap::create(&state.generic_store(), local);
@@ -322,6 +404,15 @@ impl ApiServerBuilder {
             move || controllers.sync_once(&state.generic_store())
         };
         tokio::spawn(crate::controllers::run(controllers, pass, stopped.clone()));
+        if runs_cluster {
+            cluster.register(&state.generic_store());
+            let runtime = BuiltinRuntime::new(tokio::runtime::Handle::current());
+            let pass = {
+                let (state, cluster) = (state.clone(), cluster.clone());
+                move || cluster.sync_once(&state.generic_store(), &runtime)
+            };
+            tokio::spawn(crate::cluster::run(cluster.clone(), pass, stopped.clone()));
+        }
         let task = tokio::spawn(accept_loop(listener, state.clone(), acceptor, stopped));
         tracing::info!(%url, "API server listening");
         Ok(ApiServer {
@@ -332,6 +423,7 @@ impl ApiServerBuilder {
             tls,
             stop,
             task,
+            cluster,
         })
     }
 }
@@ -596,6 +688,7 @@ pub struct ApiServer {
     tls: Option<TlsMaterial>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    cluster: Arc<SimulatedCluster>,
 }
 
 impl ApiServer {
@@ -626,6 +719,12 @@ impl ApiServer {
     /// Fault injection controls.
     pub fn faults(&self) -> &Faults {
         &self.state.faults
+    }
+
+    /// The simulated cluster (nodes and their kubelets; empty unless
+    /// [`nodes`](ApiServerBuilder::nodes) was set).
+    pub fn cluster(&self) -> &SimulatedCluster {
+        &self.cluster
     }
 
     /// The storage (for inspection in tests).

@@ -1,7 +1,7 @@
 //! HTTP request handling: routing, authentication, content negotiation, and one module
 //! per group of verbs.
 
-mod builtin_commands;
+pub(crate) mod builtin_commands;
 mod exec;
 mod field_validation;
 mod logs;

@@ -24,10 +24,12 @@ const LAYERS: &[(&str, Layer)] = &[
     ("sessions", Layer::Context),
     ("handlers", Layer::Endpoints),
     ("controllers", Layer::Controllers),
+    ("cluster", Layer::Controllers),
     ("bootstrap", Layer::Bootstrap),
     ("server", Layer::Server),
     ("lib", Layer::Server),
     ("testing", Layer::Server),
+    ("container_runtime", Layer::Server),
     ("fuzz_tests", Layer::Server),
 ];
 

@@ -3,5 +3,6 @@
 //! and what else belongs to it.
 
 pub(crate) mod pod;
+pub(crate) mod pod_binding;
 pub(crate) mod service;
 pub(crate) mod service_account;
