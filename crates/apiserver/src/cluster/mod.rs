@@ -14,11 +14,14 @@
 //! With no nodes (the library's default) none of it runs, and the server binds Pods
 //! itself at create, as before.
 
+mod controller_utils;
+mod deployment_controller;
 mod kubelet;
 mod node;
 mod node_lease;
 mod node_lifecycle_controller;
 mod quantity;
+mod replica_set_controller;
 mod scheduler;
 mod writer;
 
@@ -49,6 +52,10 @@ pub(crate) struct ClusterOptions {
     pub(crate) kubelets: bool,
     /// Whether the node lifecycle controller runs.
     pub(crate) node_lifecycle_controller: bool,
+    /// Whether the ReplicaSet controller runs.
+    pub(crate) replica_set_controller: bool,
+    /// Whether the Deployment controller runs.
+    pub(crate) deployment_controller: bool,
     /// The factor simulated durations (grace periods) are multiplied by.
     pub(crate) time_scale: f64,
 }
@@ -62,6 +69,8 @@ impl Default for ClusterOptions {
             scheduler: true,
             kubelets: true,
             node_lifecycle_controller: true,
+            replica_set_controller: true,
+            deployment_controller: true,
             time_scale: 1.0,
         }
     }
@@ -180,6 +189,7 @@ impl SimulatedCluster {
                 &self.options,
             ));
         }
+        self.sync_workloads(store);
         if self.options.scheduler {
             scheduler::sync(store, &nodes);
         }
@@ -208,6 +218,46 @@ impl SimulatedCluster {
         next.max(Duration::from_millis(10))
     }
 
+    /// The workload controllers' pass: Deployments, then ReplicaSets.
+    fn sync_workloads(&self, store: &GenericStore<'_>) {
+        let (deployments, replica_sets) = (
+            self.options.deployment_controller,
+            self.options.replica_set_controller,
+        );
+        if !deployments && !replica_sets {
+            return;
+        }
+        let writer = writer::Writer::new(
+            store,
+            "system:kube-controller-manager".to_owned(),
+            &[],
+            "kube-controller-manager",
+        );
+        let snapshot = |group: &str, plural: &str| {
+            store
+                .storage
+                .snapshot(&kubeclient_machinery::GroupResource::new(group, plural), "")
+                .objects
+        };
+        if deployments {
+            let deployment_objects = snapshot("apps", "deployments");
+            let replica_set_objects = snapshot("apps", "replicasets");
+            let deployments: Vec<&serde_json::Value> =
+                deployment_objects.iter().map(|o| &o.value).collect();
+            let owned: Vec<&serde_json::Value> =
+                replica_set_objects.iter().map(|o| &o.value).collect();
+            deployment_controller::sync(&writer, &deployments, &owned);
+        }
+        if replica_sets {
+            let replica_set_objects = snapshot("apps", "replicasets");
+            let pod_objects = snapshot("", "pods");
+            let replica_sets: Vec<&serde_json::Value> =
+                replica_set_objects.iter().map(|o| &o.value).collect();
+            let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
+            replica_set_controller::sync(&writer, &replica_sets, &pods);
+        }
+    }
+
     /// Asks for a pass soon.
     pub(crate) fn wake(&self) {
         self.wake.notify_one();
@@ -216,7 +266,12 @@ impl SimulatedCluster {
 
 impl WriteHook for SimulatedCluster {
     fn committed(&self, resource: &ResourceDef, _: Committed<'_>) {
-        if resource.group.is_empty() && (resource.plural == "pods" || resource.plural == "nodes") {
+        let concerns = match resource.group.as_str() {
+            "" => matches!(resource.plural.as_str(), "pods" | "nodes"),
+            "apps" => matches!(resource.plural.as_str(), "replicasets" | "deployments"),
+            _ => false,
+        };
+        if concerns {
             self.wake();
         }
     }

@@ -2,12 +2,14 @@
 //! the user and field manager of the component they play (a kubelet, the scheduler, the
 //! controller manager).
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+
+use std::sync::Arc;
 
 use crate::authentication::UserInfo;
+use crate::object::now;
 use crate::registry::ResourceDef;
-use crate::registry::store::{DeleteOptions, Deleted, GenericStore, Ownership, WriteRequest};
-use std::sync::Arc;
+use crate::registry::store::{DeleteOptions, GenericStore, Ownership, WriteRequest};
 
 /// A component's writes.
 pub(super) struct Writer<'a> {
@@ -38,6 +40,21 @@ pub(super) const EVENTS: Kind = Kind {
     group: "",
     version: "v1",
     plural: "events",
+};
+pub(super) const REPLICA_SETS: Kind = Kind {
+    group: "apps",
+    version: "v1",
+    plural: "replicasets",
+};
+pub(super) const DEPLOYMENTS: Kind = Kind {
+    group: "apps",
+    version: "v1",
+    plural: "deployments",
+};
+pub(super) const JOBS: Kind = Kind {
+    group: "batch",
+    version: "v1",
+    plural: "jobs",
 };
 pub(super) const LEASES: Kind = Kind {
     group: "coordination.k8s.io",
@@ -74,8 +91,18 @@ impl<'a> Writer<'a> {
 
     /// Creates `object`; whether it was stored.
     pub(super) fn create(&self, kind: Kind, namespace: Option<&str>, object: Value) -> bool {
+        self.create_object(kind, namespace, object).is_some()
+    }
+
+    /// Creates `object`; what was stored (with its generated name).
+    pub(super) fn create_object(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        object: Value,
+    ) -> Option<Value> {
         let (Some(resource), Value::Object(object)) = (self.resource(kind), object) else {
-            return false;
+            return None;
         };
         let name = object
             .get("metadata")
@@ -85,10 +112,10 @@ impl<'a> Writer<'a> {
             .to_owned();
         let request = WriteRequest::new(&resource, namespace, &name, &self.user, self.manager);
         match self.store.create(&request, object, Ownership::RecordUpdate) {
-            Ok(_) => true,
+            Ok(result) => result.stored.map(|stored| stored.value.clone()),
             Err(status) => {
                 tracing::debug!(resource = kind.plural, %name, status = %status.message, "a simulated component's create was refused");
-                false
+                None
             }
         }
     }
@@ -135,7 +162,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Deletes the object with `uid`, with grace period `grace` (`None`: the kind's).
-    /// Whether it left storage.
+    /// Whether the delete was accepted (the object left storage or is marked).
     pub(super) fn delete(
         &self,
         kind: Kind,
@@ -152,9 +179,62 @@ impl<'a> Writer<'a> {
             precondition_uid: Some(uid.to_owned()),
             ..DeleteOptions::default()
         };
-        matches!(
-            self.store.delete_with_grace(&request, &options, grace),
-            Ok(Deleted::Removed(_))
-        )
+        self.store
+            .delete_with_grace(&request, &options, grace)
+            .is_ok()
+    }
+}
+
+/// What an Event is about and who reports it.
+pub(super) struct EventFor<'a> {
+    /// The object (its kind, namespace, name, uid and resourceVersion are referred to).
+    pub(super) involved: &'a Value,
+    /// The reporting component (`default-scheduler`, `replicaset-controller` ...).
+    pub(super) component: &'a str,
+    /// What it was doing (`Scheduling`, `Binding` ...).
+    pub(super) action: &'a str,
+}
+
+impl Writer<'_> {
+    /// Records a core/v1 Event about `about` (as client-go's recorder names them:
+    /// `<object>.<hex nanoseconds>`).
+    pub(super) fn record_event(
+        &self,
+        about: &EventFor<'_>,
+        kind: &str,
+        reason: &str,
+        message: &str,
+    ) {
+        let object = about.involved;
+        let meta = |field: &str| {
+            object
+                .pointer(&format!("/metadata/{field}"))
+                .cloned()
+                .unwrap_or(Value::Null)
+        };
+        let name = meta("name");
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or("default")
+            .to_owned();
+        let time = now();
+        let nanos = jiff::Timestamp::now().as_nanosecond();
+        let event = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": format!("{}.{nanos:x}", name.as_str().unwrap_or("object")), "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": object["apiVersion"], "kind": object["kind"], "namespace": meta("namespace"),
+                "name": name, "uid": meta("uid"), "resourceVersion": meta("resourceVersion"),
+            },
+            "reason": reason, "message": message, "type": kind,
+            "source": {"component": about.component},
+            "reportingComponent": about.component,
+            "reportingInstance": format!("{}-kubeclient", about.component),
+            "action": about.action,
+            "firstTimestamp": time, "lastTimestamp": time, "count": 1,
+        });
+        self.create(EVENTS, Some(&namespace), event);
     }
 }

@@ -595,3 +595,211 @@ async fn kubectl_sees_nodes_and_running_pods() {
         .ok(&["delete", "pod", "web", "--wait=true", "--timeout=20s"])
         .await;
 }
+
+#[tokio::test]
+async fn a_replica_set_keeps_its_replicas_and_counts_them_in_its_status() {
+    let t = cluster(2).await;
+    let replica_set = json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "rs"},
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "rs"}},
+            "template": {"metadata": {"labels": {"app": "rs"}}, "spec": {"containers": [container(&[])]}},
+        },
+    });
+    let path = "/apis/apps/v1/namespaces/default/replicasets";
+    assert_eq!(t.post(path, &replica_set).await.status, 201);
+    let rs_path = format!("{path}/rs");
+    eventually(&t, &rs_path, "3 ready replicas", |rs| {
+        rs["status"]["readyReplicas"] == 3 && rs["status"]["availableReplicas"] == 3
+    })
+    .await;
+    let pods = t
+        .get("/api/v1/namespaces/default/pods?labelSelector=app%3Drs")
+        .await
+        .json();
+    let items = pods["items"].as_array().expect("pods");
+    assert_eq!(items.len(), 3);
+    for pod in items {
+        assert!(
+            pod["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("rs-"))
+        );
+        assert_eq!(pod["metadata"]["ownerReferences"][0]["kind"], "ReplicaSet");
+        assert_eq!(pod["metadata"]["ownerReferences"][0]["controller"], true);
+    }
+    // A deleted Pod is replaced.
+    let victim = items[0]["metadata"]["name"]
+        .as_str()
+        .expect("a name")
+        .to_owned();
+    assert_eq!(t.delete(&pod_path(&victim)).await.status, 200);
+    eventually(&t, &rs_path, "3 ready replicas again", |rs| {
+        rs["status"]["readyReplicas"] == 3
+    })
+    .await;
+    let pods = t
+        .get("/api/v1/namespaces/default/pods?labelSelector=app%3Drs")
+        .await
+        .json();
+    assert!(pods["items"].as_array().is_some_and(|p| {
+        p.len() == 3
+            && p.iter()
+                .all(|pod| pod["metadata"]["name"] != victim.as_str())
+    }));
+    // Scaled down, the surplus goes.
+    let reply = t
+        .patch(
+            &rs_path,
+            "application/merge-patch+json",
+            r#"{"spec":{"replicas":1}}"#,
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+    let rs = eventually(&t, &rs_path, "one replica", |rs| {
+        rs["status"]["replicas"] == 1
+    })
+    .await;
+    assert_eq!(
+        rs["status"]["observedGeneration"],
+        rs["metadata"]["generation"]
+    );
+    let events = t
+        .get("/api/v1/namespaces/default/events?fieldSelector=reason%3DSuccessfulCreate")
+        .await
+        .json();
+    assert!(
+        events["items"].as_array().is_some_and(|e| e.len() >= 4),
+        "{events:#}"
+    );
+}
+
+#[tokio::test]
+async fn kubectl_rolls_a_deployment_out_updates_and_undoes_it() {
+    let t = cluster(3).await;
+    let kubectl = Kubectl::for_server(&t);
+    kubectl
+        .ok(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=3",
+        ])
+        .await;
+    let status = kubectl
+        .ok(&["rollout", "status", "deployment/web", "--timeout=30s"])
+        .await;
+    assert!(status.contains("successfully rolled out"), "{status}");
+    let wide = kubectl
+        .ok(&["get", "pods", "-o", "wide", "-l", "app=web"])
+        .await;
+    assert_eq!(
+        wide.lines().filter(|l| l.contains("Running")).count(),
+        3,
+        "{wide}"
+    );
+    let deployment = t
+        .get("/apis/apps/v1/namespaces/default/deployments/web")
+        .await
+        .json();
+    let status = &deployment["status"];
+    assert_eq!(status["replicas"], 3);
+    assert_eq!(status["updatedReplicas"], 3);
+    assert_eq!(status["availableReplicas"], 3);
+    assert_eq!(
+        deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "1"
+    );
+    let conditions = status["conditions"].as_array().expect("conditions");
+    assert!(
+        conditions
+            .iter()
+            .any(|c| c["type"] == "Available" && c["status"] == "True")
+    );
+    assert!(
+        conditions
+            .iter()
+            .any(|c| c["type"] == "Progressing" && c["reason"] == "NewReplicaSetAvailable")
+    );
+    // A new image rolls out through a second ReplicaSet.
+    kubectl
+        .ok(&["set", "image", "deployment/web", "nginx=nginx:1.27"])
+        .await;
+    kubectl
+        .ok(&["rollout", "status", "deployment/web", "--timeout=30s"])
+        .await;
+    let sets = t
+        .get("/apis/apps/v1/namespaces/default/replicasets?labelSelector=app%3Dweb")
+        .await
+        .json();
+    let sets = sets["items"].as_array().expect("replica sets");
+    assert_eq!(sets.len(), 2, "{sets:#?}");
+    let by_revision = |revision: &str| {
+        sets.iter()
+            .find(|rs| {
+                rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == revision
+            })
+            .unwrap_or_else(|| panic!("a ReplicaSet of revision {revision}"))
+    };
+    assert_eq!(by_revision("1")["spec"]["replicas"], 0);
+    assert_eq!(by_revision("2")["spec"]["replicas"], 3);
+    let hash = by_revision("2")["metadata"]["labels"]["pod-template-hash"].clone();
+    assert!(hash.is_string());
+    assert_eq!(
+        by_revision("2")["metadata"]["name"],
+        format!("web-{}", hash.as_str().unwrap_or(""))
+    );
+    let images = kubectl
+        .ok(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            "jsonpath={.items[*].spec.containers[0].image}",
+        ])
+        .await;
+    assert_eq!(
+        images
+            .split_whitespace()
+            .filter(|i| *i == "nginx:1.27")
+            .count(),
+        3,
+        "{images}"
+    );
+    let history = kubectl.ok(&["rollout", "history", "deployment/web"]).await;
+    assert!(history.contains('1') && history.contains('2'), "{history}");
+    kubectl.ok(&["rollout", "undo", "deployment/web"]).await;
+    kubectl
+        .ok(&["rollout", "status", "deployment/web", "--timeout=30s"])
+        .await;
+    let deployment = t
+        .get("/apis/apps/v1/namespaces/default/deployments/web")
+        .await
+        .json();
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx"
+    );
+    assert_eq!(
+        deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "3"
+    );
+    // Scaling down leaves one Pod.
+    kubectl
+        .ok(&["scale", "deployment/web", "--replicas=1"])
+        .await;
+    kubectl
+        .ok(&["rollout", "status", "deployment/web", "--timeout=30s"])
+        .await;
+    eventually(
+        &t,
+        "/apis/apps/v1/namespaces/default/deployments/web",
+        "one replica",
+        |d| d["status"]["replicas"] == 1,
+    )
+    .await;
+}

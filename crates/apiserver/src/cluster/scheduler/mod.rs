@@ -27,7 +27,7 @@ use filters::{node_affinity, node_resources_fit, node_unschedulable, taint_toler
 use inter_pod_affinity::{NamespaceLabels, inter_pod_affinity};
 
 use super::node::{NodeInfo, NodeSet, micro_now};
-use super::writer::{EVENTS, LEASES, PODS, Writer};
+use super::writer::{EventFor, LEASES, PODS, Writer};
 use crate::object::{now, store_key};
 use crate::registry::kinds::pod_binding::{
     SCHEDULER_LEASE_NAME, SCHEDULER_LEASE_NAMESPACE, bind, set_condition,
@@ -357,23 +357,21 @@ fn mark_unschedulable(writer: &Writer<'_>, pod: &PodInfo, message: &str) {
 
 /// Records an Event about `pod` from `default-scheduler`.
 fn record_event(writer: &Writer<'_>, pod: &PodInfo, kind: &str, reason: &str, message: &str) {
-    let time = now();
-    let nanos = jiff::Timestamp::now().as_nanosecond();
-    let event = json!({
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": format!("{}.{nanos:x}", pod.name), "namespace": pod.namespace},
-        "involvedObject": {
-            "apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace,
-            "name": pod.name, "uid": pod.uid,
+    let action = if kind == "Normal" {
+        "Binding"
+    } else {
+        "Scheduling"
+    };
+    writer.record_event(
+        &EventFor {
+            involved: &pod.object,
+            component: SCHEDULER_NAME,
+            action,
         },
-        "reason": reason, "message": message, "type": kind,
-        "source": {"component": SCHEDULER_NAME},
-        "reportingComponent": SCHEDULER_NAME,
-        "reportingInstance": format!("{SCHEDULER_NAME}-kubeclient"),
-        "action": if kind == "Normal" { "Binding" } else { "Scheduling" },
-        "firstTimestamp": time, "lastTimestamp": time, "count": 1,
-    });
-    writer.create(EVENTS, Some(&pod.namespace), event);
+        kind,
+        reason,
+        message,
+    );
 }
 
 #[cfg(test)]
