@@ -314,6 +314,14 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Run the simulated cluster's Job controller (default on): Pods up to
+    /// `parallelism` until `completions` succeeded, `backoffLimit`, indexed Jobs, the
+    /// `Complete` and `Failed` conditions.
+    pub fn job_controller(mut self, enabled: bool) -> Self {
+        self.cluster.job_controller = enabled;
+        self
+    }
+
     /// The factor the simulated cluster's durations are multiplied by: Pods' grace
     /// periods, container restart back-offs, eviction tolerations. Default 1.0; 0 makes
     /// them instant, 0.1 ten times faster.

@@ -16,6 +16,7 @@
 
 mod controller_utils;
 mod deployment_controller;
+mod job_controller;
 mod kubelet;
 mod node;
 mod node_lease;
@@ -56,6 +57,8 @@ pub(crate) struct ClusterOptions {
     pub(crate) replica_set_controller: bool,
     /// Whether the Deployment controller runs.
     pub(crate) deployment_controller: bool,
+    /// Whether the Job controller runs.
+    pub(crate) job_controller: bool,
     /// The factor simulated durations (grace periods) are multiplied by.
     pub(crate) time_scale: f64,
 }
@@ -71,6 +74,7 @@ impl Default for ClusterOptions {
             node_lifecycle_controller: true,
             replica_set_controller: true,
             deployment_controller: true,
+            job_controller: true,
             time_scale: 1.0,
         }
     }
@@ -218,13 +222,14 @@ impl SimulatedCluster {
         next.max(Duration::from_millis(10))
     }
 
-    /// The workload controllers' pass: Deployments, then ReplicaSets.
+    /// The workload controllers' pass: Deployments, then ReplicaSets, then Jobs.
     fn sync_workloads(&self, store: &GenericStore<'_>) {
-        let (deployments, replica_sets) = (
+        let (deployments, replica_sets, jobs) = (
             self.options.deployment_controller,
             self.options.replica_set_controller,
+            self.options.job_controller,
         );
-        if !deployments && !replica_sets {
+        if !deployments && !replica_sets && !jobs {
             return;
         }
         let writer = writer::Writer::new(
@@ -256,6 +261,15 @@ impl SimulatedCluster {
             let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
             replica_set_controller::sync(&writer, &replica_sets, &pods);
         }
+        if jobs {
+            let job_objects = snapshot("batch", "jobs");
+            if !job_objects.is_empty() {
+                let pod_objects = snapshot("", "pods");
+                let jobs: Vec<&serde_json::Value> = job_objects.iter().map(|o| &o.value).collect();
+                let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
+                job_controller::sync(&writer, &jobs, &pods);
+            }
+        }
     }
 
     /// Asks for a pass soon.
@@ -269,6 +283,7 @@ impl WriteHook for SimulatedCluster {
         let concerns = match resource.group.as_str() {
             "" => matches!(resource.plural.as_str(), "pods" | "nodes"),
             "apps" => matches!(resource.plural.as_str(), "replicasets" | "deployments"),
+            "batch" => resource.plural == "jobs",
             _ => false,
         };
         if concerns {

@@ -803,3 +803,113 @@ async fn kubectl_rolls_a_deployment_out_updates_and_undoes_it() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn jobs_complete_fail_by_their_backoff_limit_and_index_their_pods() {
+    let t = cluster(2).await;
+    let job = |name: &str, spec: Value| json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": spec});
+    let template = |command: &[&str]| json!({"spec": {"restartPolicy": "Never", "containers": [container(command)]}});
+    let path = "/apis/batch/v1/namespaces/default/jobs";
+    let created = t
+        .post(
+            path,
+            &job(
+                "done",
+                json!({"completions": 3, "parallelism": 2, "template": template(&["true"])}),
+            ),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.json());
+    let created = t
+        .post(
+            path,
+            &job(
+                "broken",
+                json!({"backoffLimit": 1, "template": template(&["exit", "2"])}),
+            ),
+        )
+        .await;
+    assert_eq!(created.status, 201);
+    let created = t
+        .post(
+            path,
+            &job("indexed", json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed", "template": template(&["true"])})),
+        )
+        .await;
+    assert_eq!(created.status, 201);
+    let done = eventually(&t, &format!("{path}/done"), "the Job completes", |j| {
+        j["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "Complete"))
+    })
+    .await;
+    assert_eq!(done["status"]["succeeded"], 3, "{:#}", done["status"]);
+    assert!(done["status"]["completionTime"].is_string());
+    assert!(done["status"].get("active").is_none());
+    let types: Vec<&str> = done["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["type"].as_str())
+        .collect();
+    assert_eq!(types, ["SuccessCriteriaMet", "Complete"]);
+    let broken = eventually(&t, &format!("{path}/broken"), "the Job fails", |j| {
+        j["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "Failed"))
+    })
+    .await;
+    assert_eq!(broken["status"]["failed"], 2, "{:#}", broken["status"]);
+    let failed = broken["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Failed").cloned())
+        .expect("a Failed condition");
+    assert_eq!(failed["reason"], "BackoffLimitExceeded");
+    let indexed = eventually(
+        &t,
+        &format!("{path}/indexed"),
+        "the indexed Job completes",
+        |j| {
+            j["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["type"] == "Complete"))
+        },
+    )
+    .await;
+    assert_eq!(indexed["status"]["completedIndexes"], "0-2");
+    let pods = t
+        .get("/api/v1/namespaces/default/pods?labelSelector=batch.kubernetes.io%2Fjob-name%3Dindexed")
+        .await
+        .json();
+    let mut indexes: Vec<&str> = pods["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"].as_str()
+        })
+        .collect();
+    indexes.sort_unstable();
+    assert_eq!(indexes, ["0", "1", "2"]);
+    // kubectl waits for it as for any Job.
+    let kubectl = Kubectl::for_server(&t);
+    kubectl
+        .ok(&[
+            "create",
+            "job",
+            "hello",
+            "--image=busybox",
+            "--",
+            "echo",
+            "hello",
+        ])
+        .await;
+    kubectl
+        .ok(&[
+            "wait",
+            "--for=condition=complete",
+            "job/hello",
+            "--timeout=20s",
+        ])
+        .await;
+}

@@ -52,6 +52,15 @@ pub(crate) struct ServeArgs {
     /// Do not run the node lifecycle controller (silent nodes stay Ready).
     #[arg(long)]
     no_node_lifecycle_controller: bool,
+    /// Do not run the ReplicaSet controller.
+    #[arg(long)]
+    no_replicaset_controller: bool,
+    /// Do not run the Deployment controller.
+    #[arg(long)]
+    no_deployment_controller: bool,
+    /// Do not run the Job controller.
+    #[arg(long)]
+    no_job_controller: bool,
     /// Factor for the simulated cluster's durations (grace periods, restart back-offs,
     /// eviction tolerations): 0 makes them instant, 0.1 ten times faster.
     #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
@@ -171,6 +180,9 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
         .scheduler(!args.no_scheduler)
         .kubelets(!args.no_kubelets)
         .node_lifecycle_controller(!args.no_node_lifecycle_controller)
+        .replica_set_controller(!args.no_replicaset_controller)
+        .deployment_controller(!args.no_deployment_controller)
+        .job_controller(!args.no_job_controller)
         .time_scale(args.time_scale)
         .enable_admin_faults(args.enable_faults)
         .service_account_issuer(args.service_account_issuer.clone())
