@@ -314,6 +314,20 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Run the simulated cluster's ReplicaSet controller (default on): each ReplicaSet
+    /// keeps `spec.replicas` Pods from its template.
+    pub fn replica_set_controller(mut self, enabled: bool) -> Self {
+        self.cluster.replica_set_controller = enabled;
+        self
+    }
+
+    /// Run the simulated cluster's Deployment controller (default on): ReplicaSets per
+    /// template with `pod-template-hash`, rolling updates, revisions, status.
+    pub fn deployment_controller(mut self, enabled: bool) -> Self {
+        self.cluster.deployment_controller = enabled;
+        self
+    }
+
     /// Run the simulated cluster's Job controller (default on): Pods up to
     /// `parallelism` until `completions` succeeded, `backoffLimit`, indexed Jobs, the
     /// `Complete` and `Failed` conditions.
