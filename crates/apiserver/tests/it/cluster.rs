@@ -913,3 +913,83 @@ async fn jobs_complete_fail_by_their_backoff_limit_and_index_their_pods() {
         ])
         .await;
 }
+
+#[tokio::test]
+async fn kubectl_restarts_pauses_and_resumes_a_rollout() {
+    let t = cluster(2).await;
+    let kubectl = Kubectl::for_server(&t);
+    kubectl
+        .ok(&[
+            "create",
+            "deployment",
+            "api",
+            "--image=nginx",
+            "--replicas=2",
+        ])
+        .await;
+    kubectl
+        .ok(&["rollout", "status", "deployment/api", "--timeout=30s"])
+        .await;
+    kubectl.ok(&["rollout", "restart", "deployment/api"]).await;
+    kubectl
+        .ok(&["rollout", "status", "deployment/api", "--timeout=30s"])
+        .await;
+    let deployment = t
+        .get("/apis/apps/v1/namespaces/default/deployments/api")
+        .await
+        .json();
+    assert_eq!(
+        deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "2"
+    );
+    kubectl.ok(&["rollout", "pause", "deployment/api"]).await;
+    kubectl
+        .ok(&["set", "image", "deployment/api", "nginx=nginx:2"])
+        .await;
+    let paused = eventually(
+        &t,
+        "/apis/apps/v1/namespaces/default/deployments/api",
+        "Progressing says paused",
+        |d| {
+            d["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["reason"] == "DeploymentPaused"))
+        },
+    )
+    .await;
+    assert_eq!(
+        paused["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "2"
+    );
+    let sets = t
+        .get("/apis/apps/v1/namespaces/default/replicasets?labelSelector=app%3Dapi")
+        .await
+        .json();
+    assert_eq!(
+        sets["items"].as_array().map(Vec::len),
+        Some(2),
+        "no new ReplicaSet while paused"
+    );
+    kubectl.ok(&["rollout", "resume", "deployment/api"]).await;
+    kubectl
+        .ok(&["rollout", "status", "deployment/api", "--timeout=30s"])
+        .await;
+    let images = kubectl
+        .ok(&[
+            "get",
+            "pods",
+            "-l",
+            "app=api",
+            "-o",
+            "jsonpath={.items[*].spec.containers[0].image}",
+        ])
+        .await;
+    assert_eq!(
+        images
+            .split_whitespace()
+            .filter(|i| *i == "nginx:2")
+            .count(),
+        2,
+        "{images}"
+    );
+}
