@@ -206,15 +206,6 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
     }
     let server = builder.start().await?;
     println!("kubeclient API server listening on {}", server.url());
-    if args.nodes > 0 {
-        println!(
-            "simulated cluster: {} node(s) ({}), scheduler {}, kubelets {}",
-            args.nodes,
-            server.cluster().node_names().join(", "),
-            if args.no_scheduler { "off" } else { "on" },
-            if args.no_kubelets { "off" } else { "on" },
-        );
-    }
     if let Some(path) = &args.write_kubeconfig {
         server
             .write_kubeconfig(path)
@@ -223,6 +214,15 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
             "kubeconfig written to {} (try: KUBECONFIG={} kubectl get namespaces)",
             path.display(),
             path.display()
+        );
+    }
+    if args.nodes > 0 {
+        println!(
+            "simulated cluster: {} node(s) ({}), scheduler {}, kubelets {}",
+            args.nodes,
+            server.cluster().node_names().join(", "),
+            if args.no_scheduler { "off" } else { "on" },
+            if args.no_kubelets { "off" } else { "on" },
         );
     }
     wait_for_stop_signal().await;
