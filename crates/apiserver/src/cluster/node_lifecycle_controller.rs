@@ -3,8 +3,9 @@
 //!
 //! - a node whose Lease was not renewed for `--node-monitor-grace-period` gets its
 //!   conditions set to `Unknown` ("Kubelet stopped posting node status.") and the
-//!   `node.kubernetes.io/unreachable` taints, `NoSchedule` and `NoExecute`; a node that is
-//!   `Ready` again loses them;
+//!   `node.kubernetes.io/unreachable` taints, `NoSchedule` and `NoExecute`, and its Pods
+//!   are marked not `Ready` (`MarkPodsNotReady`); a node that is `Ready` again loses the
+//!   taints (its kubelet reports its Pods again);
 //! - Pods on a node with a `NoExecute` taint they do not tolerate are deleted; those
 //!   tolerating it for `tolerationSeconds` (the 300 s every Pod gets by default) are
 //!   deleted once that time passed since the taint was added (scaled by the time scale).
@@ -58,7 +59,10 @@ pub(super) fn sync(
                 }
             }
             // No heartbeat at all, or too long ago.
-            _ => mark_unknown(&writer, node),
+            _ => {
+                mark_unknown(&writer, node);
+                mark_pods_not_ready(&writer, store, node);
+            }
         }
         next = next.min(evict(&writer, store, node, options, now_ts));
     }
@@ -152,6 +156,47 @@ fn mark_unknown(writer: &Writer<'_>, node: &NodeInfo) {
         }
         changed
     });
+}
+
+/// Sets the `Ready` condition of the node's Pods to `False`.
+fn mark_pods_not_ready(writer: &Writer<'_>, store: &GenericStore<'_>, node: &NodeInfo) {
+    let pods = store.storage.snapshot(&GroupResource::new("", "pods"), "");
+    let time = now();
+    for pod in &pods.objects {
+        let pod = &pod.value;
+        if pod.pointer("/spec/nodeName").and_then(Value::as_str) != Some(&node.name) {
+            continue;
+        }
+        let meta = |field: &str| {
+            pod.pointer(&format!("/metadata/{field}"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        };
+        writer.update(
+            PODS,
+            Some(meta("namespace")),
+            meta("name"),
+            meta("uid"),
+            true,
+            |object| {
+                let conditions = object
+                    .get_mut("status")
+                    .and_then(|status| status.get_mut("conditions"))
+                    .and_then(Value::as_array_mut);
+                let Some(ready) =
+                    conditions.and_then(|c| c.iter_mut().find(|c| c["type"] == "Ready"))
+                else {
+                    return false;
+                };
+                if ready["status"] == "False" {
+                    return false;
+                }
+                ready["status"] = json!("False");
+                ready["lastTransitionTime"] = json!(time);
+                true
+            },
+        );
+    }
 }
 
 fn remove_unreachable_taints(writer: &Writer<'_>, node: &NodeInfo) {

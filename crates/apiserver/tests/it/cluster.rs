@@ -129,6 +129,16 @@ async fn a_node_whose_kubelet_stops_goes_not_ready_and_tainted_then_recovers() {
             .time_scale(0.0),
     )
     .await;
+    // A Pod running on node-2 first.
+    let on_two = json!({
+        "nodeSelector": {"kubernetes.io/hostname": "node-2"},
+        "containers": [container(&[])],
+    });
+    create_pod(&t, pod("on-two", on_two)).await;
+    eventually(&t, &pod_path("on-two"), "the Pod is Ready", |p| {
+        condition_status(p, "Ready") == "True"
+    })
+    .await;
     assert!(t.server.cluster().stop_kubelet("node-2"));
     assert!(!t.server.cluster().stop_kubelet("node-9"));
     let node = eventually(
@@ -157,6 +167,13 @@ async fn a_node_whose_kubelet_stops_goes_not_ready_and_tainted_then_recovers() {
             .iter()
             .any(|t| t["effect"] == "NoExecute" && t["timeAdded"].is_string())
     );
+    // Its Pod is not Ready any more, and (its 300 s toleration of the taint scaled to 0)
+    // evicted: it stays Terminating while no kubelet confirms.
+    let evicted = eventually(&t, &pod_path("on-two"), "the Pod is evicted", |p| {
+        p["metadata"]["deletionTimestamp"].is_string()
+    })
+    .await;
+    assert_eq!(condition_status(&evicted, "Ready"), "False", "{evicted:#}");
     // The other node heartbeats on.
     let other = t.get("/api/v1/nodes/node-1").await.json();
     assert_eq!(condition_status(&other, "Ready"), "True");
@@ -175,6 +192,15 @@ async fn a_node_whose_kubelet_stops_goes_not_ready_and_tainted_then_recovers() {
         |node| condition_status(node, "Ready") == "True" && node["spec"].get("taints").is_none(),
     )
     .await;
+    // The restarted kubelet finishes the eviction's deletion.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while t.get(&pod_path("on-two")).await.status != 404 {
+        assert!(
+            Instant::now() < deadline,
+            "the evicted Pod goes within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 }
 
 #[tokio::test]

@@ -135,3 +135,109 @@ pub(crate) fn set_condition(pod: &mut Map<String, Value>, mut condition: Value) 
         None => conditions.push(condition),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+    use crate::registry::store::NoHook;
+
+    fn user() -> UserInfo {
+        UserInfo {
+            username: "system:kube-scheduler".to_owned(),
+            uid: String::new(),
+            groups: Vec::new(),
+        }
+    }
+
+    /// A store with namespace `default` and an unbound Pod `web` (a cluster "runs": the
+    /// scheduler's Lease exists); the Pod's uid.
+    fn store_with_pod(storage: &Store, registry: &Registry) -> String {
+        let store = GenericStore {
+            storage,
+            resources: registry,
+            max_object_bytes: 1 << 20,
+            hook: &NoHook,
+        };
+        let user = user();
+        let create = |group: &str, plural: &str, namespace: Option<&str>, object: Value| {
+            let resource = registry.lookup(group, "v1", plural).expect("served");
+            let Value::Object(object) = object else {
+                unreachable!("objects are maps")
+            };
+            let name = object["metadata"]["name"].as_str().unwrap_or("").to_owned();
+            let request = WriteRequest::new(&resource, namespace, &name, &user, "test");
+            store
+                .create(&request, object, Ownership::RecordUpdate)
+                .expect("created")
+        };
+        for namespace in ["default", SCHEDULER_LEASE_NAMESPACE] {
+            create(
+                "",
+                "namespaces",
+                None,
+                json!({"metadata": {"name": namespace}}),
+            );
+        }
+        create(
+            "coordination.k8s.io",
+            "leases",
+            Some(SCHEDULER_LEASE_NAMESPACE),
+            json!({"metadata": {"name": SCHEDULER_LEASE_NAME}, "spec": {}}),
+        );
+        let pod = create(
+            "",
+            "pods",
+            Some("default"),
+            json!({"metadata": {"name": "web"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+        );
+        let stored = pod.stored.expect("stored");
+        assert!(
+            stored.value.pointer("/spec/nodeName").is_none(),
+            "no create-time binding"
+        );
+        stored.value["metadata"]["uid"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    }
+
+    #[test]
+    fn a_pod_binds_once_with_its_condition_and_a_second_binding_conflicts() {
+        let (storage, registry) = (Store::new(100), Registry::new());
+        let uid = store_with_pod(&storage, &registry);
+        let store = GenericStore {
+            storage: &storage,
+            resources: &registry,
+            max_object_bytes: 1 << 20,
+            hook: &NoHook,
+        };
+        assert!(cluster_runs(&storage));
+        assert!(!kubelet_runs(&storage, "node-1"));
+        bind(&store, &user(), "default", "web", &uid, "node-1").expect("bound");
+        let pod = storage
+            .get(&GroupResource::new("", "pods"), "default/web")
+            .expect("the Pod");
+        assert_eq!(pod.value["spec"]["nodeName"], "node-1");
+        let conditions = pod.value["status"]["conditions"]
+            .as_array()
+            .expect("conditions");
+        assert!(
+            conditions
+                .iter()
+                .any(|c| c["type"] == "PodScheduled" && c["status"] == "True")
+        );
+        let again =
+            bind(&store, &user(), "default", "web", &uid, "node-2").expect_err("a conflict");
+        assert_eq!(again.code, 409);
+        assert_eq!(
+            again.message,
+            "Operation cannot be fulfilled on pods/binding \"web\": pod web is already assigned to node \"node-1\""
+        );
+        let other = bind(&store, &user(), "default", "web", "another-uid", "node-2")
+            .expect_err("another Pod");
+        assert_eq!(other.code, 409);
+        let missing = bind(&store, &user(), "default", "gone", &uid, "node-2").expect_err("404");
+        assert_eq!(missing.code, 404);
+    }
+}
