@@ -43,10 +43,7 @@ impl<T: Send + 'static> OrderedDecoder<T> {
         on_panic: impl FnOnce(String) -> T + Send + 'static,
     ) {
         if self.in_flight.is_empty() && len < INLINE_MAX {
-            let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
-                .unwrap_or_else(|panic| vec![on_panic(panic_message(&*panic))]);
-            self.in_flight
-                .push_back(Box::pin(std::future::ready(results)));
+            self.submit_inline(work, on_panic);
             return;
         }
         let handle = tokio::task::spawn_blocking(work);
@@ -57,6 +54,19 @@ impl<T: Send + 'static> OrderedDecoder<T> {
                 Err(err) => vec![on_panic(err.to_string())],
             }
         }));
+    }
+
+    /// Decodes a batch on the calling task now; its results come out after everything
+    /// already queued.
+    pub(crate) fn submit_inline(
+        &mut self,
+        work: impl FnOnce() -> Vec<T>,
+        on_panic: impl FnOnce(String) -> T,
+    ) {
+        let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+            .unwrap_or_else(|panic| vec![on_panic(panic_message(&*panic))]);
+        self.in_flight
+            .push_back(Box::pin(std::future::ready(results)));
     }
 
     /// Whether another batch should wait until one is handed out.
@@ -77,7 +87,7 @@ impl<T: Send + 'static> OrderedDecoder<T> {
     }
 }
 
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     let text = panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())

@@ -1,5 +1,12 @@
-//! Watch responses as a `Stream` of [`WatchEvent`]s, decoded on worker threads when events
-//! arrive in bursts.
+//! Watch responses as a `Stream` of [`WatchEvent`]s.
+//!
+//! Where events are decoded was measured (docs/BENCHMARKS.md, "Watch events decoded where
+//! they are read"): handing each batch of a watch to a worker thread cost a third more CPU
+//! per event than decoding it on the task that reads the body, for no more events per
+//! second on two cores, because every hop wakes a thread and the decoded objects are
+//! built in one thread's memory and dropped in another's. So changes are decoded where
+//! they are read, in small batches; only the initial events of a watch-list (a whole
+//! list, streamed) go to worker threads, as a LIST body does.
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -19,8 +26,11 @@ use crate::error::{Error, Result};
 /// A stream of watch events (boxed, so it is `Unpin` and easy to store).
 pub type WatchStream<K> = futures_util::stream::BoxStream<'static, Result<WatchEvent<K>>>;
 
-/// Read at most this much already-arrived body before handing a batch to the decoders.
+/// Read at most this much already-arrived body before handing a batch to the workers.
 const MAX_BATCH_BYTES: usize = 256 * 1024;
+/// Read at most this much before decoding a batch on the reading task (a few dozen events:
+/// the task never runs long without yielding).
+const MAX_INLINE_BATCH_BYTES: usize = 64 * 1024;
 
 /// Lines (or protobuf frames) of a watch body, copied out of the splitter so they can go
 /// to a worker.
@@ -46,27 +56,34 @@ impl Framing {
         }
     }
 
+    /// Hands every complete event, in order, to `each`.
+    fn for_each_frame(
+        &mut self,
+        mut each: impl FnMut(std::result::Result<&[u8], WatchDecodeError>),
+    ) {
+        match self {
+            Framing::Lines(lines) => {
+                while let Some(frame) = lines.next_frame() {
+                    each(frame);
+                }
+            }
+            Framing::Protobuf(frames) => {
+                while let Some(frame) = frames.next_frame() {
+                    each(frame.map_err(WatchDecodeError::Protobuf));
+                }
+            }
+        }
+    }
+
     /// Moves every complete event into `batch`.
     fn drain_into(&mut self, batch: &mut LineBatch) {
-        let mut add = |frame: std::result::Result<&[u8], WatchDecodeError>| {
+        self.for_each_frame(|frame| {
             batch.lines.push(frame.map(|line| {
                 let start = batch.bytes.len();
                 batch.bytes.extend_from_slice(line);
                 start..batch.bytes.len()
             }));
-        };
-        match self {
-            Framing::Lines(lines) => {
-                while let Some(frame) = lines.next_frame() {
-                    add(frame);
-                }
-            }
-            Framing::Protobuf(frames) => {
-                while let Some(frame) = frames.next_frame() {
-                    add(frame.map_err(WatchDecodeError::Protobuf));
-                }
-            }
-        }
+        });
     }
 
     /// What is left at the end of the body: a last unterminated JSON line, or a
@@ -89,6 +106,9 @@ struct State<K> {
     ready: VecDeque<Result<WatchEvent<K>>>,
     url: String,
     strip: bool,
+    /// Decode batches on worker threads (the initial events of a watch-list) rather than
+    /// on the reading task.
+    parallel: bool,
     /// The body has ended (cleanly or not); only decoding is left.
     ended: bool,
     /// How long the body may stay silent.
@@ -96,8 +116,35 @@ struct State<K> {
 }
 
 impl<K: DeserializeOwned + Send + 'static> State<K> {
-    /// Hands every complete line received so far to the decoders, as one batch.
+    /// Decodes every complete line received so far: on this task, straight from the
+    /// splitter's buffer, or on workers as one batch.
     fn submit_lines(&mut self) {
+        if !self.parallel {
+            let strip = self.strip;
+            let protobuf = matches!(self.lines, Framing::Protobuf(_));
+            let mut events = Vec::new();
+            let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.lines.for_each_frame(|frame| {
+                    events.push(
+                        frame
+                            .map_err(Error::from)
+                            .and_then(|line| decode_line(line, protobuf, strip)),
+                    );
+                });
+            }));
+            if let Err(panic) = decoded {
+                events.push(Err(Error::InvalidRequest(
+                    super::ordered_decode::panic_message(&*panic),
+                )));
+            }
+            if !events.is_empty() {
+                self.decoding.submit_inline(
+                    move || events,
+                    |message| Err(Error::InvalidRequest(message)),
+                );
+            }
+            return;
+        }
         let mut batch = LineBatch {
             bytes: Vec::new(),
             lines: Vec::new(),
@@ -111,9 +158,10 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
         if batch.lines.is_empty() {
             return;
         }
+        let len = batch.bytes.len();
         let strip = self.strip;
         self.decoding.submit(
-            batch.bytes.len(),
+            len,
             move || decode_lines(batch, strip),
             |message| Err(Error::InvalidRequest(message)),
         );
@@ -121,8 +169,7 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
 
     /// Appends an item after everything already queued.
     fn submit_result(&mut self, result: Result<WatchEvent<K>>) {
-        self.decoding.submit(
-            0,
+        self.decoding.submit_inline(
             move || vec![result],
             |message| Err(Error::InvalidRequest(message)),
         );
@@ -160,7 +207,12 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
                     return;
                 }
             }
-            if taken >= MAX_BATCH_BYTES {
+            let limit = if self.parallel {
+                MAX_BATCH_BYTES
+            } else {
+                MAX_INLINE_BATCH_BYTES
+            };
+            if taken >= limit {
                 break;
             }
             match self.body.frame().now_or_never() {
@@ -180,16 +232,22 @@ fn decode_lines<K: DeserializeOwned>(batch: LineBatch, strip: bool) -> Vec<Resul
     } = batch;
     lines
         .into_iter()
-        .map(|line| {
-            let line = &bytes[line?];
-            let event = match (protobuf, strip) {
-                (true, strip) => WatchEvent::from_protobuf(line, strip),
-                (false, true) => WatchEvent::from_json_stripped(line),
-                (false, false) => WatchEvent::from_json(line),
-            };
-            event.map_err(Error::from)
-        })
+        .map(|line| decode_line(&bytes[line?], protobuf, strip))
         .collect()
+}
+
+/// One event from its line (or protobuf frame).
+fn decode_line<K: DeserializeOwned>(
+    line: &[u8],
+    protobuf: bool,
+    strip: bool,
+) -> Result<WatchEvent<K>> {
+    let event = match (protobuf, strip) {
+        (true, strip) => WatchEvent::from_protobuf(line, strip),
+        (false, true) => WatchEvent::from_json_stripped(line),
+        (false, false) => WatchEvent::from_json(line),
+    };
+    event.map_err(Error::from)
 }
 
 /// Decodes a watch response body into events as its bytes arrive. A malformed event
@@ -203,22 +261,34 @@ pub fn event_stream<K>(
 where
     K: DeserializeOwned + Send + 'static,
 {
-    decoded_event_stream(body, url, false, false, None)
+    decoded_event_stream(body, url, StreamOptions::default())
+}
+
+/// How [`decoded_event_stream`] reads a body.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct StreamOptions {
+    /// Length-prefixed protobuf frames instead of JSON lines.
+    pub(crate) protobuf: bool,
+    /// Drop each object's `metadata.managedFields` from its bytes before decoding.
+    pub(crate) strip: bool,
+    /// The stream starts with a watch-list's initial events: decode them on worker
+    /// threads until the initial-events-end bookmark.
+    pub(crate) initial_events: bool,
+    /// How long the body may stay silent.
+    pub(crate) idle_limit: Option<Duration>,
 }
 
 pub(crate) fn decoded_event_stream<K>(
     body: Incoming,
     url: String,
-    protobuf: bool,
-    strip: bool,
-    idle_limit: Option<Duration>,
+    options: StreamOptions,
 ) -> impl Stream<Item = Result<WatchEvent<K>>> + Send
 where
     K: DeserializeOwned + Send + 'static,
 {
     let state = State {
         body,
-        lines: if protobuf {
+        lines: if options.protobuf {
             Framing::Protobuf(WatchFrameDecoder::new())
         } else {
             Framing::Lines(WatchStreamDecoder::new())
@@ -226,13 +296,20 @@ where
         decoding: OrderedDecoder::new(),
         ready: VecDeque::new(),
         url,
-        strip,
+        strip: options.strip,
+        parallel: options.initial_events,
         ended: false,
-        idle_limit,
+        idle_limit: options.idle_limit,
     };
     futures_util::stream::unfold(state, |mut state| async move {
         loop {
             if let Some(event) = state.ready.pop_front() {
+                if let Ok(WatchEvent::Bookmark(bookmark)) = &event
+                    && bookmark.is_initial_events_end()
+                {
+                    // The list part is over: from here on, changes.
+                    state.parallel = false;
+                }
                 return Some((event, state));
             }
             if state.ended || state.decoding.is_full() {
@@ -265,12 +342,12 @@ where
     })
 }
 
-/// The `timeoutSeconds` of a request path's query, if any.
-fn timeout_seconds(path: &str) -> Option<u64> {
+/// The value of `name` in a request path's query, if any.
+fn query_value(path: &str, name: &str) -> Option<String> {
     let (_, query) = path.split_once('?')?;
     form_urlencoded::parse(query.as_bytes())
-        .find(|(name, _)| name == "timeoutSeconds")
-        .and_then(|(_, value)| value.parse().ok())
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
 }
 
 impl Client {
@@ -304,7 +381,8 @@ impl Client {
     {
         let request = request.streaming();
         let url = format!("{}{}", self.base_url(), request.path);
-        let idle_limit = timeout_seconds(&request.path)
+        let idle_limit = query_value(&request.path, "timeoutSeconds")
+            .and_then(|seconds| seconds.parse().ok())
             .and_then(|seconds| Duration::from_secs(seconds).checked_add(self.watch_idle_margin()));
         let response = self.send(&request).await?;
         let protobuf = super::is_protobuf(
@@ -313,12 +391,36 @@ impl Client {
                 .get(http::header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok()),
         );
+        let options = StreamOptions {
+            protobuf,
+            strip: strip_managed_fields,
+            initial_events: query_value(&request.path, "sendInitialEvents")
+                .is_some_and(|value| value == "true"),
+            idle_limit,
+        };
         Ok(Box::pin(decoded_event_stream(
             response.into_body(),
             url,
-            protobuf,
-            strip_managed_fields,
-            idle_limit,
+            options,
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::query_value;
+
+    #[test]
+    fn query_values_are_read_decoded_and_only_by_their_exact_name() {
+        let path =
+            "/api/v1/pods?watch=true&sendInitialEvents=true&timeoutSeconds=300&label%20x=a%3Db";
+        assert_eq!(
+            query_value(path, "sendInitialEvents").as_deref(),
+            Some("true")
+        );
+        assert_eq!(query_value(path, "timeoutSeconds").as_deref(), Some("300"));
+        assert_eq!(query_value(path, "label x").as_deref(), Some("a=b"));
+        assert_eq!(query_value(path, "timeout"), None);
+        assert_eq!(query_value("/api/v1/pods", "watch"), None);
     }
 }
