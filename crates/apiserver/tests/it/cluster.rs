@@ -662,19 +662,26 @@ async fn a_replica_set_keeps_its_replicas_and_counts_them_in_its_status() {
         .expect("a name")
         .to_owned();
     assert_eq!(t.delete(&pod_path(&victim)).await.status, 200);
+    // The kubelet finishes the deletion (grace period scaled to 0); a replacement runs.
+    eventually(
+        &t,
+        "/api/v1/namespaces/default/pods?labelSelector=app%3Drs",
+        "three ready Pods, the deleted one gone",
+        |pods| {
+            pods["items"].as_array().is_some_and(|p| {
+                p.len() == 3
+                    && p.iter().all(|pod| {
+                        pod["metadata"]["name"] != victim.as_str()
+                            && condition_status(pod, "Ready") == "True"
+                    })
+            })
+        },
+    )
+    .await;
     eventually(&t, &rs_path, "3 ready replicas again", |rs| {
         rs["status"]["readyReplicas"] == 3
     })
     .await;
-    let pods = t
-        .get("/api/v1/namespaces/default/pods?labelSelector=app%3Drs")
-        .await
-        .json();
-    assert!(pods["items"].as_array().is_some_and(|p| {
-        p.len() == 3
-            && p.iter()
-                .all(|pod| pod["metadata"]["name"] != victim.as_str())
-    }));
     // Scaled down, the surplus goes.
     let reply = t
         .patch(
