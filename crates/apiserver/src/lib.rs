@@ -25,6 +25,8 @@
 
 mod authentication;
 mod bootstrap;
+mod cluster;
+mod container_runtime;
 mod controllers;
 pub mod faults;
 mod handlers;
@@ -48,6 +50,7 @@ mod yaml_body;
 mod fuzz_tests;
 
 pub use authentication::DEFAULT_SERVICE_ACCOUNT_ISSUER;
+pub use cluster::SimulatedCluster;
 pub use faults::{Fault, Faults, MAX_FAULT_COUNT, RequestCounts};
 pub use pod_logs::PodLogs;
 pub use server::{ApiServer, ApiServerBuilder, DEFAULT_KUBERNETES_MINOR_VERSION, StartError};

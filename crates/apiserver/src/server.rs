@@ -17,11 +17,14 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::authentication::{DEFAULT_SERVICE_ACCOUNT_ISSUER, UserInfo};
+use crate::cluster::{ClusterOptions, SimulatedCluster};
+use crate::container_runtime::BuiltinRuntime;
 use crate::controllers::Controllers;
 use crate::faults::Faults;
 use crate::handlers::{self, Handled};
 use crate::pod_logs::PodLogs;
 use crate::registry::Registry;
+use crate::registry::store::{Hooks, WriteHook};
 use crate::response::Body;
 use crate::sessions::Sessions;
 use crate::state::{Config, Limits, State};
@@ -59,6 +62,7 @@ pub struct ApiServerBuilder {
     kubernetes_minor_version: u32,
     service_account_issuer: String,
     api_audiences: Option<Vec<String>>,
+    cluster: ClusterOptions,
 }
 
 /// The minor version `/version` reports by default (`v1.37.0`).
@@ -80,6 +84,7 @@ impl Default for ApiServerBuilder {
             kubernetes_minor_version: DEFAULT_KUBERNETES_MINOR_VERSION,
             service_account_issuer: DEFAULT_SERVICE_ACCOUNT_ISSUER.to_owned(),
             api_audiences: None,
+            cluster: ClusterOptions::default(),
         }
     }
 }
@@ -253,6 +258,98 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Run a simulated cluster of `count` nodes (`node-1` ... `node-N`): each has a
+    /// kubelet that registers its Node (4 CPUs, 16 GiB, 110 Pods), renews its Lease in
+    /// `kube-node-lease` and runs the Pods bound to it (phases, addresses, conditions,
+    /// container statuses; commands are the built-in ones exec runs); a scheduler binds
+    /// pending Pods; the node lifecycle controller marks silent nodes `NotReady`.
+    /// Default 0: no cluster, and the server binds each new Pod to `kubeclient-node`
+    /// itself (`kubeclient serve` defaults to 1). See [`ApiServer::cluster`].
+    ///
+    /// ```
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kubeclient_apiserver::ApiServer::builder().nodes(3).start().await?;
+    /// assert_eq!(server.cluster().node_names().len(), 3);
+    /// # server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn nodes(mut self, count: usize) -> Self {
+        self.cluster.nodes = count;
+        self
+    }
+
+    /// How often each simulated kubelet renews its node's Lease. Default 10 s (the
+    /// kubelet's: a quarter of the 40 s lease).
+    pub fn node_heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.cluster.heartbeat_interval = interval.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long a node's Lease may go unrenewed before the node lifecycle controller
+    /// sets its conditions `Unknown` (`kubectl get nodes`: `NotReady`) and taints it
+    /// `node.kubernetes.io/unreachable`. Default 50 s, kube-controller-manager's
+    /// `--node-monitor-grace-period`.
+    pub fn node_monitor_grace_period(mut self, grace: Duration) -> Self {
+        self.cluster.node_monitor_grace_period = grace;
+        self
+    }
+
+    /// Run the simulated cluster's scheduler (default on). Off, Pods stay `Pending`
+    /// until something else sets their `spec.nodeName`.
+    pub fn scheduler(mut self, enabled: bool) -> Self {
+        self.cluster.scheduler = enabled;
+        self
+    }
+
+    /// Let the simulated kubelets run Pods (default on). Off, the nodes still register
+    /// and heartbeat, but bound Pods keep the status they were created with.
+    pub fn kubelets(mut self, enabled: bool) -> Self {
+        self.cluster.kubelets = enabled;
+        self
+    }
+
+    /// Run the node lifecycle controller (default on): silent nodes become `NotReady`
+    /// and tainted, and their Pods are evicted once their tolerations end.
+    pub fn node_lifecycle_controller(mut self, enabled: bool) -> Self {
+        self.cluster.node_lifecycle_controller = enabled;
+        self
+    }
+
+    /// Run the simulated cluster's ReplicaSet controller (default on): each ReplicaSet
+    /// keeps `spec.replicas` Pods from its template.
+    pub fn replica_set_controller(mut self, enabled: bool) -> Self {
+        self.cluster.replica_set_controller = enabled;
+        self
+    }
+
+    /// Run the simulated cluster's Deployment controller (default on): ReplicaSets per
+    /// template with `pod-template-hash`, rolling updates, revisions, status.
+    pub fn deployment_controller(mut self, enabled: bool) -> Self {
+        self.cluster.deployment_controller = enabled;
+        self
+    }
+
+    /// Run the simulated cluster's Job controller (default on): Pods up to
+    /// `parallelism` until `completions` succeeded, `backoffLimit`, indexed Jobs, the
+    /// `Complete` and `Failed` conditions.
+    pub fn job_controller(mut self, enabled: bool) -> Self {
+        self.cluster.job_controller = enabled;
+        self
+    }
+
+    /// The factor the simulated cluster's durations are multiplied by: Pods' grace
+    /// periods, container restart back-offs, eviction tolerations. Default 1.0; 0 makes
+    /// them instant, 0.1 ten times faster.
+    pub fn time_scale(mut self, factor: f64) -> Self {
+        self.cluster.time_scale = if factor.is_finite() && factor >= 0.0 {
+            factor
+        } else {
+            1.0
+        };
+        self
+    }
+
     /// Binds the port and starts serving.
     ///
     /// # Errors
@@ -283,6 +380,13 @@ impl ApiServerBuilder {
             );
         }
         let controllers = Arc::new(Controllers::new(self.garbage_collector));
+        let cluster = Arc::new(SimulatedCluster::new(self.cluster.clone()));
+        let runs_cluster = self.cluster.nodes > 0;
+        let write_hook: Arc<dyn WriteHook> = if runs_cluster {
+            Arc::new(Hooks(vec![controllers.clone(), cluster.clone()]))
+        } else {
+            controllers.clone()
+        };
         let state = Arc::new(State {
             store: Store::with_limits(
                 self.history_window,
@@ -311,7 +415,7 @@ impl ApiServerBuilder {
             } else {
                 Sessions::default()
             },
-            write_hook: controllers.clone(),
+            write_hook,
             tokens: Default::default(),
         });
         crate::bootstrap::create(&state.generic_store(), local);
@@ -324,6 +428,15 @@ impl ApiServerBuilder {
             move || controllers.sync_once(&state.generic_store())
         };
         tokio::spawn(crate::controllers::run(controllers, pass, stopped.clone()));
+        if runs_cluster {
+            cluster.register(&state.generic_store());
+            let runtime = BuiltinRuntime::new(tokio::runtime::Handle::current());
+            let pass = {
+                let (state, cluster) = (state.clone(), cluster.clone());
+                move || cluster.sync_once(&state.generic_store(), &runtime)
+            };
+            tokio::spawn(crate::cluster::run(cluster.clone(), pass, stopped.clone()));
+        }
         let task = tokio::spawn(accept_loop(listener, state.clone(), acceptor, stopped));
         tracing::info!(%url, "API server listening");
         Ok(ApiServer {
@@ -334,6 +447,7 @@ impl ApiServerBuilder {
             tls,
             stop,
             task,
+            cluster,
         })
     }
 }
@@ -627,6 +741,7 @@ pub struct ApiServer {
     tls: Option<TlsMaterial>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    cluster: Arc<SimulatedCluster>,
 }
 
 impl ApiServer {
@@ -657,6 +772,12 @@ impl ApiServer {
     /// Fault injection controls.
     pub fn faults(&self) -> &Faults {
         &self.state.faults
+    }
+
+    /// The simulated cluster (nodes and their kubelets; empty unless
+    /// [`nodes`](ApiServerBuilder::nodes) was set).
+    pub fn cluster(&self) -> &SimulatedCluster {
+        &self.cluster
     }
 
     /// The storage (for inspection in tests).

@@ -178,6 +178,15 @@ pub(crate) trait Strategy: Sync {
         None
     }
 
+    /// The grace period a DELETE gives `object` (the rest of `CheckGracefulDelete`):
+    /// `Some(seconds)` marks it with a `deletionTimestamp` that many seconds ahead and
+    /// keeps it until whoever runs it (a kubelet) deletes it again with a grace period of
+    /// 0; `None` removes it at once. `store` tells whether anything runs it.
+    fn deletion_grace_period(&self, store: &Store, object: &Value) -> Option<i64> {
+        let _ = (store, object);
+        None
+    }
+
     /// Whether a create allocates fields (addresses, ports, a node) after the field
     /// manager ran: they belong to no manager unless the request set them.
     fn allocates(&self) -> bool {

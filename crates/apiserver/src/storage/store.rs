@@ -378,6 +378,15 @@ impl Store {
         self.lock().tables.get(resource)?.objects.get(key).cloned()
     }
 
+    /// Whether any object of a resource has a key with `prefix`.
+    pub fn any_with_prefix(&self, resource: &GroupResource, prefix: &str) -> bool {
+        let inner = self.lock();
+        inner
+            .tables
+            .get(resource)
+            .is_some_and(|table| prefixed(&table.objects, prefix, None).next().is_some())
+    }
+
     /// Every object of a resource with a key prefix, at the current revision.
     pub fn snapshot(&self, resource: &GroupResource, prefix: &str) -> Snapshot {
         let inner = self.lock();

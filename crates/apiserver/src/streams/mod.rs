@@ -8,7 +8,7 @@
 //! request and return it as `handlers::Handled::PodStream`; the server hands it
 //! here. Endpoints and streams never import each other.
 
-mod builtin_commands;
+pub(crate) mod builtin_commands;
 mod exec;
 mod logs;
 mod pod_target;

@@ -28,10 +28,12 @@ const LAYERS: &[(&str, Layer)] = &[
     ("handlers", Layer::Endpoints),
     ("streams", Layer::Streams),
     ("controllers", Layer::Controllers),
+    ("cluster", Layer::Controllers),
     ("bootstrap", Layer::Bootstrap),
     ("server", Layer::Server),
     ("lib", Layer::Server),
     ("testing", Layer::Server),
+    ("container_runtime", Layer::Server),
     ("fuzz_tests", Layer::Server),
 ];
 

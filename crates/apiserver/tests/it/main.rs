@@ -2,6 +2,8 @@
 //!
 //! - (the fuzzing of paths, queries, bodies and patches is in `src/fuzz_tests.rs`)
 //! - `bootstrap`: the objects a fresh cluster has.
+//! - `cluster`: the simulated cluster: nodes, heartbeats, node lifecycle, scheduler,
+//!   kubelets (issue 26).
 //! - `crd_guards`: CRDs never replace or remove a built-in API (issue 24).
 //! - `defaults`: defaulting of built-in kinds.
 //! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
@@ -32,6 +34,7 @@
 //! - `tokens`: ServiceAccount tokens bound to audience, expiry and their objects (issue 24).
 
 mod bootstrap;
+mod cluster;
 mod crd_guards;
 mod crd_schemas;
 mod defaults;

@@ -32,6 +32,39 @@ pub(crate) struct ServeArgs {
     /// Do not run the garbage collector (dependents whose owners are gone then stay).
     #[arg(long)]
     no_garbage_collector: bool,
+    /// Simulated nodes, each with a kubelet that runs the Pods bound to it; a scheduler
+    /// binds Pods to them. 0 runs no cluster: the server binds each Pod to
+    /// `kubeclient-node` and nothing runs (a pure API server).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    nodes: usize,
+    /// Seconds between a kubelet's Lease renewals in kube-node-lease.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    node_heartbeat_interval: f64,
+    /// Seconds a node's Lease may go unrenewed before the node is NotReady and tainted.
+    #[arg(long, value_name = "SECONDS", default_value_t = 50.0)]
+    node_monitor_grace_period: f64,
+    /// Do not run the scheduler (Pods stay Pending).
+    #[arg(long)]
+    no_scheduler: bool,
+    /// Do not let the kubelets run Pods (bound Pods keep their status).
+    #[arg(long)]
+    no_kubelets: bool,
+    /// Do not run the node lifecycle controller (silent nodes stay Ready).
+    #[arg(long)]
+    no_node_lifecycle_controller: bool,
+    /// Do not run the ReplicaSet controller.
+    #[arg(long)]
+    no_replicaset_controller: bool,
+    /// Do not run the Deployment controller.
+    #[arg(long)]
+    no_deployment_controller: bool,
+    /// Do not run the Job controller.
+    #[arg(long)]
+    no_job_controller: bool,
+    /// Factor for the simulated cluster's durations (grace periods, restart back-offs,
+    /// eviction tolerations): 0 makes them instant, 0.1 ten times faster.
+    #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
+    time_scale: f64,
     /// Require this bearer token on every request (except health and version). It shows
     /// in `ps`: prefer --token-file or the KUBECLIENT_TOKEN environment variable.
     #[arg(long, value_name = "T", conflicts_with = "token_file")]
@@ -125,14 +158,48 @@ fn parse_kubernetes_version(text: &str) -> Result<u32, String> {
     })
 }
 
+/// A positive number of seconds (at most a day) as a duration.
+fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
+    if value.is_finite() && value > 0.0 && value <= 86_400.0 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(format!(
+            "{flag} takes a number of seconds above 0 and at most 86400, not {value}"
+        ))
+    }
+}
+
 /// Runs the server until Ctrl-C or SIGTERM.
 pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if !(args.time_scale.is_finite() && args.time_scale >= 0.0) {
+        return Err(format!(
+            "--time-scale takes a factor of 0 or more, not {}",
+            args.time_scale
+        )
+        .into());
+    }
     let mut builder = ApiServer::builder()
         .listen(args.listen)
         .history_window(args.history_window)
         .tls(args.tls)
         .kubernetes_minor_version(args.kubernetes_version)
         .garbage_collector(!args.no_garbage_collector)
+        .nodes(args.nodes)
+        .node_heartbeat_interval(seconds(
+            args.node_heartbeat_interval,
+            "--node-heartbeat-interval",
+        )?)
+        .node_monitor_grace_period(seconds(
+            args.node_monitor_grace_period,
+            "--node-monitor-grace-period",
+        )?)
+        .scheduler(!args.no_scheduler)
+        .kubelets(!args.no_kubelets)
+        .node_lifecycle_controller(!args.no_node_lifecycle_controller)
+        .replica_set_controller(!args.no_replicaset_controller)
+        .deployment_controller(!args.no_deployment_controller)
+        .job_controller(!args.no_job_controller)
+        .time_scale(args.time_scale)
         .enable_admin_faults(args.enable_faults)
         .service_account_issuer(args.service_account_issuer.clone())
         .max_request_body_bytes(args.max_request_body_bytes)
@@ -163,6 +230,15 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
             "kubeconfig written to {} (try: KUBECONFIG={} kubectl get namespaces)",
             path.display(),
             path.display()
+        );
+    }
+    if args.nodes > 0 {
+        println!(
+            "simulated cluster: {} node(s) ({}), scheduler {}, kubelets {}",
+            args.nodes,
+            server.cluster().node_names().join(", "),
+            if args.no_scheduler { "off" } else { "on" },
+            if args.no_kubelets { "off" } else { "on" },
         );
     }
     wait_for_stop_signal().await;

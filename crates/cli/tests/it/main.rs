@@ -450,3 +450,47 @@ fn demo_progress_is_plain_lines_under_no_color_on_a_terminal() {
         "no carriage return but at line ends: {text:?}"
     );
 }
+
+#[test]
+fn serve_runs_a_simulated_cluster_of_the_nodes_asked_for() {
+    let dir = scratch("serve-nodes");
+    let kubectl_in = |kubeconfig: &str, args: &[&str]| {
+        let output = kubectl()
+            .args([
+                &format!("--kubeconfig={kubeconfig}"),
+                &format!("--cache-dir={}", dir.join("cache").display()),
+            ])
+            .args(args)
+            .output()
+            .expect("kubectl runs");
+        assert!(
+            output.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let (_server, _url, kubeconfig) = serve_with(&dir, &["--nodes", "2", "--time-scale", "0"]);
+    let nodes = kubectl_in(&kubeconfig, &["get", "nodes", "--no-headers"]);
+    assert_eq!(
+        nodes.lines().filter(|l| l.contains(" Ready ")).count(),
+        2,
+        "{nodes}"
+    );
+    kubectl_in(&kubeconfig, &["run", "one", "--image=nginx"]);
+    kubectl_in(
+        &kubeconfig,
+        &[
+            "wait",
+            "--for=jsonpath={.status.phase}=Running",
+            "pod/one",
+            "--timeout=20s",
+        ],
+    );
+    drop(_server);
+    let dir0 = dir.join("zero");
+    std::fs::create_dir_all(&dir0).expect("a scratch dir");
+    let (_plain, _url, kubeconfig) = serve_with(&dir0, &["--nodes", "0"]);
+    let nodes = kubectl_in(&kubeconfig, &["get", "nodes", "-o", "name"]);
+    assert_eq!(nodes.trim(), "", "{nodes}");
+}

@@ -13,6 +13,7 @@ pub(crate) mod namespace;
 pub(crate) mod node;
 pub(crate) mod persistent_volume;
 pub(crate) mod pod;
+pub(crate) mod pod_binding;
 pub(crate) mod pod_template;
 pub(crate) mod secret;
 pub(crate) mod service;

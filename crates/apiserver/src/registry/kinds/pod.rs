@@ -6,10 +6,15 @@
 use kubeclient_machinery::StatusCause;
 use serde_json::{Map, Value, json};
 
+use super::pod_binding::{cluster_runs, kubelet_runs};
 use crate::registry::defaults::{DEFAULT_SCHEDULER, child, child_or_insert, pod_spec, set};
 use crate::registry::printers::{self, Column};
 use crate::registry::strategy::{Strategy, StrategyContext, duplicates};
 use crate::registry::workloads;
+use crate::storage::Store;
+
+/// The grace period of a Pod that sets none (`terminationGracePeriodSeconds`' default).
+const DEFAULT_GRACE_PERIOD_SECONDS: i64 = 30;
 
 /// The Pod strategy.
 pub(crate) struct PodStrategy;
@@ -19,8 +24,9 @@ impl Strategy for PodStrategy {
         Some(printers::pod::POD)
     }
 
-    fn prepare_for_create(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
-        defaults(object, true);
+    fn prepare_for_create(&self, context: StrategyContext<'_>, object: &mut Map<String, Value>) {
+        // In a simulated cluster its scheduler binds the Pod; without one, the create does.
+        defaults(object, true, !cluster_runs(context.store));
     }
 
     fn prepare_for_update(
@@ -29,7 +35,7 @@ impl Strategy for PodStrategy {
         object: &mut Map<String, Value>,
         _: &Value,
     ) {
-        defaults(object, false);
+        defaults(object, false, false);
     }
 
     fn validate(&self, object: &Value, _: Option<&Value>, causes: &mut Vec<StatusCause>) {
@@ -47,6 +53,24 @@ impl Strategy for PodStrategy {
     fn deletes_gracefully(&self) -> bool {
         // With no kubelet the grace period ends at once.
         true
+    }
+
+    fn deletion_grace_period(&self, store: &Store, object: &Value) -> Option<i64> {
+        // kube-apiserver's CheckGracefulDelete: an unscheduled or finished Pod goes at
+        // once; here also one no kubelet runs (nobody would finish its deletion).
+        let node = object.pointer("/spec/nodeName").and_then(Value::as_str)?;
+        let phase = object.pointer("/status/phase").and_then(Value::as_str);
+        if node.is_empty() || matches!(phase, Some("Succeeded" | "Failed")) {
+            return None;
+        }
+        if !kubelet_runs(store, node) {
+            return None;
+        }
+        let seconds = object
+            .pointer("/spec/terminationGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(DEFAULT_GRACE_PERIOD_SECONDS);
+        (seconds > 0).then_some(seconds)
     }
 
     fn allocates(&self) -> bool {
@@ -70,14 +94,17 @@ impl Strategy for PodStrategy {
     }
 }
 
-/// A Pod's defaults; a new one is also bound and gets its initial status.
-fn defaults(object: &mut Map<String, Value>, creating: bool) {
+/// A Pod's defaults; a new one also gets its initial status, and is bound when `bind`
+/// (no cluster runs).
+fn defaults(object: &mut Map<String, Value>, creating: bool, bind: bool) {
     if let Some(spec) = child(object, "spec") {
         pod_spec(spec);
         pod_admission(spec);
     }
     if creating {
-        if let Some(spec) = child(object, "spec") {
+        if let Some(spec) = child(object, "spec")
+            && bind
+        {
             schedule(spec);
         }
         let qos = object.get("spec").map_or("BestEffort", qos_class);
@@ -151,8 +178,8 @@ fn qos_class(spec: &Value) -> &'static str {
     }
 }
 
-/// The node the embedded server's scheduler binds Pods to (it has no kubelet: the
-/// streams of a bound Pod are served by the server itself).
+/// The node the embedded server binds Pods to when no scheduler runs (it has no kubelet:
+/// the streams of a bound Pod are served by the server itself).
 pub(crate) const NODE_NAME: &str = "kubeclient-node";
 
 /// Binds a Pod being created to [`NODE_NAME`], as kube-scheduler would, unless it names a

@@ -44,8 +44,32 @@ impl GenericStore<'_> {
         request: &WriteRequest<'_>,
         options: &DeleteOptions,
     ) -> StoreResult<Deleted> {
+        self.delete_with_grace(request, options, None)
+    }
+
+    /// [`delete`](Self::delete) with a grace period: `Some(0)` removes an object the
+    /// kind deletes gracefully at once, and finishes the deletion of one already marked
+    /// (what a kubelet sends once a Pod's containers stopped); `None` uses the kind's
+    /// (the [`Strategy`](crate::registry::strategy::Strategy)'s `deletion_grace_period`).
+    ///
+    /// # Errors
+    ///
+    /// As [`delete`](Self::delete).
+    pub(crate) fn delete_with_grace(
+        &self,
+        request: &WriteRequest<'_>,
+        options: &DeleteOptions,
+        grace: Option<i64>,
+    ) -> StoreResult<Deleted> {
         let resource = request.resource;
         let strategy = strategy_for(resource);
+        // Asked before the write: the strategy reads storage, which the write locks.
+        let graceful = match grace {
+            Some(0) => None,
+            _ => self
+                .get(resource, request.namespace, request.name)
+                .and_then(|current| strategy.deletion_grace_period(self.storage, &current.value)),
+        };
         let name = request.name;
         let dry_run = request.dry_run;
         let mut result: Option<Deleted> = None;
@@ -82,13 +106,17 @@ impl GenericStore<'_> {
             let mut marked = current.value.as_object().cloned().unwrap_or_default();
             let metadata = metadata_mut(&mut marked);
             if metadata.contains_key("deletionTimestamp") {
+                if grace == Some(0) && finalizers(&current.value).next().is_none() {
+                    result = Some(Deleted::Removed(current.value.clone()));
+                    return Ok(if dry_run { Write::Unchanged } else { Write::Delete });
+                }
                 result = Some(Deleted::Marked(current.value.clone()));
                 return Ok(Write::Unchanged);
             }
             let stays = finalizers(&current.value).next().is_some()
                 || added_finalizer.is_some()
                 || strategy.deletes_through_controller();
-            if !stays {
+            if !stays && graceful.is_none() {
                 let mut last = current.value.clone();
                 if strategy.deletes_gracefully()
                     && let Some(metadata) = last.get_mut("metadata").and_then(Value::as_object_mut)
@@ -99,8 +127,9 @@ impl GenericStore<'_> {
                 result = Some(Deleted::Removed(last));
                 return Ok(if dry_run { Write::Unchanged } else { Write::Delete });
             }
-            metadata.insert("deletionTimestamp".to_owned(), json!(now()));
-            metadata.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
+            let seconds = graceful.unwrap_or(0);
+            metadata.insert("deletionTimestamp".to_owned(), json!(seconds_from_now(seconds)));
+            metadata.insert("deletionGracePeriodSeconds".to_owned(), json!(seconds));
             if let Some(finalizer) = added_finalizer
                 && finalizers(&current.value).all(|f| f != finalizer)
             {
@@ -197,6 +226,12 @@ impl GenericStore<'_> {
             self.storage.drop_watchers_of(&group_resource);
         }
     }
+}
+
+/// The time `seconds` from now, as a `deletionTimestamp` (whole seconds).
+fn seconds_from_now(seconds: i64) -> String {
+    let at = jiff::Timestamp::now().as_second().saturating_add(seconds);
+    jiff::Timestamp::from_second(at).map_or_else(|_| now(), |t| t.to_string())
 }
 
 #[cfg(test)]

@@ -24,6 +24,18 @@ pub(crate) trait WriteHook: Send + Sync {
     fn committed(&self, resource: &ResourceDef, write: Committed<'_>);
 }
 
+/// Several hooks, each told of every write in turn (the server's controllers and its
+/// simulated cluster).
+pub(crate) struct Hooks(pub(crate) Vec<std::sync::Arc<dyn WriteHook>>);
+
+impl WriteHook for Hooks {
+    fn committed(&self, resource: &ResourceDef, write: Committed<'_>) {
+        for hook in &self.0 {
+            hook.committed(resource, write);
+        }
+    }
+}
+
 /// A hook that ignores every write (for tests that run no controllers).
 #[cfg(test)]
 #[derive(Clone, Copy, Debug, Default)]

@@ -35,7 +35,7 @@ use crate::storage::{Store, StoredObject};
 pub(crate) use delete::{DeleteOptions, Deleted};
 #[cfg(test)]
 pub(crate) use hook::NoHook;
-pub(crate) use hook::{Committed, WriteHook};
+pub(crate) use hook::{Committed, Hooks, WriteHook};
 pub(crate) use update::Ownership;
 
 /// The result of a registry operation: the value, or the Status the API answers with.

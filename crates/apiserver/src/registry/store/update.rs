@@ -5,6 +5,7 @@
 use super::validate_object;
 use super::*;
 use crate::object::{finalized, meta_str, now};
+use crate::registry::kinds::pod_binding::BINDING_SUBRESOURCE;
 use crate::registry::kinds::strategy_for;
 use crate::registry::{Special, immutable, validate, version_conversion};
 use crate::storage::Write;
@@ -179,6 +180,21 @@ fn carry_over(
                 Some(conditions) => status.insert("conditions".to_owned(), conditions),
                 None => status.remove("conditions"),
             };
+        }
+        return result;
+    }
+    if request.subresource == Some(BINDING_SUBRESOURCE) {
+        // A Pod's binding sets `spec.nodeName` and its `PodScheduled` condition only.
+        let mut result = current.as_object().cloned().unwrap_or_default();
+        let node = new
+            .get("spec")
+            .and_then(|spec| spec.get("nodeName"))
+            .cloned();
+        if let (Some(Value::Object(spec)), Some(node)) = (result.get_mut("spec"), node) {
+            spec.insert("nodeName".to_owned(), node);
+        }
+        if let Some(status) = new.remove("status") {
+            result.insert("status".to_owned(), status);
         }
         return result;
     }

@@ -1,0 +1,324 @@
+//! The simulated cluster: what makes the embedded server run Pods instead of only
+//! storing them. N simulated nodes, each with a kubelet that registers its Node,
+//! renews its Lease in `kube-node-lease` and runs the Pods bound to it; a scheduler that
+//! binds pending Pods to nodes (kube-scheduler's default plugins that matter for a
+//! simulated cluster); and kube-controller-manager's node lifecycle controller, which
+//! marks a node whose heartbeats stopped `NotReady` and taints it.
+//!
+//! Everything runs on one task, woken by the generic store's write hook (a Pod or Node
+//! written) and by its own timers (heartbeats, grace periods), and writes through the
+//! generic store like any client: as `system:node:<name>` / `kubelet`, as
+//! `system:kube-scheduler` / `kube-scheduler`, as `system:kube-controller-manager` /
+//! `kube-controller-manager`. Each part has an off switch ([`ClusterOptions`]).
+//!
+//! With no nodes (the library's default) none of it runs, and the server binds Pods
+//! itself at create, as before.
+
+mod controller_utils;
+mod deployment_controller;
+mod job_controller;
+mod kubelet;
+mod node;
+mod node_lease;
+mod node_lifecycle_controller;
+mod quantity;
+mod replica_set_controller;
+mod scheduler;
+mod writer;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
+
+pub(crate) use kubelet::{ContainerCommand, ContainerKey, ContainerRuntime, Exits};
+
+use crate::registry::ResourceDef;
+use crate::registry::store::{Committed, GenericStore, WriteHook};
+
+/// How the simulated cluster runs; set through the server's builder.
+#[derive(Clone, Debug)]
+pub(crate) struct ClusterOptions {
+    /// How many nodes (each with a kubelet); 0 runs no cluster at all.
+    pub(crate) nodes: usize,
+    /// How often each kubelet renews its Lease (kubelet: a quarter of the 40 s lease).
+    pub(crate) heartbeat_interval: Duration,
+    /// How long a Lease may go unrenewed before the node is `NotReady`
+    /// (kube-controller-manager's `--node-monitor-grace-period`).
+    pub(crate) node_monitor_grace_period: Duration,
+    /// Whether the scheduler runs.
+    pub(crate) scheduler: bool,
+    /// Whether the kubelets run Pods (they register nodes and heartbeat regardless).
+    pub(crate) kubelets: bool,
+    /// Whether the node lifecycle controller runs.
+    pub(crate) node_lifecycle_controller: bool,
+    /// Whether the ReplicaSet controller runs.
+    pub(crate) replica_set_controller: bool,
+    /// Whether the Deployment controller runs.
+    pub(crate) deployment_controller: bool,
+    /// Whether the Job controller runs.
+    pub(crate) job_controller: bool,
+    /// The factor simulated durations (grace periods) are multiplied by.
+    pub(crate) time_scale: f64,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            nodes: 0,
+            heartbeat_interval: Duration::from_secs(10),
+            node_monitor_grace_period: Duration::from_secs(50),
+            scheduler: true,
+            kubelets: true,
+            node_lifecycle_controller: true,
+            replica_set_controller: true,
+            deployment_controller: true,
+            job_controller: true,
+            time_scale: 1.0,
+        }
+    }
+}
+
+impl ClusterOptions {
+    /// `duration` scaled by the time scale (never negative, at most a day).
+    pub(crate) fn scaled(&self, duration: Duration) -> Duration {
+        let scale = if self.time_scale.is_finite() && self.time_scale >= 0.0 {
+            self.time_scale
+        } else {
+            1.0
+        };
+        Duration::from_secs_f64((duration.as_secs_f64() * scale).min(86_400.0))
+    }
+}
+
+/// The simulated cluster of a running server: its nodes, and the switches tests use
+/// to make a node fail.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = kubeclient_apiserver::ApiServer::builder().nodes(2).start().await?;
+/// assert_eq!(server.cluster().node_names(), ["node-1", "node-2"]);
+/// // The node's heartbeats stop; the node lifecycle controller marks it NotReady.
+/// assert!(server.cluster().stop_kubelet("node-2"));
+/// server.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct SimulatedCluster {
+    options: ClusterOptions,
+    wake: Arc<Notify>,
+    stopped_kubelets: Mutex<HashSet<String>>,
+    /// The per-task state the passes keep between runs (heartbeat times, Pods started).
+    state: Mutex<kubelet::KubeletState>,
+}
+
+impl SimulatedCluster {
+    pub(crate) fn new(options: ClusterOptions) -> Self {
+        let wake = Arc::new(Notify::new());
+        SimulatedCluster {
+            options,
+            state: Mutex::new(kubelet::KubeletState::new(Arc::clone(&wake))),
+            wake,
+            stopped_kubelets: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The names of the simulated nodes (`node-1` ... `node-N`).
+    pub fn node_names(&self) -> Vec<String> {
+        (1..=self.options.nodes).map(node::node_name).collect()
+    }
+
+    /// Stops the kubelet of `node`, as if its machine went away: no more heartbeats, no
+    /// more Pod status. Whether the node exists (and its kubelet ran).
+    pub fn stop_kubelet(&self, node: &str) -> bool {
+        if !self.node_names().iter().any(|n| n == node) {
+            return false;
+        }
+        let stopped = crate::sync::lock(&self.stopped_kubelets).insert(node.to_owned());
+        self.wake.notify_one();
+        stopped
+    }
+
+    /// Starts the kubelet of `node` again (after [`stop_kubelet`](Self::stop_kubelet)): it
+    /// renews its Lease at once. Whether it was stopped.
+    pub fn start_kubelet(&self, node: &str) -> bool {
+        let started = crate::sync::lock(&self.stopped_kubelets).remove(node);
+        if started {
+            crate::sync::lock(&self.state).forget_heartbeat(node);
+        }
+        self.wake.notify_one();
+        started
+    }
+
+    fn kubelet_stopped(&self, node: &str) -> bool {
+        crate::sync::lock(&self.stopped_kubelets).contains(node)
+    }
+
+    /// Registers the nodes and their Leases, and the scheduler's Lease (bootstrap of the
+    /// cluster, before the server answers).
+    pub(crate) fn register(&self, store: &GenericStore<'_>) {
+        for index in 1..=self.options.nodes {
+            node::register(store, index);
+        }
+        if self.options.scheduler {
+            scheduler::hold_lease(store);
+        }
+    }
+
+    /// One pass of every part over `store`; how long the next may wait at most.
+    pub(crate) fn sync_once(
+        &self,
+        store: &GenericStore<'_>,
+        runtime: &dyn ContainerRuntime,
+    ) -> Duration {
+        let mut next = self.options.heartbeat_interval;
+        let nodes = node::NodeSet::load(store);
+        {
+            let mut state = crate::sync::lock(&self.state);
+            for node in &nodes.nodes {
+                if self.kubelet_stopped(&node.name) {
+                    continue;
+                }
+                next = next.min(state.heartbeat(store, &node.name, &self.options));
+            }
+        }
+        if self.options.node_lifecycle_controller {
+            next = next.min(node_lifecycle_controller::sync(
+                store,
+                &nodes,
+                &self.options,
+            ));
+        }
+        self.sync_workloads(store);
+        if self.options.scheduler {
+            scheduler::sync(store, &nodes);
+        }
+        if self.options.kubelets {
+            let pods = store
+                .storage
+                .snapshot(&kubeclient_machinery::GroupResource::new("", "pods"), "");
+            let mut by_node: HashMap<&str, Vec<&serde_json::Value>> = HashMap::new();
+            for pod in &pods.objects {
+                if let Some(node) = pod.value.pointer("/spec/nodeName").and_then(|n| n.as_str()) {
+                    by_node.entry(node).or_default().push(&pod.value);
+                }
+            }
+            let mut state = crate::sync::lock(&self.state);
+            for node in &nodes.nodes {
+                if self.kubelet_stopped(&node.name) {
+                    continue;
+                }
+                let on_node = by_node
+                    .get(node.name.as_str())
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                next = next.min(state.sync_pods(store, node, on_node, &self.options, runtime));
+            }
+        }
+        next.max(Duration::from_millis(10))
+    }
+
+    /// The workload controllers' pass: Deployments, then ReplicaSets, then Jobs.
+    fn sync_workloads(&self, store: &GenericStore<'_>) {
+        let (deployments, replica_sets, jobs) = (
+            self.options.deployment_controller,
+            self.options.replica_set_controller,
+            self.options.job_controller,
+        );
+        if !deployments && !replica_sets && !jobs {
+            return;
+        }
+        let writer = writer::Writer::new(
+            store,
+            "system:kube-controller-manager".to_owned(),
+            &[],
+            "kube-controller-manager",
+        );
+        let snapshot = |group: &str, plural: &str| {
+            store
+                .storage
+                .snapshot(&kubeclient_machinery::GroupResource::new(group, plural), "")
+                .objects
+        };
+        if deployments {
+            let deployment_objects = snapshot("apps", "deployments");
+            let replica_set_objects = snapshot("apps", "replicasets");
+            let deployments: Vec<&serde_json::Value> =
+                deployment_objects.iter().map(|o| &o.value).collect();
+            let owned: Vec<&serde_json::Value> =
+                replica_set_objects.iter().map(|o| &o.value).collect();
+            deployment_controller::sync(&writer, &deployments, &owned);
+        }
+        if replica_sets {
+            let replica_set_objects = snapshot("apps", "replicasets");
+            let pod_objects = snapshot("", "pods");
+            let replica_sets: Vec<&serde_json::Value> =
+                replica_set_objects.iter().map(|o| &o.value).collect();
+            let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
+            replica_set_controller::sync(&writer, &replica_sets, &pods);
+        }
+        if jobs {
+            let job_objects = snapshot("batch", "jobs");
+            if !job_objects.is_empty() {
+                let pod_objects = snapshot("", "pods");
+                let jobs: Vec<&serde_json::Value> = job_objects.iter().map(|o| &o.value).collect();
+                let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
+                job_controller::sync(&writer, &jobs, &pods);
+            }
+        }
+    }
+
+    /// Asks for a pass soon.
+    pub(crate) fn wake(&self) {
+        self.wake.notify_one();
+    }
+}
+
+impl WriteHook for SimulatedCluster {
+    fn committed(&self, resource: &ResourceDef, _: Committed<'_>) {
+        let concerns = match resource.group.as_str() {
+            "" => matches!(resource.plural.as_str(), "pods" | "nodes"),
+            "apps" => matches!(resource.plural.as_str(), "replicasets" | "deployments"),
+            "batch" => resource.plural == "jobs",
+            _ => false,
+        };
+        if concerns {
+            self.wake();
+        }
+    }
+}
+
+/// Runs the cluster until `stopped` turns true: a pass (on the blocking pool) after each
+/// wake-up, and at the latest when the last pass asked to be run again.
+pub(crate) async fn run(
+    cluster: Arc<SimulatedCluster>,
+    pass: impl Fn() -> Duration + Send + Sync + 'static,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let pass = Arc::new(pass);
+    let mut wait = Duration::ZERO;
+    loop {
+        tokio::select! {
+            () = cluster.wake.notified() => {}
+            () = tokio::time::sleep(wait) => {}
+            changed = stopped.changed() => {
+                if changed.is_err() || *stopped.borrow() {
+                    return;
+                }
+                continue;
+            }
+        }
+        let pass = Arc::clone(&pass);
+        match tokio::task::spawn_blocking(move || pass()).await {
+            Ok(next) => wait = next,
+            Err(err) => {
+                tracing::error!(error = %err, "a cluster pass failed; it runs again soon");
+                wait = Duration::from_secs(1);
+            }
+        }
+    }
+}

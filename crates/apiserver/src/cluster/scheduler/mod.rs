@@ -1,0 +1,402 @@
+//! The scheduler (kube-scheduler with its default profile, the parts a simulated cluster
+//! needs): each pending Pod that names `default-scheduler` and has no scheduling gates is
+//! filtered against every node (cordon, taints and tolerations, node selector and
+//! required node affinity, requests against allocatable, required Pod affinity and
+//! anti-affinity), scored by the least allocated resources (then the fewest Pods, then
+//! the name), and bound through the binding subresource's semantics, with a `Scheduled`
+//! Event. A Pod no node fits gets `PodScheduled=False` (reason `Unschedulable`) and a
+//! `FailedScheduling` Event with kube-scheduler's message, and is tried again whenever a
+//! Pod or Node changes. Pods of other schedulers are left alone. There is no preemption.
+//!
+//! While it runs, the scheduler holds the `kube-system/kube-scheduler` Lease, as the real
+//! one's leader election does; the Pod strategy binds Pods at create only when no
+//! scheduler holds it.
+
+mod filters;
+mod fit_error;
+mod inter_pod_affinity;
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use kubeclient_machinery::GroupResource;
+use serde_json::{Value, json};
+
+pub(crate) use filters::tolerates;
+use filters::{node_affinity, node_resources_fit, node_unschedulable, taint_toleration};
+use inter_pod_affinity::{NamespaceLabels, inter_pod_affinity};
+
+use super::node::{NodeInfo, NodeSet, micro_now};
+use super::writer::{EventFor, LEASES, PODS, Writer};
+use crate::object::{now, store_key};
+use crate::registry::kinds::pod_binding::{
+    SCHEDULER_LEASE_NAME, SCHEDULER_LEASE_NAMESPACE, bind, set_condition,
+};
+use crate::registry::store::GenericStore;
+
+/// The scheduler's name, as Pods name it in `spec.schedulerName`.
+const SCHEDULER_NAME: &str = "default-scheduler";
+
+/// How long the scheduler's Lease lasts unrenewed (kube-scheduler's
+/// `--leader-elect-lease-duration`), and how often it is renewed here.
+const LEASE_DURATION: Duration = Duration::from_secs(15);
+const LEASE_RENEW: Duration = Duration::from_secs(10);
+
+/// What scoring assumes a container requests when it requests nothing (kube-scheduler's
+/// non-zero defaults), so that BestEffort Pods spread too.
+const DEFAULT_CPU_REQUEST: f64 = 0.1;
+const DEFAULT_MEMORY_REQUEST: f64 = 200.0 * 1024.0 * 1024.0;
+
+fn scheduler_writer<'a>(store: &'a GenericStore<'a>) -> Writer<'a> {
+    Writer::new(
+        store,
+        "system:kube-scheduler".to_owned(),
+        &[],
+        "kube-scheduler",
+    )
+}
+
+/// Creates (or renews) the scheduler's Lease.
+pub(super) fn hold_lease(store: &GenericStore<'_>) {
+    let writer = scheduler_writer(store);
+    let renewed = writer.update(
+        LEASES,
+        Some(SCHEDULER_LEASE_NAMESPACE),
+        SCHEDULER_LEASE_NAME,
+        "",
+        false,
+        |lease| {
+            let spec = lease.entry("spec").or_insert_with(|| json!({}));
+            let Value::Object(spec) = spec else {
+                return false;
+            };
+            let due = spec
+                .get("renewTime")
+                .and_then(Value::as_str)
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                .is_none_or(|at| {
+                    let age = jiff::Timestamp::now().as_second() - at.as_second();
+                    age >= i64::try_from(LEASE_RENEW.as_secs()).unwrap_or(10)
+                });
+            if due {
+                spec.insert("renewTime".to_owned(), json!(micro_now()));
+            }
+            due
+        },
+    );
+    let exists = store
+        .storage
+        .get(
+            &GroupResource::new("coordination.k8s.io", "leases"),
+            &store_key(Some(SCHEDULER_LEASE_NAMESPACE), SCHEDULER_LEASE_NAME),
+        )
+        .is_some();
+    if !renewed && !exists {
+        let time = micro_now();
+        let lease = json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": SCHEDULER_LEASE_NAME, "namespace": SCHEDULER_LEASE_NAMESPACE},
+            "spec": {
+                "holderIdentity": format!("kubeclient_{}", uuid::Uuid::new_v4()),
+                "leaseDurationSeconds": LEASE_DURATION.as_secs(),
+                "acquireTime": time, "renewTime": time, "leaseTransitions": 0,
+            },
+        });
+        writer.create(LEASES, Some(SCHEDULER_LEASE_NAMESPACE), lease);
+    }
+}
+
+/// A Pod as the scheduler sees it.
+#[derive(Clone, Debug)]
+pub(super) struct PodInfo {
+    pub(super) namespace: String,
+    pub(super) name: String,
+    pub(super) uid: String,
+    /// `spec.nodeName` (`""`: not bound).
+    pub(super) node: String,
+    pub(super) labels: BTreeMap<String, String>,
+    pub(super) requests: BTreeMap<String, f64>,
+    pub(super) object: Value,
+}
+
+impl PodInfo {
+    pub(super) fn from_object(object: &Value) -> PodInfo {
+        let text = |pointer: &str| {
+            object
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        PodInfo {
+            namespace: text("/metadata/namespace"),
+            name: text("/metadata/name"),
+            uid: text("/metadata/uid"),
+            node: text("/spec/nodeName"),
+            labels: string_map(object.pointer("/metadata/labels")),
+            requests: filters::pod_requests(&object["spec"]),
+            object: object.clone(),
+        }
+    }
+
+    fn terminal(&self) -> bool {
+        matches!(
+            self.object.pointer("/status/phase").and_then(Value::as_str),
+            Some("Succeeded" | "Failed")
+        )
+    }
+
+    /// Whether it waits for this scheduler.
+    fn pending(&self) -> bool {
+        self.node.is_empty()
+            && !self.terminal()
+            && self.object.pointer("/metadata/deletionTimestamp").is_none()
+            && self
+                .object
+                .pointer("/spec/schedulerName")
+                .and_then(Value::as_str)
+                == Some(SCHEDULER_NAME)
+            && self
+                .object
+                .pointer("/spec/schedulingGates")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
+    }
+}
+
+fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
+    value
+        .and_then(Value::as_object)
+        .map(|map| {
+            map.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One scheduling pass: every pending Pod, in priority then creation order.
+pub(super) fn sync(store: &GenericStore<'_>, nodes: &NodeSet) {
+    hold_lease(store);
+    let pods: Vec<PodInfo> = store
+        .storage
+        .snapshot(&GroupResource::new("", "pods"), "")
+        .objects
+        .iter()
+        .map(|stored| PodInfo::from_object(&stored.value))
+        .collect();
+    let mut pending: Vec<&PodInfo> = pods.iter().filter(|pod| pod.pending()).collect();
+    if pending.is_empty() {
+        return;
+    }
+    pending.sort_by_key(|pod| {
+        let priority = pod.object.pointer("/spec/priority").and_then(Value::as_i64);
+        let created = pod
+            .object
+            .pointer("/metadata/creationTimestamp")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        (
+            std::cmp::Reverse(priority.unwrap_or(0)),
+            created,
+            pod.name.clone(),
+        )
+    });
+    let mut placed: Vec<PodInfo> = pods
+        .iter()
+        .filter(|pod| !pod.node.is_empty() && !pod.terminal())
+        .cloned()
+        .collect();
+    let mut used: HashMap<String, BTreeMap<String, f64>> = HashMap::new();
+    for pod in &placed {
+        add_usage(used.entry(pod.node.clone()).or_default(), pod);
+    }
+    let namespace_labels = NamespaceLabels(
+        store
+            .storage
+            .snapshot(&GroupResource::new("", "namespaces"), "")
+            .objects
+            .iter()
+            .map(|ns| {
+                (
+                    ns.name().to_owned(),
+                    string_map(ns.value.pointer("/metadata/labels")),
+                )
+            })
+            .collect(),
+    );
+    let writer = scheduler_writer(store);
+    for pod in pending {
+        let by_name: HashMap<&str, &NodeInfo> =
+            nodes.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+        let mut rejections = Vec::new();
+        let mut best: Option<(&NodeInfo, f64, f64)> = None;
+        for node in &nodes.nodes {
+            let empty = BTreeMap::new();
+            let node_used = used.get(&node.name).unwrap_or(&empty);
+            let rejection = node_unschedulable(pod, node)
+                .or_else(|| taint_toleration(pod, node))
+                .or_else(|| node_affinity(pod, node))
+                .or_else(|| node_resources_fit(pod, node, node_used))
+                .or_else(|| inter_pod_affinity(pod, node, &placed, &by_name, &namespace_labels));
+            if let Some(rejection) = rejection {
+                rejections.push(rejection);
+                continue;
+            }
+            let score = least_allocated(pod, node, node_used);
+            let pod_count = node_used.get("pods").copied().unwrap_or(0.0);
+            let better = best.is_none_or(|(_, best_score, best_count)| {
+                score > best_score + 1e-9
+                    || ((score - best_score).abs() <= 1e-9 && pod_count < best_count)
+            });
+            if better {
+                best = Some((node, score, pod_count));
+            }
+        }
+        match best {
+            Some((node, _, _)) => {
+                if bind_pod(&writer, pod, &node.name) {
+                    let mut bound = pod.clone();
+                    bound.node = node.name.clone();
+                    add_usage(used.entry(node.name.clone()).or_default(), &bound);
+                    placed.push(bound);
+                }
+            }
+            None => mark_unschedulable(&writer, pod, &fit_error::message(&rejections)),
+        }
+    }
+}
+
+fn add_usage(usage: &mut BTreeMap<String, f64>, pod: &PodInfo) {
+    for (resource, amount) in &pod.requests {
+        *usage.entry(resource.clone()).or_default() += amount;
+    }
+    *usage.entry("pods".to_owned()).or_default() += 1.0;
+}
+
+/// `NodeResourcesFit`'s `LeastAllocated` score, from 0 to 1: the mean free share of CPU
+/// and memory once the Pod is placed.
+fn least_allocated(pod: &PodInfo, node: &NodeInfo, used: &BTreeMap<String, f64>) -> f64 {
+    let share = |resource: &str, default: f64| {
+        let allocatable = node.allocatable.get(resource).copied().unwrap_or(0.0);
+        if allocatable <= 0.0 {
+            return 0.0;
+        }
+        let request = pod
+            .requests
+            .get(resource)
+            .copied()
+            .filter(|r| *r > 0.0)
+            .unwrap_or(default);
+        let in_use = used.get(resource).copied().unwrap_or(0.0);
+        ((allocatable - in_use - request) / allocatable).max(0.0)
+    };
+    f64::midpoint(
+        share("cpu", DEFAULT_CPU_REQUEST),
+        share("memory", DEFAULT_MEMORY_REQUEST),
+    )
+}
+
+fn bind_pod(writer: &Writer<'_>, pod: &PodInfo, node: &str) -> bool {
+    match bind(
+        writer.store,
+        &writer.user,
+        &pod.namespace,
+        &pod.name,
+        &pod.uid,
+        node,
+    ) {
+        Ok(()) => {
+            let message = format!(
+                "Successfully assigned {}/{} to {node}",
+                pod.namespace, pod.name
+            );
+            record_event(writer, pod, "Normal", "Scheduled", &message);
+            true
+        }
+        Err(status) => {
+            tracing::debug!(pod = %pod.name, status = %status.message, "binding refused");
+            false
+        }
+    }
+}
+
+/// Sets `PodScheduled=False` with `message`, and records a `FailedScheduling` Event when
+/// the message is new.
+fn mark_unschedulable(writer: &Writer<'_>, pod: &PodInfo, message: &str) {
+    let current = pod
+        .object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|conditions| conditions.iter().find(|c| c["type"] == "PodScheduled"));
+    if current.is_some_and(|c| c["status"] == "False" && c["message"] == message) {
+        return;
+    }
+    let changed = writer.update(
+        PODS,
+        Some(&pod.namespace),
+        &pod.name,
+        &pod.uid,
+        true,
+        |object| {
+            set_condition(
+                object,
+                json!({
+                    "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                    "message": message, "lastProbeTime": null, "lastTransitionTime": now(),
+                }),
+            );
+            true
+        },
+    );
+    if changed {
+        record_event(writer, pod, "Warning", "FailedScheduling", message);
+    }
+}
+
+/// Records an Event about `pod` from `default-scheduler`.
+fn record_event(writer: &Writer<'_>, pod: &PodInfo, kind: &str, reason: &str, message: &str) {
+    let action = if kind == "Normal" {
+        "Binding"
+    } else {
+        "Scheduling"
+    };
+    writer.record_event(
+        &EventFor {
+            involved: &pod.object,
+            component: SCHEDULER_NAME,
+            action,
+        },
+        kind,
+        reason,
+        message,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn least_allocated_prefers_the_emptier_node() {
+        let node = NodeInfo {
+            name: "n".to_owned(),
+            uid: String::new(),
+            labels: BTreeMap::new(),
+            taints: Vec::new(),
+            unschedulable: false,
+            allocatable: BTreeMap::from([
+                ("cpu".to_owned(), 4.0),
+                ("memory".to_owned(), 16.0 * 1024.0 * 1024.0 * 1024.0),
+            ]),
+            internal_ip: String::new(),
+            pod_cidr: String::new(),
+            object: Value::Null,
+        };
+        let pod = PodInfo::from_object(&json!({"spec": {"containers": [{"name": "a"}]}}));
+        let empty = least_allocated(&pod, &node, &BTreeMap::new());
+        let busy = least_allocated(&pod, &node, &BTreeMap::from([("cpu".to_owned(), 2.0)]));
+        assert!(empty > busy);
+    }
+}

@@ -1,0 +1,240 @@
+//! [`Writer`]: how the parts of the simulated cluster write, through the generic store, as
+//! the user and field manager of the component they play (a kubelet, the scheduler, the
+//! controller manager).
+
+use serde_json::{Map, Value, json};
+
+use std::sync::Arc;
+
+use crate::authentication::UserInfo;
+use crate::object::now;
+use crate::registry::ResourceDef;
+use crate::registry::store::{DeleteOptions, GenericStore, Ownership, WriteRequest};
+
+/// A component's writes.
+pub(super) struct Writer<'a> {
+    pub(super) store: &'a GenericStore<'a>,
+    pub(super) user: UserInfo,
+    pub(super) manager: &'static str,
+}
+
+/// A built-in resource of the core group or another, by group, version and plural.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Kind {
+    pub(super) group: &'static str,
+    pub(super) version: &'static str,
+    pub(super) plural: &'static str,
+}
+
+pub(super) const PODS: Kind = Kind {
+    group: "",
+    version: "v1",
+    plural: "pods",
+};
+pub(super) const NODES: Kind = Kind {
+    group: "",
+    version: "v1",
+    plural: "nodes",
+};
+pub(super) const EVENTS: Kind = Kind {
+    group: "",
+    version: "v1",
+    plural: "events",
+};
+pub(super) const REPLICA_SETS: Kind = Kind {
+    group: "apps",
+    version: "v1",
+    plural: "replicasets",
+};
+pub(super) const DEPLOYMENTS: Kind = Kind {
+    group: "apps",
+    version: "v1",
+    plural: "deployments",
+};
+pub(super) const JOBS: Kind = Kind {
+    group: "batch",
+    version: "v1",
+    plural: "jobs",
+};
+pub(super) const LEASES: Kind = Kind {
+    group: "coordination.k8s.io",
+    version: "v1",
+    plural: "leases",
+};
+
+impl<'a> Writer<'a> {
+    /// A component writing as `username` (in `groups`), recorded under `manager`.
+    pub(super) fn new(
+        store: &'a GenericStore<'a>,
+        username: String,
+        groups: &[&str],
+        manager: &'static str,
+    ) -> Self {
+        let mut all = vec!["system:authenticated".to_owned()];
+        all.extend(groups.iter().map(|g| (*g).to_owned()));
+        Writer {
+            store,
+            user: UserInfo {
+                username,
+                uid: String::new(),
+                groups: all,
+            },
+            manager,
+        }
+    }
+
+    fn resource(&self, kind: Kind) -> Option<Arc<ResourceDef>> {
+        self.store
+            .resources
+            .lookup(kind.group, kind.version, kind.plural)
+    }
+
+    /// Creates `object`; whether it was stored.
+    pub(super) fn create(&self, kind: Kind, namespace: Option<&str>, object: Value) -> bool {
+        self.create_object(kind, namespace, object).is_some()
+    }
+
+    /// Creates `object`; what was stored (with its generated name).
+    pub(super) fn create_object(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        object: Value,
+    ) -> Option<Value> {
+        let (Some(resource), Value::Object(object)) = (self.resource(kind), object) else {
+            return None;
+        };
+        let name = object
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let request = WriteRequest::new(&resource, namespace, &name, &self.user, self.manager);
+        match self.store.create(&request, object, Ownership::RecordUpdate) {
+            Ok(result) => result.stored.map(|stored| stored.value.clone()),
+            Err(status) => {
+                tracing::debug!(resource = kind.plural, %name, status = %status.message, "a simulated component's create was refused");
+                None
+            }
+        }
+    }
+
+    /// Updates the object (its `status` subresource when `status`), if it still has
+    /// `uid` (any uid when empty): `change` edits a copy and says whether it changed
+    /// anything. Whether storage changed.
+    pub(super) fn update(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        name: &str,
+        uid: &str,
+        status: bool,
+        change: impl Fn(&mut Map<String, Value>) -> bool,
+    ) -> bool {
+        let Some(resource) = self.resource(kind) else {
+            return false;
+        };
+        let request = WriteRequest {
+            subresource: status.then_some("status"),
+            ..WriteRequest::new(&resource, namespace, name, &self.user, self.manager)
+        };
+        let outcome = self
+            .store
+            .update(&request, false, Ownership::RecordUpdate, |current| {
+                let current_uid = current
+                    .value
+                    .pointer("/metadata/uid")
+                    .and_then(Value::as_str);
+                if !uid.is_empty() && current_uid != Some(uid) {
+                    return Ok(None);
+                }
+                let mut object = current.value.as_object().cloned().unwrap_or_default();
+                Ok(change(&mut object).then_some(object))
+            });
+        match outcome {
+            Ok(result) => result.changed,
+            Err(status) => {
+                tracing::debug!(resource = kind.plural, %name, status = %status.message, "a simulated component's update was refused");
+                false
+            }
+        }
+    }
+
+    /// Deletes the object with `uid`, with grace period `grace` (`None`: the kind's).
+    /// Whether the delete was accepted (the object left storage or is marked).
+    pub(super) fn delete(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        name: &str,
+        uid: &str,
+        grace: Option<i64>,
+    ) -> bool {
+        let Some(resource) = self.resource(kind) else {
+            return false;
+        };
+        let request = WriteRequest::new(&resource, namespace, name, &self.user, self.manager);
+        let options = DeleteOptions {
+            precondition_uid: Some(uid.to_owned()),
+            ..DeleteOptions::default()
+        };
+        self.store
+            .delete_with_grace(&request, &options, grace)
+            .is_ok()
+    }
+}
+
+/// What an Event is about and who reports it.
+pub(super) struct EventFor<'a> {
+    /// The object (its kind, namespace, name, uid and resourceVersion are referred to).
+    pub(super) involved: &'a Value,
+    /// The reporting component (`default-scheduler`, `replicaset-controller` ...).
+    pub(super) component: &'a str,
+    /// What it was doing (`Scheduling`, `Binding` ...).
+    pub(super) action: &'a str,
+}
+
+impl Writer<'_> {
+    /// Records a core/v1 Event about `about` (as client-go's recorder names them:
+    /// `<object>.<hex nanoseconds>`).
+    pub(super) fn record_event(
+        &self,
+        about: &EventFor<'_>,
+        kind: &str,
+        reason: &str,
+        message: &str,
+    ) {
+        let object = about.involved;
+        let meta = |field: &str| {
+            object
+                .pointer(&format!("/metadata/{field}"))
+                .cloned()
+                .unwrap_or(Value::Null)
+        };
+        let name = meta("name");
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or("default")
+            .to_owned();
+        let time = now();
+        let nanos = jiff::Timestamp::now().as_nanosecond();
+        let event = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": format!("{}.{nanos:x}", name.as_str().unwrap_or("object")), "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": object["apiVersion"], "kind": object["kind"], "namespace": meta("namespace"),
+                "name": name, "uid": meta("uid"), "resourceVersion": meta("resourceVersion"),
+            },
+            "reason": reason, "message": message, "type": kind,
+            "source": {"component": about.component},
+            "reportingComponent": about.component,
+            "reportingInstance": format!("{}-kubeclient", about.component),
+            "action": about.action,
+            "firstTimestamp": time, "lastTimestamp": time, "count": 1,
+        });
+        self.create(EVENTS, Some(&namespace), event);
+    }
+}

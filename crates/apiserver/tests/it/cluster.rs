@@ -1,0 +1,1028 @@
+//! The simulated cluster over real HTTP (issue 26): nodes that register and heartbeat,
+//! the node lifecycle controller marking a silent node, the scheduler's filters and its
+//! `FailedScheduling` message, and the kubelets' Pod phases, conditions, container
+//! statuses, restarts and graceful deletion; kubectl sees Running Pods on nodes.
+
+use std::time::{Duration, Instant};
+
+use kubeclient_apiserver::ApiServer;
+use serde_json::{Value, json};
+
+use crate::kubectl::Kubectl;
+use crate::support::TestServer;
+
+/// A cluster of `nodes` with fast heartbeats and instant grace periods.
+async fn cluster(nodes: usize) -> TestServer {
+    TestServer::start_with(
+        ApiServer::builder()
+            .nodes(nodes)
+            .node_heartbeat_interval(Duration::from_millis(100))
+            .time_scale(0.0),
+    )
+    .await
+}
+
+/// GETs `path` until `done` holds for the object (10 s at most); the last object.
+async fn eventually(
+    t: &TestServer,
+    path: &str,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = t.get(path).await;
+        let object = reply.json();
+        if reply.status == 200 && done(&object) {
+            return object;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} within 10 s; last answer ({}): {object:#}",
+            reply.status
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
+    object["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+}
+
+fn condition_status<'a>(object: &'a Value, kind: &str) -> &'a str {
+    condition(object, kind)
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("")
+}
+
+async fn create_pod(t: &TestServer, pod: Value) -> Value {
+    let reply = t.post("/api/v1/namespaces/default/pods", &pod).await;
+    assert_eq!(reply.status, 201, "{}", reply.json());
+    reply.json()
+}
+
+fn pod(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+}
+
+fn container(command: &[&str]) -> Value {
+    let mut container = json!({"name": "main", "image": "busybox"});
+    if !command.is_empty() {
+        container["command"] = json!(command);
+    }
+    container
+}
+
+fn pod_path(name: &str) -> String {
+    format!("/api/v1/namespaces/default/pods/{name}")
+}
+
+#[tokio::test]
+async fn nodes_register_ready_with_capacity_and_addresses_and_renew_their_leases() {
+    let t = cluster(2).await;
+    let nodes = t.get("/api/v1/nodes").await.json();
+    let items = nodes["items"].as_array().expect("a node list");
+    let names: Vec<&str> = items
+        .iter()
+        .filter_map(|n| n["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["node-1", "node-2"]);
+    for node in items {
+        assert_eq!(condition_status(node, "Ready"), "True", "{node:#}");
+        assert_eq!(condition_status(node, "MemoryPressure"), "False");
+        assert_eq!(node["status"]["allocatable"]["cpu"], "4");
+        assert_eq!(node["status"]["capacity"]["pods"], "110");
+        assert_eq!(node["status"]["addresses"][0]["type"], "InternalIP");
+        assert_eq!(
+            node["metadata"]["labels"]["kubernetes.io/hostname"],
+            node["metadata"]["name"]
+        );
+    }
+    assert_eq!(items[0]["spec"]["podCIDR"], "10.244.1.0/24");
+    assert_eq!(items[1]["spec"]["podCIDR"], "10.244.2.0/24");
+    let lease_path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-1";
+    let lease = t.get(lease_path).await.json();
+    assert_eq!(lease["spec"]["holderIdentity"], "node-1");
+    assert_eq!(lease["metadata"]["ownerReferences"][0]["kind"], "Node");
+    let first = lease["spec"]["renewTime"].clone();
+    eventually(&t, lease_path, "the lease is renewed", |lease| {
+        lease["spec"]["renewTime"] != first
+    })
+    .await;
+    // The scheduler holds its leader Lease.
+    let scheduler = t
+        .get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler")
+        .await;
+    assert_eq!(scheduler.status, 200);
+}
+
+#[tokio::test]
+async fn a_node_whose_kubelet_stops_goes_not_ready_and_tainted_then_recovers() {
+    let t = TestServer::start_with(
+        ApiServer::builder()
+            .nodes(2)
+            .node_heartbeat_interval(Duration::from_millis(50))
+            .node_monitor_grace_period(Duration::from_millis(400))
+            .time_scale(0.0),
+    )
+    .await;
+    // A Pod running on node-2 first.
+    let on_two = json!({
+        "nodeSelector": {"kubernetes.io/hostname": "node-2"},
+        "containers": [container(&[])],
+    });
+    create_pod(&t, pod("on-two", on_two)).await;
+    eventually(&t, &pod_path("on-two"), "the Pod is Ready", |p| {
+        condition_status(p, "Ready") == "True"
+    })
+    .await;
+    assert!(t.server.cluster().stop_kubelet("node-2"));
+    assert!(!t.server.cluster().stop_kubelet("node-9"));
+    let node = eventually(
+        &t,
+        "/api/v1/nodes/node-2",
+        "node-2 goes Unknown and tainted",
+        |node| {
+            condition_status(node, "Ready") == "Unknown"
+                && node["spec"]["taints"]
+                    .as_array()
+                    .is_some_and(|t| t.len() == 2)
+        },
+    )
+    .await;
+    let ready = condition(&node, "Ready").expect("a Ready condition");
+    assert_eq!(ready["reason"], "NodeStatusUnknown");
+    assert_eq!(ready["message"], "Kubelet stopped posting node status.");
+    let taints = node["spec"]["taints"].as_array().expect("taints");
+    assert!(
+        taints
+            .iter()
+            .all(|t| t["key"] == "node.kubernetes.io/unreachable")
+    );
+    assert!(
+        taints
+            .iter()
+            .any(|t| t["effect"] == "NoExecute" && t["timeAdded"].is_string())
+    );
+    // Its Pod is not Ready any more, and (its 300 s toleration of the taint scaled to 0)
+    // evicted: it stays Terminating while no kubelet confirms.
+    let evicted = eventually(&t, &pod_path("on-two"), "the Pod is evicted", |p| {
+        p["metadata"]["deletionTimestamp"].is_string()
+    })
+    .await;
+    assert_eq!(condition_status(&evicted, "Ready"), "False", "{evicted:#}");
+    // The other node heartbeats on.
+    let other = t.get("/api/v1/nodes/node-1").await.json();
+    assert_eq!(condition_status(&other, "Ready"), "True");
+    // New Pods go to the healthy node only.
+    create_pod(&t, pod("after", json!({"containers": [container(&[])]}))).await;
+    let placed = eventually(&t, &pod_path("after"), "the Pod is bound", |p| {
+        p["spec"]["nodeName"].is_string()
+    })
+    .await;
+    assert_eq!(placed["spec"]["nodeName"], "node-1");
+    assert!(t.server.cluster().start_kubelet("node-2"));
+    eventually(
+        &t,
+        "/api/v1/nodes/node-2",
+        "node-2 is Ready again, untainted",
+        |node| condition_status(node, "Ready") == "True" && node["spec"].get("taints").is_none(),
+    )
+    .await;
+    // The restarted kubelet finishes the eviction's deletion.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while t.get(&pod_path("on-two")).await.status != 404 {
+        assert!(
+            Instant::now() < deadline,
+            "the evicted Pod goes within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_scheduler_filters_by_selector_affinity_taints_and_requests() {
+    let t = cluster(2).await;
+    let patch = |labels: Value| serde_json::to_string(&labels).expect("json");
+    let reply = t
+        .patch(
+            "/api/v1/nodes/node-1",
+            "application/merge-patch+json",
+            &patch(json!({"metadata": {"labels": {"disk": "ssd"}}})),
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+    let reply = t
+        .patch(
+            "/api/v1/nodes/node-2",
+            "application/merge-patch+json",
+            &patch(json!({"spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}})),
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+    create_pod(
+        &t,
+        pod(
+            "ssd",
+            json!({"nodeSelector": {"disk": "ssd"}, "containers": [container(&[])]}),
+        ),
+    )
+    .await;
+    create_pod(
+        &t,
+        pod(
+            "gpu",
+            json!({
+                "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}],
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-2"]}
+                    ]}]
+                }}},
+                "containers": [container(&[])],
+            }),
+        ),
+    )
+    .await;
+    for (name, node) in [("ssd", "node-1"), ("gpu", "node-2")] {
+        let bound = eventually(&t, &pod_path(name), "the Pod is bound", |p| {
+            p["spec"]["nodeName"].is_string()
+        })
+        .await;
+        assert_eq!(bound["spec"]["nodeName"], node, "{name}");
+        assert_eq!(condition_status(&bound, "PodScheduled"), "True");
+    }
+    let big = json!({"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "5"}}});
+    create_pod(&t, pod("too-big", json!({"containers": [big]}))).await;
+    create_pod(
+        &t,
+        pod(
+            "hdd",
+            json!({"nodeSelector": {"disk": "hdd"}, "containers": [container(&[])]}),
+        ),
+    )
+    .await;
+    let expected = [
+        (
+            "too-big",
+            // node-2's taint is checked before resources.
+            "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). \
+             no new claims to deallocate, preemption: 0/2 nodes are available: \
+             1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.",
+        ),
+        (
+            "hdd",
+            "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, \
+             1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: \
+             0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+        ),
+    ];
+    for (name, message) in expected {
+        let pending = eventually(&t, &pod_path(name), "PodScheduled=False", |p| {
+            condition_status(p, "PodScheduled") == "False"
+        })
+        .await;
+        let scheduled = condition(&pending, "PodScheduled").expect("PodScheduled");
+        assert_eq!(scheduled["reason"], "Unschedulable");
+        assert_eq!(scheduled["message"], message, "{name}");
+        assert!(pending["spec"].get("nodeName").is_none());
+        let selector = format!("involvedObject.name={name},reason=FailedScheduling");
+        let events = t
+            .get(&format!(
+                "/api/v1/namespaces/default/events?fieldSelector={}",
+                selector.replace('=', "%3D").replace(',', "%2C")
+            ))
+            .await
+            .json();
+        let event = &events["items"][0];
+        assert_eq!(event["type"], "Warning", "{events:#}");
+        assert_eq!(event["message"], message);
+        assert_eq!(event["source"]["component"], "default-scheduler");
+    }
+    let scheduled_events = t
+        .get("/api/v1/namespaces/default/events?fieldSelector=reason%3DScheduled")
+        .await
+        .json();
+    let messages: Vec<&str> = scheduled_events["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    assert!(
+        messages.contains(&"Successfully assigned default/ssd to node-1"),
+        "{messages:?}"
+    );
+    // Another scheduler's Pod is left alone.
+    create_pod(
+        &t,
+        pod(
+            "other",
+            json!({"schedulerName": "my-scheduler", "containers": [container(&[])]}),
+        ),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let other = t.get(&pod_path("other")).await.json();
+    assert!(other["spec"].get("nodeName").is_none(), "{other:#}");
+    assert!(condition(&other, "PodScheduled").is_none());
+}
+
+#[tokio::test]
+async fn anti_affinity_by_hostname_spreads_and_freed_room_is_used() {
+    let t = cluster(2).await;
+    let spread = |name: &str| {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": "spread"}},
+            "spec": {
+                "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "spread"}}, "topologyKey": "kubernetes.io/hostname"}
+                ]}},
+                "containers": [container(&[])],
+            },
+        })
+    };
+    for name in ["a", "b"] {
+        create_pod(&t, spread(name)).await;
+        eventually(&t, &pod_path(name), "the Pod is bound", |p| {
+            p["spec"]["nodeName"].is_string()
+        })
+        .await;
+    }
+    let a = t.get(&pod_path("a")).await.json();
+    let b = t.get(&pod_path("b")).await.json();
+    assert_ne!(a["spec"]["nodeName"], b["spec"]["nodeName"]);
+    create_pod(&t, spread("c")).await;
+    let c = eventually(&t, &pod_path("c"), "c is unschedulable", |p| {
+        condition_status(p, "PodScheduled") == "False"
+    })
+    .await;
+    assert_eq!(
+        condition(&c, "PodScheduled").expect("condition")["message"],
+        "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules. \
+         no new claims to deallocate, preemption: 0/2 nodes are available: \
+         2 No preemption victims found for incoming pod."
+    );
+    // Deleting `a` (no grace period at time scale 0) frees its node for `c`.
+    assert_eq!(t.delete(&pod_path("a")).await.status, 200);
+    let c = eventually(&t, &pod_path("c"), "c is bound", |p| {
+        p["spec"]["nodeName"].is_string()
+    })
+    .await;
+    assert_eq!(c["spec"]["nodeName"], a["spec"]["nodeName"]);
+}
+
+#[tokio::test]
+async fn kubelets_run_pods_with_addresses_conditions_and_container_statuses() {
+    let t = cluster(1).await;
+    let mut spec = json!({
+        "initContainers": [{"name": "setup", "image": "busybox", "command": ["echo", "ready"]}],
+        "containers": [container(&[])],
+    });
+    spec["containers"][0]["name"] = json!("web");
+    create_pod(&t, pod("web", spec)).await;
+    let running = eventually(&t, &pod_path("web"), "the Pod is Running and Ready", |p| {
+        p["status"]["phase"] == "Running" && condition_status(p, "Ready") == "True"
+    })
+    .await;
+    let status = &running["status"];
+    assert_eq!(running["spec"]["nodeName"], "node-1");
+    assert!(
+        status["podIP"]
+            .as_str()
+            .is_some_and(|ip| ip.starts_with("10.244.1.")),
+        "{status:#}"
+    );
+    assert_eq!(status["hostIP"], "172.18.0.3");
+    assert_eq!(status["podIPs"][0]["ip"], status["podIP"]);
+    for kind in [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "ContainersReady",
+        "Ready",
+        "PodScheduled",
+    ] {
+        assert_eq!(
+            condition_status(&running, kind),
+            "True",
+            "{kind}: {status:#}"
+        );
+    }
+    let init = &status["initContainerStatuses"][0];
+    assert_eq!(init["name"], "setup");
+    assert_eq!(init["state"]["terminated"]["exitCode"], 0);
+    assert_eq!(init["state"]["terminated"]["reason"], "Completed");
+    let web = &status["containerStatuses"][0];
+    assert_eq!(web["name"], "web");
+    assert_eq!(web["ready"], true);
+    assert_eq!(web["started"], true);
+    assert_eq!(web["restartCount"], 0);
+    assert!(web["state"]["running"]["startedAt"].is_string());
+    assert!(
+        web["containerID"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("containerd://"))
+    );
+    assert_eq!(status["qosClass"], "BestEffort");
+    // A second Pod gets another address.
+    create_pod(&t, pod("second", json!({"containers": [container(&[])]}))).await;
+    let second = eventually(&t, &pod_path("second"), "the second Pod runs", |p| {
+        p["status"]["phase"] == "Running"
+    })
+    .await;
+    assert_ne!(second["status"]["podIP"], status["podIP"]);
+}
+
+#[tokio::test]
+async fn run_to_completion_pods_end_with_their_commands_exit_codes() {
+    let t = cluster(1).await;
+    let cases = [
+        ("succeeds", "Never", vec!["true"], "Succeeded", 0),
+        ("fails", "Never", vec!["exit", "3"], "Failed", 3),
+        ("retried", "OnFailure", vec!["echo", "done"], "Succeeded", 0),
+    ];
+    for (name, policy, command, _, _) in &cases {
+        create_pod(
+            &t,
+            pod(
+                name,
+                json!({"restartPolicy": policy, "containers": [container(command)]}),
+            ),
+        )
+        .await;
+    }
+    for (name, _, _, phase, code) in cases {
+        let done = eventually(&t, &pod_path(name), "the Pod finishes", |p| {
+            matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed"))
+        })
+        .await;
+        assert_eq!(
+            done["status"]["phase"], phase,
+            "{name}: {:#}",
+            done["status"]
+        );
+        let terminated = &done["status"]["containerStatuses"][0]["state"]["terminated"];
+        assert_eq!(terminated["exitCode"], code, "{name}");
+        assert_eq!(
+            terminated["reason"],
+            if code == 0 { "Completed" } else { "Error" }
+        );
+        assert_eq!(condition_status(&done, "Ready"), "False");
+        assert_eq!(
+            condition(&done, "Ready").expect("Ready")["reason"],
+            "PodCompleted"
+        );
+    }
+    // A failing init container under `Never` fails the Pod before its containers start.
+    create_pod(
+        &t,
+        pod(
+            "init-fails",
+            json!({
+                "restartPolicy": "Never",
+                "initContainers": [{"name": "setup", "image": "busybox", "command": ["false"]}],
+                "containers": [container(&[])],
+            }),
+        ),
+    )
+    .await;
+    let failed = eventually(&t, &pod_path("init-fails"), "the Pod fails", |p| {
+        p["status"]["phase"] == "Failed"
+    })
+    .await;
+    assert_eq!(
+        failed["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"],
+        1
+    );
+    assert!(failed["status"]["containerStatuses"][0]["state"]["waiting"].is_object());
+}
+
+#[tokio::test]
+async fn a_crashing_container_restarts_with_back_off() {
+    let t = TestServer::start_with(
+        ApiServer::builder()
+            .nodes(1)
+            .node_heartbeat_interval(Duration::from_millis(100))
+            .time_scale(0.01),
+    )
+    .await;
+    create_pod(
+        &t,
+        pod("crash", json!({"containers": [container(&["exit", "1"])]})),
+    )
+    .await;
+    let crashing = eventually(&t, &pod_path("crash"), "the container restarts", |p| {
+        p["status"]["containerStatuses"][0]["restartCount"]
+            .as_u64()
+            .is_some_and(|n| n >= 2)
+    })
+    .await;
+    let status = &crashing["status"]["containerStatuses"][0];
+    assert_eq!(crashing["status"]["phase"], "Running");
+    assert_eq!(status["lastState"]["terminated"]["exitCode"], 1);
+    let waiting = eventually(&t, &pod_path("crash"), "CrashLoopBackOff shows", |p| {
+        p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    })
+    .await;
+    let message = waiting["status"]["containerStatuses"][0]["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap_or("");
+    assert!(message.starts_with("back-off "), "{message}");
+    assert!(
+        message.contains("restarting failed container=main pod=crash_default("),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_pod_terminates_after_its_scaled_grace_period() {
+    let t = TestServer::start_with(
+        ApiServer::builder()
+            .nodes(1)
+            .node_heartbeat_interval(Duration::from_millis(100))
+            .time_scale(0.5),
+    )
+    .await;
+    create_pod(
+        &t,
+        pod("slow", json!({"terminationGracePeriodSeconds": 2, "containers": [container(&["sleep", "600"])]})),
+    )
+    .await;
+    eventually(&t, &pod_path("slow"), "the Pod runs", |p| {
+        p["status"]["phase"] == "Running"
+    })
+    .await;
+    let started = Instant::now();
+    let reply = t.delete(&pod_path("slow")).await;
+    assert_eq!(reply.status, 200);
+    let marked = reply.json();
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 2);
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    // Still there while the grace period (2 s x 0.5) runs.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(t.get(&pod_path("slow")).await.status, 200);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while t.get(&pod_path("slow")).await.status != 404 {
+        assert!(Instant::now() < deadline, "the Pod goes within 10 s");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(900), "gone after {took:?}");
+    // A Pod that never ran here (another scheduler's, unbound) goes at once.
+    create_pod(
+        &t,
+        pod(
+            "unbound",
+            json!({"schedulerName": "none", "containers": [container(&[])]}),
+        ),
+    )
+    .await;
+    assert_eq!(t.delete(&pod_path("unbound")).await.status, 200);
+    assert_eq!(t.get(&pod_path("unbound")).await.status, 404);
+}
+
+#[tokio::test]
+async fn without_nodes_pods_are_bound_at_create_and_nothing_runs() {
+    let t = TestServer::start().await;
+    assert!(t.server.cluster().node_names().is_empty());
+    let created = create_pod(&t, pod("plain", json!({"containers": [container(&[])]}))).await;
+    assert_eq!(created["spec"]["nodeName"], "kubeclient-node");
+    assert_eq!(created["status"]["phase"], "Pending");
+    let nodes = t.get("/api/v1/nodes").await.json();
+    assert_eq!(nodes["items"], json!([]));
+}
+
+#[tokio::test]
+async fn kubectl_sees_nodes_and_running_pods() {
+    let t = cluster(2).await;
+    let kubectl = Kubectl::for_server(&t);
+    let nodes = kubectl.ok(&["get", "nodes"]).await;
+    assert!(
+        nodes.lines().filter(|l| l.contains(" Ready ")).count() == 2,
+        "{nodes}"
+    );
+    kubectl.ok(&["run", "web", "--image=nginx"]).await;
+    kubectl
+        .ok(&["wait", "--for=condition=Ready", "pod/web", "--timeout=20s"])
+        .await;
+    let wide = kubectl.ok(&["get", "pods", "-o", "wide"]).await;
+    let line = wide
+        .lines()
+        .find(|l| l.starts_with("web "))
+        .unwrap_or_default();
+    assert!(line.contains("Running"), "{wide}");
+    assert!(line.contains("node-"), "{wide}");
+    assert!(line.contains("10.244."), "{wide}");
+    kubectl
+        .ok(&["delete", "pod", "web", "--wait=true", "--timeout=20s"])
+        .await;
+}
+
+#[tokio::test]
+async fn a_replica_set_keeps_its_replicas_and_counts_them_in_its_status() {
+    let t = cluster(2).await;
+    let replica_set = json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "rs"},
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "rs"}},
+            "template": {"metadata": {"labels": {"app": "rs"}}, "spec": {"containers": [container(&[])]}},
+        },
+    });
+    let path = "/apis/apps/v1/namespaces/default/replicasets";
+    assert_eq!(t.post(path, &replica_set).await.status, 201);
+    let rs_path = format!("{path}/rs");
+    eventually(&t, &rs_path, "3 ready replicas", |rs| {
+        rs["status"]["readyReplicas"] == 3 && rs["status"]["availableReplicas"] == 3
+    })
+    .await;
+    let pods = t
+        .get("/api/v1/namespaces/default/pods?labelSelector=app%3Drs")
+        .await
+        .json();
+    let items = pods["items"].as_array().expect("pods");
+    assert_eq!(items.len(), 3);
+    for pod in items {
+        assert!(
+            pod["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("rs-"))
+        );
+        assert_eq!(pod["metadata"]["ownerReferences"][0]["kind"], "ReplicaSet");
+        assert_eq!(pod["metadata"]["ownerReferences"][0]["controller"], true);
+    }
+    // A deleted Pod is replaced.
+    let victim = items[0]["metadata"]["name"]
+        .as_str()
+        .expect("a name")
+        .to_owned();
+    assert_eq!(t.delete(&pod_path(&victim)).await.status, 200);
+    // The kubelet finishes the deletion (grace period scaled to 0); a replacement runs.
+    eventually(
+        &t,
+        "/api/v1/namespaces/default/pods?labelSelector=app%3Drs",
+        "three ready Pods, the deleted one gone",
+        |pods| {
+            pods["items"].as_array().is_some_and(|p| {
+                p.len() == 3
+                    && p.iter().all(|pod| {
+                        pod["metadata"]["name"] != victim.as_str()
+                            && condition_status(pod, "Ready") == "True"
+                    })
+            })
+        },
+    )
+    .await;
+    eventually(&t, &rs_path, "3 ready replicas again", |rs| {
+        rs["status"]["readyReplicas"] == 3
+    })
+    .await;
+    // Scaled down, the surplus goes.
+    let reply = t
+        .patch(
+            &rs_path,
+            "application/merge-patch+json",
+            r#"{"spec":{"replicas":1}}"#,
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+    let rs = eventually(&t, &rs_path, "one replica", |rs| {
+        rs["status"]["replicas"] == 1
+    })
+    .await;
+    assert_eq!(
+        rs["status"]["observedGeneration"],
+        rs["metadata"]["generation"]
+    );
+    let events = t
+        .get("/api/v1/namespaces/default/events?fieldSelector=reason%3DSuccessfulCreate")
+        .await
+        .json();
+    assert!(
+        events["items"].as_array().is_some_and(|e| e.len() >= 4),
+        "{events:#}"
+    );
+}
+
+#[tokio::test]
+async fn kubectl_rolls_a_deployment_out_updates_and_undoes_it() {
+    let t = cluster(3).await;
+    let kubectl = Kubectl::for_server(&t);
+    kubectl
+        .ok(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=3",
+        ])
+        .await;
+    let status = kubectl
+        .ok(&["rollout", "status", "deployment/web", "--timeout=30s"])
+        .await;
+    assert!(status.contains("successfully rolled out"), "{status}");
+    let wide = kubectl
+        .ok(&["get", "pods", "-o", "wide", "-l", "app=web"])
+        .await;
+    assert_eq!(
+        wide.lines().filter(|l| l.contains("Running")).count(),
+        3,
+        "{wide}"
+    );
+    let deployment = t
+        .get("/apis/apps/v1/namespaces/default/deployments/web")
+        .await
+        .json();
+    let status = &deployment["status"];
+    assert_eq!(status["replicas"], 3);
+    assert_eq!(status["updatedReplicas"], 3);
+    assert_eq!(status["availableReplicas"], 3);
+    assert_eq!(
+        deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "1"
+    );
+    let conditions = status["conditions"].as_array().expect("conditions");
+    assert!(
+        conditions
+            .iter()
+            .any(|c| c["type"] == "Available" && c["status"] == "True")
+    );
+    assert!(
+        conditions
+            .iter()
+            .any(|c| c["type"] == "Progressing" && c["reason"] == "NewReplicaSetAvailable")
+    );
+    // A new image rolls out through a second ReplicaSet.
+    kubectl
+        .ok(&["set", "image", "deployment/web", "nginx=nginx:1.27"])
+        .await;
+    kubectl
+        .ok(&["rollout", "status", "deployment/web", "--timeout=30s"])
+        .await;
+    let sets = t
+        .get("/apis/apps/v1/namespaces/default/replicasets?labelSelector=app%3Dweb")
+        .await
+        .json();
+    let sets = sets["items"].as_array().expect("replica sets");
+    assert_eq!(sets.len(), 2, "{sets:#?}");
+    let by_revision = |revision: &str| {
+        sets.iter()
+            .find(|rs| {
+                rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == revision
+            })
+            .unwrap_or_else(|| panic!("a ReplicaSet of revision {revision}"))
+    };
+    assert_eq!(by_revision("1")["spec"]["replicas"], 0);
+    assert_eq!(by_revision("2")["spec"]["replicas"], 3);
+    let hash = by_revision("2")["metadata"]["labels"]["pod-template-hash"].clone();
+    assert!(hash.is_string());
+    assert_eq!(
+        by_revision("2")["metadata"]["name"],
+        format!("web-{}", hash.as_str().unwrap_or(""))
+    );
+    let images = kubectl
+        .ok(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            "jsonpath={.items[*].spec.containers[0].image}",
+        ])
+        .await;
+    assert_eq!(
+        images
+            .split_whitespace()
+            .filter(|i| *i == "nginx:1.27")
+            .count(),
+        3,
+        "{images}"
+    );
+    let history = kubectl.ok(&["rollout", "history", "deployment/web"]).await;
+    assert!(history.contains('1') && history.contains('2'), "{history}");
+    kubectl.ok(&["rollout", "undo", "deployment/web"]).await;
+    kubectl
+        .ok(&["rollout", "status", "deployment/web", "--timeout=30s"])
+        .await;
+    let deployment = t
+        .get("/apis/apps/v1/namespaces/default/deployments/web")
+        .await
+        .json();
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx"
+    );
+    assert_eq!(
+        deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "3"
+    );
+    // Scaling down leaves one Pod.
+    kubectl
+        .ok(&["scale", "deployment/web", "--replicas=1"])
+        .await;
+    kubectl
+        .ok(&["rollout", "status", "deployment/web", "--timeout=30s"])
+        .await;
+    eventually(
+        &t,
+        "/apis/apps/v1/namespaces/default/deployments/web",
+        "one replica",
+        |d| d["status"]["replicas"] == 1,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn jobs_complete_fail_by_their_backoff_limit_and_index_their_pods() {
+    let t = cluster(2).await;
+    let job = |name: &str, spec: Value| json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": spec});
+    let template = |command: &[&str]| json!({"spec": {"restartPolicy": "Never", "containers": [container(command)]}});
+    let path = "/apis/batch/v1/namespaces/default/jobs";
+    let created = t
+        .post(
+            path,
+            &job(
+                "done",
+                json!({"completions": 3, "parallelism": 2, "template": template(&["true"])}),
+            ),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.json());
+    let created = t
+        .post(
+            path,
+            &job(
+                "broken",
+                json!({"backoffLimit": 1, "template": template(&["exit", "2"])}),
+            ),
+        )
+        .await;
+    assert_eq!(created.status, 201);
+    let created = t
+        .post(
+            path,
+            &job("indexed", json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed", "template": template(&["true"])})),
+        )
+        .await;
+    assert_eq!(created.status, 201);
+    let done = eventually(&t, &format!("{path}/done"), "the Job completes", |j| {
+        j["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "Complete"))
+    })
+    .await;
+    assert_eq!(done["status"]["succeeded"], 3, "{:#}", done["status"]);
+    assert!(done["status"]["completionTime"].is_string());
+    assert!(done["status"].get("active").is_none());
+    let types: Vec<&str> = done["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["type"].as_str())
+        .collect();
+    assert_eq!(types, ["SuccessCriteriaMet", "Complete"]);
+    let broken = eventually(&t, &format!("{path}/broken"), "the Job fails", |j| {
+        j["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "Failed"))
+    })
+    .await;
+    assert_eq!(broken["status"]["failed"], 2, "{:#}", broken["status"]);
+    let failed = broken["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Failed").cloned())
+        .expect("a Failed condition");
+    assert_eq!(failed["reason"], "BackoffLimitExceeded");
+    let indexed = eventually(
+        &t,
+        &format!("{path}/indexed"),
+        "the indexed Job completes",
+        |j| {
+            j["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["type"] == "Complete"))
+        },
+    )
+    .await;
+    assert_eq!(indexed["status"]["completedIndexes"], "0-2");
+    let pods = t
+        .get("/api/v1/namespaces/default/pods?labelSelector=batch.kubernetes.io%2Fjob-name%3Dindexed")
+        .await
+        .json();
+    let mut indexes: Vec<&str> = pods["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"].as_str()
+        })
+        .collect();
+    indexes.sort_unstable();
+    assert_eq!(indexes, ["0", "1", "2"]);
+    // kubectl waits for it as for any Job.
+    let kubectl = Kubectl::for_server(&t);
+    kubectl
+        .ok(&[
+            "create",
+            "job",
+            "hello",
+            "--image=busybox",
+            "--",
+            "echo",
+            "hello",
+        ])
+        .await;
+    kubectl
+        .ok(&[
+            "wait",
+            "--for=condition=complete",
+            "job/hello",
+            "--timeout=20s",
+        ])
+        .await;
+}
+
+#[tokio::test]
+async fn kubectl_restarts_pauses_and_resumes_a_rollout() {
+    let t = cluster(2).await;
+    let kubectl = Kubectl::for_server(&t);
+    kubectl
+        .ok(&[
+            "create",
+            "deployment",
+            "api",
+            "--image=nginx",
+            "--replicas=2",
+        ])
+        .await;
+    kubectl
+        .ok(&["rollout", "status", "deployment/api", "--timeout=30s"])
+        .await;
+    kubectl.ok(&["rollout", "restart", "deployment/api"]).await;
+    kubectl
+        .ok(&["rollout", "status", "deployment/api", "--timeout=30s"])
+        .await;
+    let deployment = t
+        .get("/apis/apps/v1/namespaces/default/deployments/api")
+        .await
+        .json();
+    assert_eq!(
+        deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "2"
+    );
+    kubectl.ok(&["rollout", "pause", "deployment/api"]).await;
+    kubectl
+        .ok(&["set", "image", "deployment/api", "nginx=nginx:2"])
+        .await;
+    let paused = eventually(
+        &t,
+        "/apis/apps/v1/namespaces/default/deployments/api",
+        "Progressing says paused",
+        |d| {
+            d["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["reason"] == "DeploymentPaused"))
+        },
+    )
+    .await;
+    assert_eq!(
+        paused["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "2"
+    );
+    let sets = t
+        .get("/apis/apps/v1/namespaces/default/replicasets?labelSelector=app%3Dapi")
+        .await
+        .json();
+    assert_eq!(
+        sets["items"].as_array().map(Vec::len),
+        Some(2),
+        "no new ReplicaSet while paused"
+    );
+    kubectl.ok(&["rollout", "resume", "deployment/api"]).await;
+    kubectl
+        .ok(&["rollout", "status", "deployment/api", "--timeout=30s"])
+        .await;
+    let images = kubectl
+        .ok(&[
+            "get",
+            "pods",
+            "-l",
+            "app=api",
+            "-o",
+            "jsonpath={.items[*].spec.containers[0].image}",
+        ])
+        .await;
+    assert_eq!(
+        images
+            .split_whitespace()
+            .filter(|i| *i == "nginx:2")
+            .count(),
+        2,
+        "{images}"
+    );
+}
