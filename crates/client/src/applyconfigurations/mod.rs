@@ -28,8 +28,9 @@
 //! ```
 
 mod extract;
-// The field docs are k8s-openapi's (upstream's) text, lists wrapped as upstream wraps them.
-#[allow(clippy::doc_lazy_continuation)]
+// The field docs are k8s-openapi's (upstream's) text: lists wrapped as upstream wraps
+// them, URLs bare as upstream writes them.
+#[allow(clippy::doc_lazy_continuation, rustdoc::bare_urls)]
 mod generated;
 
 pub use extract::ExtractError;
