@@ -60,3 +60,13 @@ pub use watch::{Bookmark, WatchDecodeError, WatchEvent, WatchStreamDecoder};
 
 #[cfg(test)]
 mod fuzz_tests;
+
+#[cfg(test)]
+/// This crate's directory as cargo tells the running test: a path baked in at build time
+/// goes stale when one build directory serves several checkouts.
+pub(crate) fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+        || env!("CARGO_MANIFEST_DIR").into(),
+        std::path::PathBuf::from,
+    )
+}

@@ -125,7 +125,7 @@ fn crate_modules(line: &str) -> Vec<String> {
 
 /// Every import edge that breaks the rule, as `file -> module`.
 fn forbidden_edges() -> BTreeSet<String> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = crate::support::manifest_dir().join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     assert!(

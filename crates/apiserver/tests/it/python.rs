@@ -7,10 +7,12 @@ use kubeclient_apiserver::ApiServer;
 use crate::kubectl::scratch_dir;
 use crate::support::TestServer;
 
-const SCENARIOS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/python/client_scenarios.py"
-);
+fn scenarios() -> String {
+    crate::support::manifest_dir()
+        .join("tests/python/client_scenarios.py")
+        .display()
+        .to_string()
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn python_client_scenarios_pass() {
@@ -24,7 +26,7 @@ async fn python_client_scenarios_pass() {
     let output = tokio::time::timeout(
         Duration::from_secs(120),
         tokio::process::Command::new(&python)
-            .arg(SCENARIOS)
+            .arg(scenarios())
             .env("KUBECONFIG", &kubeconfig)
             .env("KUBECLIENT_URL", t.server.url())
             .kill_on_drop(true)

@@ -302,3 +302,12 @@ pub(crate) async fn with_bearer(
         .to_bytes();
     (status, serde_json::from_slice(&body).unwrap_or_default())
 }
+
+/// This crate's directory as cargo tells the running test: a path baked in at build time
+/// goes stale when one build directory serves several checkouts.
+pub(crate) fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+        || env!("CARGO_MANIFEST_DIR").into(),
+        std::path::PathBuf::from,
+    )
+}

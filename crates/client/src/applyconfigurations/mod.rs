@@ -218,7 +218,11 @@ mod tests {
             eprintln!("skipped: KUBECLIENT_APPLYCONFIG_SOURCES is not set");
             return;
         };
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+        let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+            || env!("CARGO_MANIFEST_DIR").into(),
+            std::path::PathBuf::from,
+        );
+        let root = manifest_dir.join("../..").display().to_string();
         let out =
             std::env::temp_dir().join(format!("kubeclient-applyconfig-{}", std::process::id()));
         let output = std::process::Command::new(format!("{root}/scripts/gen-applyconfigurations"))
@@ -231,8 +235,7 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        let checked_in = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("src/applyconfigurations/generated");
+        let checked_in = manifest_dir.join("src/applyconfigurations/generated");
         let differ = compare_dirs(&checked_in, &out);
         std::fs::remove_dir_all(&out).unwrap();
         assert!(

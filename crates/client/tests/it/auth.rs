@@ -8,10 +8,12 @@ use kubeclient_apiserver::ApiServer;
 
 use crate::support::{config_of, scratch, start_with};
 
-const PLUGIN: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/it/fixtures/exec-plugin.sh"
-);
+fn plugin() -> String {
+    crate::support::manifest_dir()
+        .join("tests/it/fixtures/exec-plugin.sh")
+        .display()
+        .to_string()
+}
 
 async fn namespace_count(client: &Client) -> kubeclient::Result<usize> {
     Ok(Api::<Namespace>::all(client.clone())
@@ -86,7 +88,7 @@ async fn an_exec_plugin_is_cached_and_refreshed_after_a_401() {
     let mut config = config_of(&f.server);
     config.credentials = Credentials::Exec(Box::new(ExecConfig {
         api_version: Some("client.authentication.k8s.io/v1".to_owned()),
-        command: PLUGIN.to_owned(),
+        command: plugin(),
         env: vec![
             ExecEnvVar {
                 name: "COUNT_FILE".to_owned(),

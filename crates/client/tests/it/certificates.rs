@@ -313,11 +313,10 @@ async fn an_expired_exec_plugin_certificate_is_fetched_again() {
     config.credentials =
         kubeclient::config::Credentials::Exec(Box::new(kubeclient::config::ExecConfig {
             api_version: Some("client.authentication.k8s.io/v1".to_owned()),
-            command: concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/it/fixtures/exec-cert-plugin.sh"
-            )
-            .to_owned(),
+            command: crate::support::manifest_dir()
+                .join("tests/it/fixtures/exec-cert-plugin.sh")
+                .display()
+                .to_string(),
             env: vec![
                 env("CERT_FILE", &cert_file),
                 env("KEY_FILE", &key_file),

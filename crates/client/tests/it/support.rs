@@ -170,3 +170,12 @@ pub(crate) fn list_then_watch_options<K: kubeclient::machinery::Object>()
         ..kubeclient::cache::InformerOptions::default()
     }
 }
+
+/// This crate's directory as cargo tells the running test: a path baked in at build time
+/// goes stale when one build directory serves several checkouts.
+pub(crate) fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+        || env!("CARGO_MANIFEST_DIR").into(),
+        std::path::PathBuf::from,
+    )
+}

@@ -321,10 +321,7 @@ mod tests {
             eprintln!("skipped: KUBECLIENT_PB_SOURCES is not set");
             return;
         };
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../scripts/gen-protobuf-schema"
-        );
+        let script = crate::manifest_dir().join("../../scripts/gen-protobuf-schema");
         let output = std::process::Command::new(script)
             .args(sources.split(':'))
             .output()

@@ -275,7 +275,7 @@ fn watch_frames_refuse_huge_prefixes_and_report_truncation() {
 /// body decodes to the JSON the same server answered for the same URL.
 #[test]
 fn bodies_from_a_real_api_server_decode_to_its_json() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/protobuf/testdata");
+    let dir = crate::manifest_dir().join("src/protobuf/testdata");
     let mut checked = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -310,9 +310,9 @@ fn without_zero_times(mut value: Value) -> Value {
 
 #[test]
 fn a_watch_body_from_a_real_api_server_decodes_to_its_json_events() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/protobuf/testdata");
-    let body = std::fs::read(format!("{dir}/watch_configmaps.pb")).unwrap();
-    let lines = std::fs::read_to_string(format!("{dir}/watch_configmaps.json")).unwrap();
+    let dir = crate::manifest_dir().join("src/protobuf/testdata");
+    let body = std::fs::read(dir.join("watch_configmaps.pb")).unwrap();
+    let lines = std::fs::read_to_string(dir.join("watch_configmaps.json")).unwrap();
     let expected: Vec<Value> = lines
         .lines()
         .map(|line| without_zero_times(serde_json::from_str(line).unwrap()))
@@ -355,8 +355,8 @@ fn the_direct_decoder_fills_structs_and_can_skip_managed_fields() {
 #[test]
 fn real_api_server_bodies_decode_directly_as_through_json() {
     use k8s_openapi::api::core::v1::Pod;
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/protobuf/testdata");
-    let bytes = std::fs::read(format!("{dir}/namespaces_default_pods_web-0.pb")).unwrap();
+    let dir = crate::manifest_dir().join("src/protobuf/testdata");
+    let bytes = std::fs::read(dir.join("namespaces_default_pods_web-0.pb")).unwrap();
     let through_json: Pod = serde_json::from_value(decode(&bytes).unwrap()).unwrap();
     let direct: Pod = from_protobuf(&bytes).unwrap();
     assert_eq!(direct, through_json);
