@@ -50,7 +50,7 @@ mod yaml_body;
 mod fuzz_tests;
 
 pub use authentication::DEFAULT_SERVICE_ACCOUNT_ISSUER;
-pub use cluster::SimulatedCluster;
+pub use cluster::{MAX_NODES, SimulatedCluster};
 pub use faults::{Fault, Faults, MAX_FAULT_COUNT, RequestCounts};
 pub use pod_logs::PodLogs;
 pub use server::{ApiServer, ApiServerBuilder, DEFAULT_KUBERNETES_MINOR_VERSION, StartError};

@@ -265,6 +265,7 @@ impl ApiServerBuilder {
     /// pending Pods; the node lifecycle controller marks silent nodes `NotReady`.
     /// Default 0: no cluster, and the server binds each new Pod to `kubeclient-node`
     /// itself (`kubeclient serve` defaults to 1). See [`ApiServer::cluster`].
+    /// At most [`MAX_NODES`](crate::MAX_NODES); a larger count is lowered to it.
     ///
     /// ```
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -275,7 +276,7 @@ impl ApiServerBuilder {
     /// # }
     /// ```
     pub fn nodes(mut self, count: usize) -> Self {
-        self.cluster.nodes = count;
+        self.cluster.nodes = count.min(crate::MAX_NODES);
         self
     }
 

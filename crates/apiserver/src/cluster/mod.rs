@@ -37,6 +37,10 @@ pub(crate) use kubelet::{ContainerCommand, ContainerKey, ContainerRuntime, Exits
 use crate::registry::ResourceDef;
 use crate::registry::store::{Committed, GenericStore, WriteHook};
 
+/// The most simulated nodes a server runs: each takes a `/24` Pod CIDR from
+/// `10.244.0.0/16` up to `10.254.255.0/24`.
+pub const MAX_NODES: usize = 11 * 256;
+
 /// How the simulated cluster runs; set through the server's builder.
 #[derive(Clone, Debug)]
 pub(crate) struct ClusterOptions {

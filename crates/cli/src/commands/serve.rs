@@ -178,6 +178,14 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
         )
         .into());
     }
+    if args.nodes > kubeclient_apiserver::MAX_NODES {
+        return Err(format!(
+            "--nodes takes at most {} nodes (each gets a /24 Pod CIDR in 10.244-10.254), not {}",
+            kubeclient_apiserver::MAX_NODES,
+            args.nodes
+        )
+        .into());
+    }
     let mut builder = ApiServer::builder()
         .listen(args.listen)
         .history_window(args.history_window)
