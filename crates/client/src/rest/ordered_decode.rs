@@ -57,7 +57,7 @@ impl<T: Send + 'static> OrderedDecoder<T> {
     }
 
     /// Decodes a batch on the calling task now; its results come out after everything
-    /// already queued.
+    /// already queued (an empty batch queues nothing).
     pub(crate) fn submit_inline(
         &mut self,
         work: impl FnOnce() -> Vec<T>,
@@ -65,8 +65,10 @@ impl<T: Send + 'static> OrderedDecoder<T> {
     ) {
         let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
             .unwrap_or_else(|panic| vec![on_panic(panic_message(&*panic))]);
-        self.in_flight
-            .push_back(Box::pin(std::future::ready(results)));
+        if !results.is_empty() {
+            self.in_flight
+                .push_back(Box::pin(std::future::ready(results)));
+        }
     }
 
     /// Whether another batch should wait until one is handed out.
@@ -87,7 +89,7 @@ impl<T: Send + 'static> OrderedDecoder<T> {
     }
 }
 
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     let text = panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())

@@ -122,27 +122,21 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
         if !self.parallel {
             let strip = self.strip;
             let protobuf = matches!(self.lines, Framing::Protobuf(_));
-            let mut events = Vec::new();
-            let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.lines.for_each_frame(|frame| {
-                    events.push(
-                        frame
-                            .map_err(Error::from)
-                            .and_then(|line| decode_line(line, protobuf, strip)),
-                    );
-                });
-            }));
-            if let Err(panic) = decoded {
-                events.push(Err(Error::InvalidRequest(
-                    super::ordered_decode::panic_message(&*panic),
-                )));
-            }
-            if !events.is_empty() {
-                self.decoding.submit_inline(
-                    move || events,
-                    |message| Err(Error::InvalidRequest(message)),
-                );
-            }
+            let lines = &mut self.lines;
+            self.decoding.submit_inline(
+                || {
+                    let mut events = Vec::new();
+                    lines.for_each_frame(|frame| {
+                        events.push(
+                            frame
+                                .map_err(Error::from)
+                                .and_then(|line| decode_line(line, protobuf, strip)),
+                        );
+                    });
+                    events
+                },
+                |message| Err(Error::InvalidRequest(message)),
+            );
             return;
         }
         let mut batch = LineBatch {
@@ -183,6 +177,11 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
     ) {
         let mut next = first;
         let mut taken = 0usize;
+        let limit = if self.parallel {
+            MAX_BATCH_BYTES
+        } else {
+            MAX_INLINE_BATCH_BYTES
+        };
         loop {
             match next {
                 Some(Ok(frame)) => {
@@ -207,11 +206,6 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
                     return;
                 }
             }
-            let limit = if self.parallel {
-                MAX_BATCH_BYTES
-            } else {
-                MAX_INLINE_BATCH_BYTES
-            };
             if taken >= limit {
                 break;
             }
