@@ -265,7 +265,7 @@ mod tests {
 
     #[test]
     fn nodes_get_distinct_addresses_and_cidrs() {
-        assert_eq!(pod_cidr(crate::MAX_NODES - 1), "10.254.255.0/24");
+        assert_eq!(pod_cidr(super::super::MAX_NODES - 1), "10.254.255.0/24");
         assert_eq!(internal_ip(1), "172.18.0.3");
         assert_eq!(internal_ip(255), "172.18.1.57");
         assert_eq!(pod_cidr(1), "10.244.1.0/24");
