@@ -1,9 +1,9 @@
 //! [`BuiltinRuntime`]: the simulated kubelets' container runtime, running containers'
 //! commands as the server's built-in commands (the ones exec and attach run: `echo`,
-//! `sleep`, `exit`, `true`, `false` ...). Each runs on its own task; its exit code goes
-//! back to the kubelet. A container whose command is not a built-in (or that has none:
-//! the image's entrypoint) runs until its Pod stops. Their output is not kept yet (see
-//! docs/APISERVER.md, "Simulated cluster").
+//! `sleep`, `exit`, `sh -c` ...). Each runs on its own task; its stdout and stderr go to
+//! the container's log (what `kubectl logs` reads, the run before a restart what
+//! `--previous` reads), its exit code back to the kubelet. A container whose command is
+//! not a built-in (or that has none: the image's entrypoint) runs until its Pod stops.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,51 +13,77 @@ use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
 use crate::cluster::{ContainerCommand, ContainerKey, ContainerRuntime, Exits};
+use crate::pod_logs::{ContainerLogWriter, PodLogs};
 use crate::streams::builtin_commands::{self, Output, Stdio};
 
-/// Runs containers' commands on the server's runtime.
+/// Runs containers' commands on the server's runtime, their output into `logs`.
 #[derive(Debug)]
 pub(crate) struct BuiltinRuntime {
     handle: Handle,
+    logs: Arc<PodLogs>,
     running: Arc<Mutex<HashMap<ContainerKey, AbortHandle>>>,
+    /// Which Pod (by uid) owns each container log (namespace, Pod name, container), so a
+    /// Pod re-created under the same name starts with an empty log and the old one's
+    /// removal leaves the new one's alone.
+    log_owners: Mutex<HashMap<(String, String, String), String>>,
 }
 
 impl BuiltinRuntime {
-    /// A runtime spawning on the current Tokio runtime.
-    pub(crate) fn new(handle: Handle) -> Self {
+    /// A runtime spawning on `handle`, writing containers' output to `logs`.
+    pub(crate) fn new(handle: Handle, logs: Arc<PodLogs>) -> Self {
         BuiltinRuntime {
             handle,
+            logs,
             running: Arc::default(),
+            log_owners: Mutex::default(),
+        }
+    }
+
+    /// The container's log starts: empty for a new container, the last run kept as the
+    /// previous one for a restart.
+    fn open_log(&self, key: &ContainerKey) {
+        let log = (
+            key.namespace.clone(),
+            key.pod.clone(),
+            key.container.clone(),
+        );
+        let mut owners = crate::sync::lock(&self.log_owners);
+        if owners.get(&log) == Some(&key.uid) {
+            self.logs.restart(&key.namespace, &key.pod, &key.container);
+        } else {
+            self.logs
+                .remove_container(&key.namespace, &key.pod, &key.container);
+            owners.insert(log, key.uid.clone());
         }
     }
 }
 
 impl ContainerRuntime for BuiltinRuntime {
     fn start(&self, key: ContainerKey, command: ContainerCommand, exits: Arc<Exits>) -> bool {
+        self.open_log(&key);
         if command.argv.is_empty() {
             return false;
         }
         let running = Arc::clone(&self.running);
+        let logs = Arc::clone(&self.logs);
         let task_key = key.clone();
         let task = self.handle.spawn(async move {
+            let key = &task_key;
+            let log = ContainerLogWriter::new(logs, &key.namespace, &key.pod, &key.container);
             let (_size_sender, size) = watch::channel(None);
             let mut stdio = Stdio {
                 stdin: None,
-                stdout: Output {
-                    writer: None,
-                    channel: 1,
-                },
-                stderr: Output {
-                    writer: None,
-                    channel: 2,
-                },
+                stdout: Output::Log(log.clone()),
+                stderr: Output::Log(log.clone()),
                 size,
                 env: command.env,
                 tty: false,
             };
             match builtin_commands::run(&command.argv, &mut stdio).await {
                 Ok(code) => {
-                    crate::sync::lock(&running).remove(&task_key);
+                    log.flush();
+                    log.finish();
+                    crate::sync::lock(&running).remove(key);
                     exits.record(task_key, code);
                 }
                 // Not a built-in: it runs until stopped.
@@ -73,6 +99,30 @@ impl ContainerRuntime for BuiltinRuntime {
     fn stop(&self, key: &ContainerKey) {
         if let Some(task) = crate::sync::lock(&self.running).remove(key) {
             task.abort();
+        }
+        // Followers of the log end with the container.
+        if crate::sync::lock(&self.log_owners).get(&(
+            key.namespace.clone(),
+            key.pod.clone(),
+            key.container.clone(),
+        )) == Some(&key.uid)
+        {
+            self.logs.finish(&key.namespace, &key.pod, &key.container);
+        }
+    }
+
+    fn forget(&self, key: &ContainerKey) {
+        self.stop(key);
+        let log = (
+            key.namespace.clone(),
+            key.pod.clone(),
+            key.container.clone(),
+        );
+        let mut owners = crate::sync::lock(&self.log_owners);
+        if owners.get(&log) == Some(&key.uid) {
+            owners.remove(&log);
+            self.logs
+                .remove_container(&key.namespace, &key.pod, &key.container);
         }
     }
 }

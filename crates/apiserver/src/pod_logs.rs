@@ -9,7 +9,7 @@
 //! client goes away.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
@@ -61,6 +61,9 @@ struct ContainerLog {
     bytes: usize,
     next_sequence: u64,
     finished: bool,
+    /// The lines of the container's previous run (kept after a [restart](PodLogs::restart)),
+    /// what `previous=true` reads; only the last one, as the kubelet keeps.
+    previous: Option<Vec<LogLine>>,
     /// Bumped on every change (append or finish) so followers wake up.
     changed: watch::Sender<u64>,
 }
@@ -72,6 +75,7 @@ impl ContainerLog {
             bytes: 0,
             next_sequence: 0,
             finished: false,
+            previous: None,
             changed: watch::Sender::new(0),
         }
     }
@@ -145,6 +149,40 @@ impl PodLogs {
         log.changed.send_modify(|generation| *generation += 1);
     }
 
+    /// The container starts again (a restart): its lines so far become its previous run's
+    /// (the one before is dropped) and its log starts empty. Followers of the old run
+    /// were ended by its [finish](Self::finish); sequences keep counting up.
+    pub fn restart(&self, namespace: &str, pod: &str, container: &str) {
+        let mut logs = self.lock();
+        let log = logs
+            .entry(key(namespace, pod, container))
+            .or_insert_with(ContainerLog::new);
+        log.previous = Some(log.lines.drain(..).collect());
+        log.bytes = 0;
+        log.finished = false;
+        log.changed.send_modify(|generation| *generation += 1);
+    }
+
+    /// The lines of the container's previous run, if it restarted.
+    pub fn previous_lines(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+    ) -> Option<Vec<LogLine>> {
+        self.lock()
+            .get(&key(namespace, pod, container))
+            .and_then(|log| log.previous.clone())
+    }
+
+    /// Forgets one container's log (a new container of that name starts afresh).
+    pub fn remove_container(&self, namespace: &str, pod: &str, container: &str) {
+        if let Some(log) = self.lock().remove(&key(namespace, pod, container)) {
+            // Followers of the forgotten log end.
+            log.changed.send_modify(|generation| *generation += 1);
+        }
+    }
+
     /// Forgets every container log of a Pod.
     pub fn remove_pod(&self, namespace: &str, pod: &str) {
         self.lock()
@@ -194,6 +232,61 @@ impl PodLogs {
         // A panic while holding the lock cannot leave a log half-updated in a way that
         // matters to readers (the invariants hold between statements), so recover.
         crate::sync::lock(&self.logs)
+    }
+}
+
+/// Appends a running command's output to its container's log, line by line: bytes after
+/// the last line break wait for the rest of their line (or [`flush`](Self::flush)), so a
+/// line written in pieces is one log line. Clones share the pending bytes.
+#[derive(Clone, Debug)]
+pub(crate) struct ContainerLogWriter {
+    logs: Arc<PodLogs>,
+    key: Arc<LogKey>,
+    pending: Arc<Mutex<Vec<u8>>>,
+}
+
+impl ContainerLogWriter {
+    /// A writer to the log of `container` of `namespace/pod`.
+    pub(crate) fn new(logs: Arc<PodLogs>, namespace: &str, pod: &str, container: &str) -> Self {
+        ContainerLogWriter {
+            logs,
+            key: Arc::new(key(namespace, pod, container)),
+            pending: Arc::default(),
+        }
+    }
+
+    /// Appends the complete lines of `pending` + `data`, keeping the rest.
+    pub(crate) fn write(&self, data: &[u8]) {
+        let complete = {
+            let mut pending = crate::sync::lock(&self.pending);
+            pending.extend_from_slice(data);
+            match pending.iter().rposition(|b| *b == b'\n') {
+                Some(end) => pending.drain(..=end).collect::<Vec<u8>>(),
+                None if pending.len() > MAX_LINE_BYTES => std::mem::take(&mut *pending),
+                None => return,
+            }
+        };
+        self.append(&complete);
+    }
+
+    /// Marks the log complete (the command ended): followers get the rest and end.
+    pub(crate) fn finish(&self) {
+        let (namespace, pod, container) = &*self.key;
+        self.logs.finish(namespace, pod, container);
+    }
+
+    /// Appends what waits for a line break (the command ended).
+    pub(crate) fn flush(&self) {
+        let rest = std::mem::take(&mut *crate::sync::lock(&self.pending));
+        if !rest.is_empty() {
+            self.append(&rest);
+        }
+    }
+
+    fn append(&self, bytes: &[u8]) {
+        let (namespace, pod, container) = &*self.key;
+        self.logs
+            .append(namespace, pod, container, &String::from_utf8_lossy(bytes));
     }
 }
 
@@ -257,5 +350,39 @@ mod tests {
         logs.remove_pod("ns", "p");
         assert!(logs.lines_from("ns", "p", "c", 0).is_empty());
         let _ = followed.changes.borrow_and_update();
+    }
+
+    #[test]
+    fn a_restart_keeps_the_last_run_as_previous() {
+        let logs = PodLogs::default();
+        assert!(logs.previous_lines("ns", "p", "c").is_none());
+        logs.append("ns", "p", "c", "first\n");
+        logs.restart("ns", "p", "c");
+        logs.append("ns", "p", "c", "second\n");
+        assert_eq!(
+            texts(&logs.previous_lines("ns", "p", "c").unwrap_or_default()),
+            ["first"]
+        );
+        assert_eq!(texts(&logs.lines_from("ns", "p", "c", 0)), ["second"]);
+        logs.restart("ns", "p", "c");
+        assert_eq!(
+            texts(&logs.previous_lines("ns", "p", "c").unwrap_or_default()),
+            ["second"]
+        );
+        assert!(logs.lines_from("ns", "p", "c", 0).is_empty());
+        logs.remove_container("ns", "p", "c");
+        assert!(logs.previous_lines("ns", "p", "c").is_none());
+    }
+
+    #[test]
+    fn the_writer_appends_whole_lines_and_flushes_the_rest() {
+        let logs = Arc::new(PodLogs::default());
+        let writer = ContainerLogWriter::new(Arc::clone(&logs), "ns", "p", "c");
+        writer.write(b"hel");
+        assert!(logs.lines_from("ns", "p", "c", 0).is_empty());
+        writer.clone().write(b"lo\nwor");
+        assert_eq!(texts(&logs.lines_from("ns", "p", "c", 0)), ["hello"]);
+        writer.flush();
+        assert_eq!(texts(&logs.lines_from("ns", "p", "c", 0)), ["hello", "wor"]);
     }
 }

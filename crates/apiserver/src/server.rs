@@ -431,7 +431,10 @@ impl ApiServerBuilder {
         tokio::spawn(crate::controllers::run(controllers, pass, stopped.clone()));
         if runs_cluster {
             cluster.register(&state.generic_store());
-            let runtime = BuiltinRuntime::new(tokio::runtime::Handle::current());
+            let runtime = BuiltinRuntime::new(
+                tokio::runtime::Handle::current(),
+                Arc::clone(&state.sessions.pod_logs),
+            );
             let pass = {
                 let (state, cluster) = (state.clone(), cluster.clone());
                 move || cluster.sync_once(&state.generic_store(), &runtime)

@@ -2,6 +2,8 @@
 //! port-forward) share: the Pod logs they read, and the signal that ends them when the
 //! server shuts down.
 
+use std::sync::Arc;
+
 use tokio::sync::watch;
 
 use crate::pod_logs::PodLogs;
@@ -13,7 +15,7 @@ use crate::pod_logs::PodLogs;
 #[derive(Debug)]
 pub struct Sessions {
     /// The containers' log lines.
-    pub pod_logs: PodLogs,
+    pub pod_logs: Arc<PodLogs>,
     /// `true` once the server is shutting down.
     shutdown: watch::Sender<bool>,
     /// Exec and attach offer only `v4.channel.k8s.io`, as API servers before 1.30 did.
@@ -23,7 +25,7 @@ pub struct Sessions {
 impl Default for Sessions {
     fn default() -> Self {
         Sessions {
-            pod_logs: PodLogs::default(),
+            pod_logs: Arc::default(),
             shutdown: watch::Sender::new(false),
             legacy_remote_command: false,
         }

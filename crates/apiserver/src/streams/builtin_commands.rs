@@ -13,6 +13,7 @@
 //! | `seq N` | prints 1 to N, one per line (N at most 10,000,000) | 0 |
 //! | `tty-size` | prints the terminal size as `WIDTHxHEIGHT` (waiting up to 5 s for the first resize), then each new size until stdin ends (or, with a TTY, a Ctrl-D byte arrives, as a terminal would turn it into EOF) | 0 |
 //! | `true` / `false` | nothing | 0 / 1 |
+//! | `sh -c SCRIPT` (also `bash`) | runs the script over these commands ([`shell`](super::shell)) | the script's |
 //!
 //! Any other command fails to start, as an executable missing from a container image does.
 
@@ -23,10 +24,11 @@ use kubeclient_machinery::stream_protocol::TerminalSize;
 use tokio::sync::{mpsc, watch};
 
 use super::websocket::{ChannelWriter, Gone};
+use crate::pod_logs::ContainerLogWriter;
 
 /// The names of the built-in commands, for error messages.
 pub(crate) const BUILTIN_COMMANDS: &str =
-    "echo, echo-stderr, cat, env, exit, sleep, seq, tty-size, true, false";
+    "echo, echo-stderr, cat, env, exit, sleep, seq, tty-size, true, false, sh -c";
 
 /// How long `tty-size` waits for the client's first resize message.
 const FIRST_SIZE_WAIT: Duration = Duration::from_secs(5);
@@ -37,18 +39,25 @@ const MAX_SEQ: u64 = 10_000_000;
 /// The longest `sleep`.
 const MAX_SLEEP_SECONDS: f64 = 86_400.0;
 
-/// One output stream of a command: a channel of the session, or nowhere if the client
-/// did not ask for it.
+/// One output stream of a command: a channel of the session, a container's log (the
+/// simulated kubelet's containers), or nowhere (the client did not ask for it).
 #[derive(Clone, Debug)]
-pub(crate) struct Output {
-    pub(crate) writer: Option<ChannelWriter>,
-    pub(crate) channel: u8,
+pub(crate) enum Output {
+    Discard,
+    Channel { writer: ChannelWriter, channel: u8 },
+    Log(ContainerLogWriter),
 }
 
 impl Output {
-    async fn write(&self, data: &[u8]) -> Result<(), Gone> {
-        match &self.writer {
-            Some(writer) if !data.is_empty() => writer.write(self.channel, data).await,
+    pub(super) async fn write(&self, data: &[u8]) -> Result<(), Gone> {
+        match self {
+            Output::Channel { writer, channel } if !data.is_empty() => {
+                writer.write(*channel, data).await
+            }
+            Output::Log(log) => {
+                log.write(data);
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
@@ -93,7 +102,10 @@ pub(crate) async fn run(argv: &[String], io: &mut Stdio) -> Result<i32, NotFound
     let Some((program, args)) = argv.split_first() else {
         return Err(NotFound(String::new()));
     };
-    let result = match program.as_str() {
+    // `/bin/echo` is `echo`: the built-ins stand for the image's binaries.
+    let program = program.rsplit('/').next().unwrap_or(program);
+    let result = match program {
+        "sh" | "bash" | "ash" | "dash" => super::shell::sh(args, io).await,
         "echo" => echo(&io.stdout, args).await,
         "echo-stderr" => echo(&io.stderr, args).await,
         "cat" => cat(io).await,
@@ -107,7 +119,7 @@ pub(crate) async fn run(argv: &[String], io: &mut Stdio) -> Result<i32, NotFound
         "tty-size" => tty_size(io).await,
         "true" => Ok(0),
         "false" => Ok(1),
-        _ => return Err(NotFound(program.clone())),
+        _ => return Err(NotFound(program.to_owned())),
     };
     // A client that left gets no exit code; any value will do.
     Ok(result.unwrap_or(1))

@@ -211,9 +211,15 @@ impl Session {
         };
         let (size_sender, size) = watch::channel(None);
         let mut reader = tokio::spawn(read_client(incoming, stdin_sender, size_sender, self.v5));
-        let output = |enabled: bool, channel: u8| Output {
-            writer: enabled.then(|| writer.clone()),
-            channel,
+        let output = |enabled: bool, channel: u8| {
+            if enabled {
+                Output::Channel {
+                    writer: writer.clone(),
+                    channel,
+                }
+            } else {
+                Output::Discard
+            }
         };
         let stderr = if options.tty {
             output(options.stdout, protocol::STDOUT)

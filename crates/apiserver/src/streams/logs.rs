@@ -4,8 +4,8 @@
 //! Parameters (`PodLogOptions`): `container`, `follow`, `previous`, `sinceSeconds`,
 //! `sinceTime`, `timestamps`, `tailLines`, `limitBytes`. Invalid values are 422 Invalid (a
 //! negative `tailLines`, `limitBytes` or `sinceSeconds` below 1, both `sinceSeconds` and
-//! `sinceTime`), as `ValidatePodLogOptions` answers; `previous=true` is 400, since no
-//! container here ever restarted. The body is `text/plain`, one line per log line; with
+//! `sinceTime`), as `ValidatePodLogOptions` answers; `previous=true` reads the container's
+//! run before its last restart (a simulated kubelet's), 400 when it never restarted. The body is `text/plain`, one line per log line; with
 //! `timestamps=true` each starts with its RFC 3339 time (nanoseconds) and a space.
 //! `follow=true` keeps the body open and sends lines as they are appended, until the log
 //! is finished, the Pod is deleted, the client leaves or the server stops.
@@ -127,16 +127,24 @@ pub(crate) fn get<B>(
             response::full(Vec::new()),
         ));
     }
-    if query.flag("previous") {
-        return Err(fail(Status::bad_request(format!(
-            "previous terminated container {:?} in pod {name:?} not found",
-            target.container
-        ))));
-    }
     let logs = &state.sessions.pod_logs;
-    let followed = logs.follow(namespace, name, &target.container, 0);
-    let mut lines: Vec<LogLine> = followed
-        .lines
+    let previous = query.flag("previous");
+    let (lines, next) = if previous {
+        // The run before the container's last restart: complete, so never followed.
+        let lines = logs
+            .previous_lines(namespace, name, &target.container)
+            .ok_or_else(|| {
+                fail(Status::bad_request(format!(
+                    "previous terminated container {:?} in pod {name:?} not found",
+                    target.container
+                )))
+            })?;
+        (lines, None)
+    } else {
+        let followed = logs.follow(namespace, name, &target.container, 0);
+        (followed.lines, Some(followed.next_sequence))
+    };
+    let mut lines: Vec<LogLine> = lines
         .into_iter()
         .filter(|line| options.since.is_none_or(|since| line.time >= since))
         .collect();
@@ -145,15 +153,17 @@ pub(crate) fn get<B>(
         lines.drain(..skip);
     }
     let mut remaining = options.limit_bytes.unwrap_or(u64::MAX);
-    let next = followed.next_sequence;
     let first = render(&lines, options.timestamps, &mut remaining);
-    if !options.follow || remaining == 0 {
-        return Ok(response::with_body(
-            StatusCode::OK,
-            "text/plain",
-            response::full(first),
-        ));
-    }
+    let next = match next {
+        Some(next) if options.follow && remaining > 0 => next,
+        _ => {
+            return Ok(response::with_body(
+                StatusCode::OK,
+                "text/plain",
+                response::full(first),
+            ));
+        }
+    };
     let (chunks, body) = mpsc::channel(FOLLOW_QUEUE);
     tokio::spawn(follow(
         state.clone(),

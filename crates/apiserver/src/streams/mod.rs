@@ -16,6 +16,7 @@ mod port_forward;
 mod port_forward_spdy;
 mod port_forward_streams;
 mod port_forward_target;
+mod shell;
 mod spdy;
 mod websocket;
 

@@ -12,7 +12,7 @@ use crate::kubectl::Kubectl;
 use crate::support::TestServer;
 
 /// A cluster of `nodes` with fast heartbeats and instant grace periods.
-async fn cluster(nodes: usize) -> TestServer {
+pub(crate) async fn cluster(nodes: usize) -> TestServer {
     TestServer::start_with(
         ApiServer::builder()
             .nodes(nodes)
@@ -23,7 +23,7 @@ async fn cluster(nodes: usize) -> TestServer {
 }
 
 /// GETs `path` until `done` holds for the object (10 s at most); the last object.
-async fn eventually(
+pub(crate) async fn eventually(
     t: &TestServer,
     path: &str,
     what: &str,
@@ -45,30 +45,30 @@ async fn eventually(
     }
 }
 
-fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
+pub(crate) fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
     object["status"]["conditions"]
         .as_array()?
         .iter()
         .find(|c| c["type"] == kind)
 }
 
-fn condition_status<'a>(object: &'a Value, kind: &str) -> &'a str {
+pub(crate) fn condition_status<'a>(object: &'a Value, kind: &str) -> &'a str {
     condition(object, kind)
         .and_then(|c| c["status"].as_str())
         .unwrap_or("")
 }
 
-async fn create_pod(t: &TestServer, pod: Value) -> Value {
+pub(crate) async fn create_pod(t: &TestServer, pod: Value) -> Value {
     let reply = t.post("/api/v1/namespaces/default/pods", &pod).await;
     assert_eq!(reply.status, 201, "{}", reply.json());
     reply.json()
 }
 
-fn pod(name: &str, spec: Value) -> Value {
+pub(crate) fn pod(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
 }
 
-fn container(command: &[&str]) -> Value {
+pub(crate) fn container(command: &[&str]) -> Value {
     let mut container = json!({"name": "main", "image": "busybox"});
     if !command.is_empty() {
         container["command"] = json!(command);
@@ -76,7 +76,7 @@ fn container(command: &[&str]) -> Value {
     container
 }
 
-fn pod_path(name: &str) -> String {
+pub(crate) fn pod_path(name: &str) -> String {
     format!("/api/v1/namespaces/default/pods/{name}")
 }
 

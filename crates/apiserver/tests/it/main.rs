@@ -3,7 +3,7 @@
 //! - (the fuzzing of paths, queries, bodies and patches is in `src/fuzz_tests.rs`)
 //! - `bootstrap`: the objects a fresh cluster has.
 //! - `cluster`: the simulated cluster: nodes, heartbeats, node lifecycle, scheduler,
-//!   kubelets (issue 26).
+//!   kubelets (issue 26); `cluster_logs`: its containers' output in `kubectl logs`.
 //! - `crd_guards`: CRDs never replace or remove a built-in API (issue 24).
 //! - `defaults`: defaulting of built-in kinds.
 //! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
@@ -35,6 +35,7 @@
 
 mod bootstrap;
 mod cluster;
+mod cluster_logs;
 mod crd_guards;
 mod crd_schemas;
 mod defaults;

@@ -143,7 +143,9 @@ impl KubeletState {
             }
             if run.finished_deleting {
                 writer.delete(PODS, Some(&run.namespace), &run.name, &run.uid, Some(0));
-                self.pods.remove(&uid);
+                if let Some(run) = self.pods.remove(&uid) {
+                    run.forget_all(runtime);
+                }
             }
         }
         // Pods that left (force-deleted, or bound elsewhere) stop here.
@@ -156,7 +158,7 @@ impl KubeletState {
             .collect();
         for uid in gone {
             if let Some(run) = self.pods.remove(&uid) {
-                run.stop_all(runtime);
+                run.forget_all(runtime);
             }
         }
         next
@@ -555,9 +557,10 @@ impl PodRun {
             .any(ContainerRun::running)
     }
 
-    fn stop_all(&self, runtime: &dyn ContainerRuntime) {
+    /// The Pod left the node: its containers stop and their logs go.
+    fn forget_all(&self, runtime: &dyn ContainerRuntime) {
         for container in self.init_containers.iter().chain(self.containers.iter()) {
-            runtime.stop(&self.key(&container.name));
+            runtime.forget(&self.key(&container.name));
         }
     }
 }

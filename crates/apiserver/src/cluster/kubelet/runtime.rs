@@ -34,8 +34,12 @@ pub(crate) trait ContainerRuntime: Send + Sync {
     /// whether a command runs (`false`: it runs until stopped, nothing to wait for).
     fn start(&self, key: ContainerKey, command: ContainerCommand, exits: Arc<Exits>) -> bool;
 
-    /// Stops the container's command if it still runs (it records no exit then).
+    /// Stops the container's command if it still runs (it records no exit then); its
+    /// log stays readable.
     fn stop(&self, key: &ContainerKey);
+
+    /// The container's Pod is gone from the node: stops it and drops its log.
+    fn forget(&self, key: &ContainerKey);
 }
 
 /// The exit codes of commands that ended, until the kubelet's next pass takes them;
