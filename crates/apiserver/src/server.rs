@@ -339,6 +339,21 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Run the simulated cluster's Endpoints controller (default on): an Endpoints object
+    /// per Service with a selector, listing its ready and not-ready Pods and their ports.
+    pub fn endpoints_controller(mut self, enabled: bool) -> Self {
+        self.cluster.endpoints_controller = enabled;
+        self
+    }
+
+    /// Run the simulated cluster's EndpointSlice controller (default on):
+    /// `discovery.k8s.io/v1` EndpointSlices per Service with a selector, with each Pod's
+    /// `ready`, `serving` and `terminating` conditions.
+    pub fn endpoint_slice_controller(mut self, enabled: bool) -> Self {
+        self.cluster.endpoint_slice_controller = enabled;
+        self
+    }
+
     /// The factor the simulated cluster's durations are multiplied by: Pods' grace
     /// periods, container restart back-offs, eviction tolerations. Default 1.0; 0 makes
     /// them instant, 0.1 ten times faster.

@@ -16,6 +16,9 @@
 
 mod controller_utils;
 mod deployment_controller;
+mod endpoint_slice_controller;
+mod endpoint_util;
+mod endpoints_controller;
 mod job_controller;
 mod kubelet;
 mod node;
@@ -63,6 +66,10 @@ pub(crate) struct ClusterOptions {
     pub(crate) deployment_controller: bool,
     /// Whether the Job controller runs.
     pub(crate) job_controller: bool,
+    /// Whether the Endpoints controller runs.
+    pub(crate) endpoints_controller: bool,
+    /// Whether the EndpointSlice controller runs.
+    pub(crate) endpoint_slice_controller: bool,
     /// The factor simulated durations (grace periods) are multiplied by.
     pub(crate) time_scale: f64,
 }
@@ -79,6 +86,8 @@ impl Default for ClusterOptions {
             replica_set_controller: true,
             deployment_controller: true,
             job_controller: true,
+            endpoints_controller: true,
+            endpoint_slice_controller: true,
             time_scale: 1.0,
         }
     }
@@ -198,6 +207,7 @@ impl SimulatedCluster {
             ));
         }
         self.sync_workloads(store);
+        self.sync_service_endpoints(store, &nodes);
         if self.options.scheduler {
             scheduler::sync(store, &nodes);
         }
@@ -276,6 +286,44 @@ impl SimulatedCluster {
         }
     }
 
+    /// The Endpoints and EndpointSlice controllers' pass, over every Service.
+    fn sync_service_endpoints(&self, store: &GenericStore<'_>, nodes: &node::NodeSet) {
+        let (endpoints, slices) = (
+            self.options.endpoints_controller,
+            self.options.endpoint_slice_controller,
+        );
+        if !endpoints && !slices {
+            return;
+        }
+        let snapshot = |group: &str, plural: &str| {
+            store
+                .storage
+                .snapshot(&kubeclient_machinery::GroupResource::new(group, plural), "")
+                .objects
+        };
+        let service_objects = snapshot("", "services");
+        let pod_objects = snapshot("", "pods");
+        let services: Vec<&serde_json::Value> = service_objects.iter().map(|o| &o.value).collect();
+        let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
+        let pods = endpoint_util::by_namespace(&pods);
+        let writer = writer::Writer::new(
+            store,
+            "system:kube-controller-manager".to_owned(),
+            &[],
+            "kube-controller-manager",
+        );
+        if endpoints {
+            let objects = snapshot("", "endpoints");
+            let current: Vec<&serde_json::Value> = objects.iter().map(|o| &o.value).collect();
+            endpoints_controller::sync(&writer, &services, &pods, &current);
+        }
+        if slices {
+            let objects = snapshot("discovery.k8s.io", "endpointslices");
+            let current: Vec<&serde_json::Value> = objects.iter().map(|o| &o.value).collect();
+            endpoint_slice_controller::sync(&writer, &services, &pods, &current, nodes);
+        }
+    }
+
     /// Asks for a pass soon.
     pub(crate) fn wake(&self) {
         self.wake.notify_one();
@@ -285,7 +333,11 @@ impl SimulatedCluster {
 impl WriteHook for SimulatedCluster {
     fn committed(&self, resource: &ResourceDef, _: Committed<'_>) {
         let concerns = match resource.group.as_str() {
-            "" => matches!(resource.plural.as_str(), "pods" | "nodes"),
+            "" => matches!(
+                resource.plural.as_str(),
+                "pods" | "nodes" | "services" | "endpoints"
+            ),
+            "discovery.k8s.io" => resource.plural == "endpointslices",
             "apps" => matches!(resource.plural.as_str(), "replicasets" | "deployments"),
             "batch" => resource.plural == "jobs",
             _ => false,

@@ -41,6 +41,16 @@ pub(super) const EVENTS: Kind = Kind {
     version: "v1",
     plural: "events",
 };
+pub(super) const ENDPOINTS: Kind = Kind {
+    group: "",
+    version: "v1",
+    plural: "endpoints",
+};
+pub(super) const ENDPOINT_SLICES: Kind = Kind {
+    group: "discovery.k8s.io",
+    version: "v1",
+    plural: "endpointslices",
+};
 pub(super) const REPLICA_SETS: Kind = Kind {
     group: "apps",
     version: "v1",

@@ -3,7 +3,8 @@
 //! - (the fuzzing of paths, queries, bodies and patches is in `src/fuzz_tests.rs`)
 //! - `bootstrap`: the objects a fresh cluster has.
 //! - `cluster`: the simulated cluster: nodes, heartbeats, node lifecycle, scheduler,
-//!   kubelets (issue 26); `cluster_logs`: its containers' output in `kubectl logs`.
+//!   kubelets (issue 26); `cluster_logs`: its containers' output in `kubectl logs`;
+//!   `cluster_endpoints`: Endpoints and EndpointSlices of Services.
 //! - `crd_guards`: CRDs never replace or remove a built-in API (issue 24).
 //! - `defaults`: defaulting of built-in kinds.
 //! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
@@ -35,6 +36,7 @@
 
 mod bootstrap;
 mod cluster;
+mod cluster_endpoints;
 mod cluster_logs;
 mod crd_guards;
 mod crd_schemas;

@@ -61,6 +61,12 @@ pub(crate) struct ServeArgs {
     /// Do not run the Job controller.
     #[arg(long)]
     no_job_controller: bool,
+    /// Do not run the Endpoints controller (Services get no Endpoints).
+    #[arg(long)]
+    no_endpoints_controller: bool,
+    /// Do not run the EndpointSlice controller (Services get no EndpointSlices).
+    #[arg(long)]
+    no_endpointslice_controller: bool,
     /// Factor for the simulated cluster's durations (grace periods, restart back-offs,
     /// eviction tolerations): 0 makes them instant, 0.1 ten times faster.
     #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
@@ -207,6 +213,8 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
         .replica_set_controller(!args.no_replicaset_controller)
         .deployment_controller(!args.no_deployment_controller)
         .job_controller(!args.no_job_controller)
+        .endpoints_controller(!args.no_endpoints_controller)
+        .endpoint_slice_controller(!args.no_endpointslice_controller)
         .time_scale(args.time_scale)
         .enable_admin_faults(args.enable_faults)
         .service_account_issuer(args.service_account_issuer.clone())

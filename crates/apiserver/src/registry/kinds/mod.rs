@@ -55,6 +55,7 @@ pub(crate) fn strategy_for(resource: &ResourceDef) -> &'static dyn Strategy {
         }
         ("", "ResourceQuota") => &simple::RESOURCE_QUOTA,
         ("", "Endpoints") => &simple::ENDPOINTS,
+        ("discovery.k8s.io", "EndpointSlice") => &simple::ENDPOINT_SLICE,
         ("", "LimitRange") => &simple::LIMIT_RANGE,
         ("coordination.k8s.io", "Lease") => &simple::LEASE,
         ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => &simple::RBAC_ROLE,

@@ -33,6 +33,11 @@ pub(crate) static ENDPOINTS: SimpleStrategy = SimpleStrategy {
     columns: Some(printers::service::ENDPOINTS),
     ..GENERIC
 };
+/// `discovery.k8s.io/v1` EndpointSlices.
+pub(crate) static ENDPOINT_SLICE: SimpleStrategy = SimpleStrategy {
+    columns: Some(printers::service::ENDPOINT_SLICE),
+    ..GENERIC
+};
 /// core/v1 LimitRanges.
 pub(crate) static LIMIT_RANGE: SimpleStrategy = SimpleStrategy {
     create_on_update: true,

@@ -99,4 +99,46 @@ fn endpoints_text(endpoints: &Value) -> Value {
     }
 }
 
+/// `discovery.k8s.io` EndpointSlices (kube-apiserver's `printEndpointSlice`).
+pub(crate) const ENDPOINT_SLICE: &[Column] = &[
+    col("AddressType", "string", address_type),
+    col("Ports", "string", slice_ports),
+    col("Endpoints", "string", slice_endpoints),
+    col("Age", "string", age),
+];
+
+/// The first three of `all`, then how many more; `<unset>` for none.
+fn first_three(all: &[String]) -> Value {
+    if all.is_empty() {
+        return json!("<unset>");
+    }
+    let shown = all.iter().take(3).cloned().collect::<Vec<_>>().join(",");
+    if all.len() > 3 {
+        json!(format!("{shown} + {} more...", all.len() - 3))
+    } else {
+        json!(shown)
+    }
+}
+
+fn address_type(slice: &Value) -> Value {
+    json!(text(slice, "/addressType"))
+}
+
+fn slice_ports(slice: &Value) -> Value {
+    let ports: Vec<String> = items(slice, "/ports")
+        .iter()
+        .map(|port| int(port, "/port").to_string())
+        .collect();
+    first_three(&ports)
+}
+
+fn slice_endpoints(slice: &Value) -> Value {
+    let addresses: Vec<String> = items(slice, "/endpoints")
+        .iter()
+        .flat_map(|endpoint| items(endpoint, "/addresses"))
+        .filter_map(|address| address.as_str().map(str::to_owned))
+        .collect();
+    first_three(&addresses)
+}
+
 // --- Cluster and configuration ------------------------------------------------------
