@@ -178,12 +178,18 @@ pub(crate) trait Strategy: Sync {
         None
     }
 
-    /// The grace period a DELETE gives `object` (the rest of `CheckGracefulDelete`):
+    /// The grace period a DELETE gives `object` (the rest of `CheckGracefulDelete`),
+    /// given the request's `gracePeriodSeconds` (`requested`, never negative):
     /// `Some(seconds)` marks it with a `deletionTimestamp` that many seconds ahead and
     /// keeps it until whoever runs it (a kubelet) deletes it again with a grace period of
     /// 0; `None` removes it at once. `store` tells whether anything runs it.
-    fn deletion_grace_period(&self, store: &Store, object: &Value) -> Option<i64> {
-        let _ = (store, object);
+    fn deletion_grace_period(
+        &self,
+        store: &Store,
+        object: &Value,
+        requested: Option<i64>,
+    ) -> Option<i64> {
+        let _ = (store, object, requested);
         None
     }
 

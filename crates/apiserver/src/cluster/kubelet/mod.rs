@@ -120,7 +120,7 @@ impl KubeletState {
                 continue;
             };
             let wait = if deleting {
-                run.terminate(pod, options, runtime)
+                run.terminate(pod, options, runtime, &self.exits)
             } else {
                 run.advance(options, runtime, &self.exits)
             };
@@ -282,8 +282,8 @@ pub(super) struct PodRun {
     pub(super) init_containers: Vec<ContainerRun>,
     pub(super) containers: Vec<ContainerRun>,
     restart_policy: String,
-    /// When the kubelet saw the deletion, and when its grace period ends.
-    grace_ends: Option<Instant>,
+    /// When the Pod's grace period ends, and the `deletionGracePeriodSeconds` that set it.
+    grace_ends: Option<(Instant, u64)>,
     finished_deleting: bool,
     /// An init container failed under `restartPolicy: Never`.
     pub(super) init_failed: bool,
@@ -507,15 +507,36 @@ impl PodRun {
         pod: &Value,
         options: &ClusterOptions,
         runtime: &dyn ContainerRuntime,
+        exits: &Exits,
     ) -> Option<Duration> {
+        // Commands that end by themselves meanwhile end the wait sooner.
+        let keys: Vec<ContainerKey> = self
+            .init_containers
+            .iter()
+            .chain(self.containers.iter())
+            .map(|c| self.key(&c.name))
+            .collect();
+        for (container, key) in self
+            .init_containers
+            .iter_mut()
+            .chain(self.containers.iter_mut())
+            .zip(&keys)
+        {
+            Self::collect_exit(container, key, exits);
+        }
         let now_instant = Instant::now();
-        let ends = *self.grace_ends.get_or_insert_with(|| {
-            let seconds = pod
-                .pointer("/metadata/deletionGracePeriodSeconds")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            now_instant + options.scaled(Duration::from_secs(seconds))
-        });
+        let seconds = pod
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let by_now = now_instant + options.scaled(Duration::from_secs(seconds));
+        // A DELETE with a shorter grace period while this one runs shortens it.
+        let ends = match self.grace_ends {
+            Some((ends, seen)) if seen <= seconds => ends,
+            Some((ends, _)) => ends.min(by_now),
+            None => by_now,
+        };
+        self.grace_ends = Some((ends, seconds));
         if ends > now_instant && !self.settled() {
             return Some(ends - now_instant);
         }

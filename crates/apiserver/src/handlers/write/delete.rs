@@ -65,10 +65,19 @@ fn delete_options(call: &Call) -> HandlerResult<(DeleteOptions, bool)> {
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
+    let grace_period_seconds = match body.get("gracePeriodSeconds") {
+        Some(Value::Null) | None => call.query.int64("gracePeriodSeconds")?,
+        Some(value) => Some(value.as_i64().ok_or_else(|| {
+            fail(Status::bad_request(format!(
+                "the DeleteOptions body could not be decoded: gracePeriodSeconds {value} is not an integer"
+            )))
+        })?),
+    };
     let options = DeleteOptions {
         precondition_uid: precondition("uid"),
         precondition_rv: precondition("resourceVersion"),
         propagation,
+        grace_period_seconds,
     };
     Ok((options, dry_run))
 }

@@ -65,6 +65,9 @@ pub(crate) fn evict(call: &Call) -> HandlerResult<Response<Body>> {
         precondition_uid: precondition("uid"),
         precondition_rv: precondition("resourceVersion"),
         propagation: Some(Propagation::Background),
+        grace_period_seconds: options
+            .and_then(|o| o.get("gracePeriodSeconds"))
+            .and_then(Value::as_i64),
     };
     let manager = call.field_manager();
     let check = call.field_check();

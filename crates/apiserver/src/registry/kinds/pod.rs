@@ -55,9 +55,15 @@ impl Strategy for PodStrategy {
         true
     }
 
-    fn deletion_grace_period(&self, store: &Store, object: &Value) -> Option<i64> {
-        // kube-apiserver's CheckGracefulDelete: an unscheduled or finished Pod goes at
-        // once; here also one no kubelet runs (nobody would finish its deletion).
+    fn deletion_grace_period(
+        &self,
+        store: &Store,
+        object: &Value,
+        requested: Option<i64>,
+    ) -> Option<i64> {
+        // kube-apiserver's CheckGracefulDelete: the request's grace period, else the
+        // Pod's; an unscheduled or finished Pod goes at once; here also one no kubelet
+        // runs (nobody would finish its deletion).
         let node = object.pointer("/spec/nodeName").and_then(Value::as_str)?;
         let phase = object.pointer("/status/phase").and_then(Value::as_str);
         if node.is_empty() || matches!(phase, Some("Succeeded" | "Failed")) {
@@ -66,10 +72,12 @@ impl Strategy for PodStrategy {
         if !kubelet_runs(store, node) {
             return None;
         }
-        let seconds = object
-            .pointer("/spec/terminationGracePeriodSeconds")
-            .and_then(Value::as_i64)
-            .unwrap_or(DEFAULT_GRACE_PERIOD_SECONDS);
+        let seconds = requested.unwrap_or_else(|| {
+            object
+                .pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(DEFAULT_GRACE_PERIOD_SECONDS)
+        });
         (seconds > 0).then_some(seconds)
     }
 

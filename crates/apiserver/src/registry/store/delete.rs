@@ -19,6 +19,9 @@ pub(crate) struct DeleteOptions {
     /// `propagationPolicy` (or the deprecated `orphanDependents`); `None` uses the
     /// resource's default.
     pub(crate) propagation: Option<Propagation>,
+    /// `gracePeriodSeconds` (a negative one counts as 1, as `BeforeDelete` has it);
+    /// `None` uses the object's (a Pod's `terminationGracePeriodSeconds`).
+    pub(crate) grace_period_seconds: Option<i64>,
 }
 
 /// What a delete did.
@@ -47,10 +50,12 @@ impl GenericStore<'_> {
         self.delete_with_grace(request, options, None)
     }
 
-    /// [`delete`](Self::delete) with a grace period: `Some(0)` removes an object the
-    /// kind deletes gracefully at once, and finishes the deletion of one already marked
-    /// (what a kubelet sends once a Pod's containers stopped); `None` uses the kind's
-    /// (the [`Strategy`](crate::registry::strategy::Strategy)'s `deletion_grace_period`).
+    /// [`delete`](Self::delete) with a grace period (else the options' own): `Some(0)`
+    /// removes an object the kind deletes gracefully at once, and finishes the deletion
+    /// of one already marked (what a kubelet sends once a Pod's containers stopped); a
+    /// shorter one than a marked object's shortens its grace period (`BeforeDelete`: the
+    /// `deletionTimestamp` moves earlier by the difference); `None` uses the kind's (the
+    /// [`Strategy`](crate::registry::strategy::Strategy)'s `deletion_grace_period`).
     ///
     /// # Errors
     ///
@@ -64,11 +69,16 @@ impl GenericStore<'_> {
         let resource = request.resource;
         let strategy = strategy_for(resource);
         // Asked before the write: the strategy reads storage, which the write locks.
+        let grace = grace
+            .or(options.grace_period_seconds)
+            .map(|seconds| if seconds < 0 { 1 } else { seconds });
         let graceful = match grace {
             Some(0) => None,
             _ => self
                 .get(resource, request.namespace, request.name)
-                .and_then(|current| strategy.deletion_grace_period(self.storage, &current.value)),
+                .and_then(|current| {
+                    strategy.deletion_grace_period(self.storage, &current.value, grace)
+                }),
         };
         let name = request.name;
         let dry_run = request.dry_run;
@@ -109,6 +119,25 @@ impl GenericStore<'_> {
                 if grace == Some(0) && finalizers(&current.value).next().is_none() {
                     result = Some(Deleted::Removed(current.value.clone()));
                     return Ok(if dry_run { Write::Unchanged } else { Write::Delete });
+                }
+                // Only a shorter grace period may be set, on what a kubelet runs.
+                let marked_grace = metadata.get("deletionGracePeriodSeconds").and_then(Value::as_i64);
+                if let (Some(shorter), Some(longer)) = (grace, marked_grace)
+                    && shorter < longer
+                    && strategy.deletes_gracefully()
+                {
+                    let timestamp = metadata
+                        .get("deletionTimestamp")
+                        .and_then(Value::as_str)
+                        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                        .and_then(|t| t.checked_sub(jiff::SignedDuration::from_secs(longer - shorter)).ok());
+                    if let Some(timestamp) = timestamp {
+                        metadata.insert("deletionTimestamp".to_owned(), json!(timestamp.to_string()));
+                    }
+                    metadata.insert("deletionGracePeriodSeconds".to_owned(), json!(shorter));
+                    let marked = Value::Object(marked);
+                    result = Some(Deleted::Marked(marked.clone()));
+                    return Ok(if dry_run { Write::Unchanged } else { Write::Update(marked) });
                 }
                 result = Some(Deleted::Marked(current.value.clone()));
                 return Ok(Write::Unchanged);
