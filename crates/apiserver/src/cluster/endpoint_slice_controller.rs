@@ -98,19 +98,33 @@ pub(super) fn sync(
     }
 }
 
+/// The endpoints with one set of ports (sorted).
+struct PortGroup {
+    ports: Vec<Value>,
+    endpoints: Vec<Value>,
+}
+
+/// What one slice should hold: the key of its ports (`None`: the placeholder, no ports),
+/// the ports and its endpoints.
+struct Wanted<'a> {
+    key: Option<String>,
+    ports: Option<&'a Vec<Value>>,
+    endpoints: &'a [Value],
+}
+
 /// The endpoints of `service`, grouped by their (sorted) ports.
 fn desired(
     service: &Value,
     pods: &[&Value],
     zones: &BTreeMap<&str, &str>,
-) -> BTreeMap<String, (Vec<Value>, Vec<Value>)> {
+) -> BTreeMap<String, PortGroup> {
     let publish = publishes_not_ready(service);
     let service_ports: Vec<&Value> = service
         .pointer("/spec/ports")
         .and_then(Value::as_array)
         .map(|ports| ports.iter().collect())
         .unwrap_or_default();
-    let mut groups: BTreeMap<String, (Vec<Value>, Vec<Value>)> = BTreeMap::new();
+    let mut groups: BTreeMap<String, PortGroup> = BTreeMap::new();
     for pod in pods {
         if !should_be_in_endpoints(pod, true) {
             continue;
@@ -143,12 +157,17 @@ fn desired(
         let key = ports.iter().map(port_key).collect::<Vec<_>>().join(",");
         groups
             .entry(key)
-            .or_insert_with(|| (ports, Vec::new()))
-            .1
+            .or_insert_with(|| PortGroup {
+                ports,
+                endpoints: Vec::new(),
+            })
+            .endpoints
             .push(endpoint);
     }
-    for (_, endpoints) in groups.values_mut() {
-        endpoints.sort_by(|a, b| a["addresses"][0].as_str().cmp(&b["addresses"][0].as_str()));
+    for group in groups.values_mut() {
+        group
+            .endpoints
+            .sort_by(|a, b| a["addresses"][0].as_str().cmp(&b["addresses"][0].as_str()));
     }
     groups
 }
@@ -167,24 +186,37 @@ fn slice_port_key(slice: &Value) -> Option<String> {
 fn reconcile(
     writer: &Writer<'_>,
     service: &Value,
-    desired: &BTreeMap<String, (Vec<Value>, Vec<Value>)>,
+    desired: &BTreeMap<String, PortGroup>,
     mut existing: Vec<&Value>,
 ) {
     existing.sort_by_key(|slice| meta(slice, "name"));
     let labels = labels(service);
     let namespace = meta(service, "namespace");
-    let mut wanted: Vec<(Option<String>, Option<&Vec<Value>>, &[Value])> = Vec::new();
-    for (key, (ports, endpoints)) in desired {
-        for chunk in endpoints.chunks(MAX_ENDPOINTS_PER_SLICE) {
-            wanted.push((Some(key.clone()), Some(ports), chunk));
+    let mut wanted: Vec<Wanted<'_>> = Vec::new();
+    for (key, group) in desired {
+        for chunk in group.endpoints.chunks(MAX_ENDPOINTS_PER_SLICE) {
+            wanted.push(Wanted {
+                key: Some(key.clone()),
+                ports: Some(&group.ports),
+                endpoints: chunk,
+            });
         }
     }
     if wanted.is_empty() {
-        wanted.push((None, None, &[]));
+        wanted.push(Wanted {
+            key: None,
+            ports: None,
+            endpoints: &[],
+        });
     }
     let mut unused: Vec<Option<&Value>> = existing.iter().copied().map(Some).collect();
     let mut to_create = Vec::new();
-    for (key, ports, endpoints) in wanted {
+    for Wanted {
+        key,
+        ports,
+        endpoints,
+    } in wanted
+    {
         let fit = unused
             .iter_mut()
             .find(|slot| slot.is_some_and(|slice| slice_port_key(slice) == key))

@@ -122,6 +122,13 @@ fn labels(service: &Value) -> Value {
     Value::Object(labels)
 }
 
+/// One subset being packed: its ports, and the addresses having exactly those.
+struct Subset {
+    ports: Vec<Value>,
+    ready: Vec<Value>,
+    not_ready: Vec<Value>,
+}
+
 /// The subsets of `service` over the Pods it selects, and whether addresses were
 /// dropped past [`MAX_CAPACITY`].
 fn subsets(service: &Value, pods: &[&Value]) -> (Value, bool) {
@@ -131,8 +138,8 @@ fn subsets(service: &Value, pods: &[&Value]) -> (Value, bool) {
         .and_then(Value::as_array)
         .map(|ports| ports.iter().collect())
         .unwrap_or_default();
-    // Ports (sorted) -> (ready addresses, not-ready addresses), both by IP.
-    let mut packed: BTreeMap<String, (Vec<Value>, Vec<Value>, Vec<Value>)> = BTreeMap::new();
+    // By the key of their (sorted) ports.
+    let mut packed: BTreeMap<String, Subset> = BTreeMap::new();
     for pod in pods {
         if !should_be_in_endpoints(pod, tolerate_unready) {
             continue;
@@ -159,19 +166,26 @@ fn subsets(service: &Value, pods: &[&Value]) -> (Value, bool) {
             address["hostname"] = json!(hostname);
         }
         let key = ports.iter().map(port_key).collect::<Vec<_>>().join(",");
-        let entry = packed
-            .entry(key)
-            .or_insert_with(|| (ports, Vec::new(), Vec::new()));
+        let entry = packed.entry(key).or_insert_with(|| Subset {
+            ports,
+            ready: Vec::new(),
+            not_ready: Vec::new(),
+        });
         if tolerate_unready || super::controller_utils::is_ready(pod) {
-            entry.1.push(address);
+            entry.ready.push(address);
         } else {
-            entry.2.push(address);
+            entry.not_ready.push(address);
         }
     }
     let mut room = MAX_CAPACITY;
     let mut truncated = false;
     let mut subsets = Vec::new();
-    for (_, (ports, mut ready, mut not_ready)) in packed {
+    for Subset {
+        ports,
+        mut ready,
+        mut not_ready,
+    } in packed.into_values()
+    {
         for addresses in [&mut ready, &mut not_ready] {
             addresses.sort_by(|a, b| a["ip"].as_str().cmp(&b["ip"].as_str()));
             if addresses.len() > room {
