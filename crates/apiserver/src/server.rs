@@ -339,6 +339,14 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Run the simulated cluster's DaemonSet controller (default on): one Pod of each
+    /// DaemonSet on every node its selector, affinity and tolerations allow, rolled out
+    /// node by node when its template changes.
+    pub fn daemon_set_controller(mut self, enabled: bool) -> Self {
+        self.cluster.daemon_set_controller = enabled;
+        self
+    }
+
     /// Run the simulated cluster's Endpoints controller (default on): an Endpoints object
     /// per Service with a selector, listing its ready and not-ready Pods and their ports.
     pub fn endpoints_controller(mut self, enabled: bool) -> Self {

@@ -15,6 +15,7 @@
 //! itself at create, as before.
 
 mod controller_utils;
+mod daemon_set_controller;
 mod deployment_controller;
 mod endpoint_slice_controller;
 mod endpoint_util;
@@ -66,6 +67,8 @@ pub(crate) struct ClusterOptions {
     pub(crate) deployment_controller: bool,
     /// Whether the Job controller runs.
     pub(crate) job_controller: bool,
+    /// Whether the DaemonSet controller runs.
+    pub(crate) daemon_set_controller: bool,
     /// Whether the Endpoints controller runs.
     pub(crate) endpoints_controller: bool,
     /// Whether the EndpointSlice controller runs.
@@ -86,6 +89,7 @@ impl Default for ClusterOptions {
             replica_set_controller: true,
             deployment_controller: true,
             job_controller: true,
+            daemon_set_controller: true,
             endpoints_controller: true,
             endpoint_slice_controller: true,
             time_scale: 1.0,
@@ -207,6 +211,9 @@ impl SimulatedCluster {
             ));
         }
         self.sync_workloads(store);
+        if self.options.daemon_set_controller {
+            self.sync_daemon_sets(store, &nodes);
+        }
         self.sync_service_endpoints(store, &nodes);
         if self.options.scheduler {
             scheduler::sync(store, &nodes);
@@ -286,6 +293,31 @@ impl SimulatedCluster {
         }
     }
 
+    /// The DaemonSet controller's pass.
+    fn sync_daemon_sets(&self, store: &GenericStore<'_>, nodes: &node::NodeSet) {
+        let snapshot = |group: &str, plural: &str| {
+            store
+                .storage
+                .snapshot(&kubeclient_machinery::GroupResource::new(group, plural), "")
+                .objects
+        };
+        let daemon_set_objects = snapshot("apps", "daemonsets");
+        if daemon_set_objects.is_empty() {
+            return;
+        }
+        let pod_objects = snapshot("", "pods");
+        let daemon_sets: Vec<&serde_json::Value> =
+            daemon_set_objects.iter().map(|o| &o.value).collect();
+        let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
+        let writer = writer::Writer::new(
+            store,
+            "system:kube-controller-manager".to_owned(),
+            &[],
+            "kube-controller-manager",
+        );
+        daemon_set_controller::sync(&writer, &daemon_sets, &pods, nodes);
+    }
+
     /// The Endpoints and EndpointSlice controllers' pass, over every Service.
     fn sync_service_endpoints(&self, store: &GenericStore<'_>, nodes: &node::NodeSet) {
         let (endpoints, slices) = (
@@ -338,7 +370,10 @@ impl WriteHook for SimulatedCluster {
                 "pods" | "nodes" | "services" | "endpoints"
             ),
             "discovery.k8s.io" => resource.plural == "endpointslices",
-            "apps" => matches!(resource.plural.as_str(), "replicasets" | "deployments"),
+            "apps" => matches!(
+                resource.plural.as_str(),
+                "replicasets" | "deployments" | "daemonsets"
+            ),
             "batch" => resource.plural == "jobs",
             _ => false,
         };

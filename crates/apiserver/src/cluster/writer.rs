@@ -61,6 +61,11 @@ pub(super) const DEPLOYMENTS: Kind = Kind {
     version: "v1",
     plural: "deployments",
 };
+pub(super) const DAEMON_SETS: Kind = Kind {
+    group: "apps",
+    version: "v1",
+    plural: "daemonsets",
+};
 pub(super) const JOBS: Kind = Kind {
     group: "batch",
     version: "v1",

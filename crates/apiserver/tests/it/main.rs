@@ -4,7 +4,7 @@
 //! - `bootstrap`: the objects a fresh cluster has.
 //! - `cluster`: the simulated cluster: nodes, heartbeats, node lifecycle, scheduler,
 //!   kubelets (issue 26); `cluster_logs`: its containers' output in `kubectl logs`;
-//!   `cluster_endpoints`: Endpoints and EndpointSlices of Services;
+//!   `cluster_daemon_sets`: DaemonSets; `cluster_endpoints`: Endpoints and EndpointSlices of Services;
 //!   `cluster_graceful_deletion`: DELETE's grace periods for Pods on simulated nodes.
 //! - `crd_guards`: CRDs never replace or remove a built-in API (issue 24).
 //! - `defaults`: defaulting of built-in kinds.
@@ -37,6 +37,7 @@
 
 mod bootstrap;
 mod cluster;
+mod cluster_daemon_sets;
 mod cluster_endpoints;
 mod cluster_graceful_deletion;
 mod cluster_logs;

@@ -61,6 +61,9 @@ pub(crate) struct ServeArgs {
     /// Do not run the Job controller.
     #[arg(long)]
     no_job_controller: bool,
+    /// Do not run the DaemonSet controller.
+    #[arg(long)]
+    no_daemonset_controller: bool,
     /// Do not run the Endpoints controller (Services get no Endpoints).
     #[arg(long)]
     no_endpoints_controller: bool,
@@ -213,6 +216,7 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
         .replica_set_controller(!args.no_replicaset_controller)
         .deployment_controller(!args.no_deployment_controller)
         .job_controller(!args.no_job_controller)
+        .daemon_set_controller(!args.no_daemonset_controller)
         .endpoints_controller(!args.no_endpoints_controller)
         .endpoint_slice_controller(!args.no_endpointslice_controller)
         .time_scale(args.time_scale)

@@ -106,6 +106,15 @@ pub(super) fn hold_lease(store: &GenericStore<'_>) {
     }
 }
 
+/// Whether `pod` could run on `node` by its node selector, required node affinity and
+/// tolerations (what the DaemonSet controller asks of a node before it places a Pod).
+pub(super) fn fits_node(pod: &Value, node: &NodeInfo) -> bool {
+    let pod = PodInfo::from_object(pod);
+    node_affinity(&pod, node).is_none()
+        && taint_toleration(&pod, node).is_none()
+        && node_unschedulable(&pod, node).is_none()
+}
+
 /// A Pod as the scheduler sees it.
 #[derive(Clone, Debug)]
 pub(super) struct PodInfo {
