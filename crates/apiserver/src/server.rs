@@ -339,6 +339,14 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Run the simulated cluster's StatefulSet controller (default on): Pods `<name>-0`
+    /// ... in ordinal order, one at a time (or in parallel), their claims from
+    /// `volumeClaimTemplates`, rolling updates from the highest ordinal down.
+    pub fn stateful_set_controller(mut self, enabled: bool) -> Self {
+        self.cluster.stateful_set_controller = enabled;
+        self
+    }
+
     /// Run the simulated cluster's DaemonSet controller (default on): one Pod of each
     /// DaemonSet on every node its selector, affinity and tolerations allow, rolled out
     /// node by node when its template changes.

@@ -28,6 +28,7 @@ mod node_lifecycle_controller;
 mod quantity;
 mod replica_set_controller;
 mod scheduler;
+mod stateful_set_controller;
 mod writer;
 
 use std::collections::{HashMap, HashSet};
@@ -67,6 +68,8 @@ pub(crate) struct ClusterOptions {
     pub(crate) deployment_controller: bool,
     /// Whether the Job controller runs.
     pub(crate) job_controller: bool,
+    /// Whether the StatefulSet controller runs.
+    pub(crate) stateful_set_controller: bool,
     /// Whether the DaemonSet controller runs.
     pub(crate) daemon_set_controller: bool,
     /// Whether the Endpoints controller runs.
@@ -90,6 +93,7 @@ impl Default for ClusterOptions {
             deployment_controller: true,
             job_controller: true,
             daemon_set_controller: true,
+            stateful_set_controller: true,
             endpoints_controller: true,
             endpoint_slice_controller: true,
             time_scale: 1.0,
@@ -214,6 +218,9 @@ impl SimulatedCluster {
         if self.options.daemon_set_controller {
             self.sync_daemon_sets(store, &nodes);
         }
+        if self.options.stateful_set_controller {
+            self.sync_stateful_sets(store);
+        }
         self.sync_service_endpoints(store, &nodes);
         if self.options.scheduler {
             scheduler::sync(store, &nodes);
@@ -291,6 +298,32 @@ impl SimulatedCluster {
                 job_controller::sync(&writer, &jobs, &pods);
             }
         }
+    }
+
+    /// The StatefulSet controller's pass.
+    fn sync_stateful_sets(&self, store: &GenericStore<'_>) {
+        let snapshot = |group: &str, plural: &str| {
+            store
+                .storage
+                .snapshot(&kubeclient_machinery::GroupResource::new(group, plural), "")
+                .objects
+        };
+        let set_objects = snapshot("apps", "statefulsets");
+        if set_objects.is_empty() {
+            return;
+        }
+        let pod_objects = snapshot("", "pods");
+        let claim_objects = snapshot("", "persistentvolumeclaims");
+        let sets: Vec<&serde_json::Value> = set_objects.iter().map(|o| &o.value).collect();
+        let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
+        let claims: Vec<&serde_json::Value> = claim_objects.iter().map(|o| &o.value).collect();
+        let writer = writer::Writer::new(
+            store,
+            "system:kube-controller-manager".to_owned(),
+            &[],
+            "kube-controller-manager",
+        );
+        stateful_set_controller::sync(&writer, &sets, &pods, &claims);
     }
 
     /// The DaemonSet controller's pass.
@@ -372,7 +405,7 @@ impl WriteHook for SimulatedCluster {
             "discovery.k8s.io" => resource.plural == "endpointslices",
             "apps" => matches!(
                 resource.plural.as_str(),
-                "replicasets" | "deployments" | "daemonsets"
+                "replicasets" | "deployments" | "daemonsets" | "statefulsets"
             ),
             "batch" => resource.plural == "jobs",
             _ => false,

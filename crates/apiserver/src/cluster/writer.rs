@@ -66,6 +66,16 @@ pub(super) const DAEMON_SETS: Kind = Kind {
     version: "v1",
     plural: "daemonsets",
 };
+pub(super) const STATEFUL_SETS: Kind = Kind {
+    group: "apps",
+    version: "v1",
+    plural: "statefulsets",
+};
+pub(super) const PERSISTENT_VOLUME_CLAIMS: Kind = Kind {
+    group: "",
+    version: "v1",
+    plural: "persistentvolumeclaims",
+};
 pub(super) const JOBS: Kind = Kind {
     group: "batch",
     version: "v1",

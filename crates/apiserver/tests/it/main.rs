@@ -5,7 +5,8 @@
 //! - `cluster`: the simulated cluster: nodes, heartbeats, node lifecycle, scheduler,
 //!   kubelets (issue 26); `cluster_logs`: its containers' output in `kubectl logs`;
 //!   `cluster_daemon_sets`: DaemonSets; `cluster_endpoints`: Endpoints and EndpointSlices of Services;
-//!   `cluster_graceful_deletion`: DELETE's grace periods for Pods on simulated nodes.
+//!   `cluster_graceful_deletion`: DELETE's grace periods for Pods on simulated nodes;
+//!   `cluster_stateful_sets`: StatefulSets.
 //! - `crd_guards`: CRDs never replace or remove a built-in API (issue 24).
 //! - `defaults`: defaulting of built-in kinds.
 //! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
@@ -41,6 +42,7 @@ mod cluster_daemon_sets;
 mod cluster_endpoints;
 mod cluster_graceful_deletion;
 mod cluster_logs;
+mod cluster_stateful_sets;
 mod crd_guards;
 mod crd_schemas;
 mod defaults;

@@ -61,6 +61,9 @@ pub(crate) struct ServeArgs {
     /// Do not run the Job controller.
     #[arg(long)]
     no_job_controller: bool,
+    /// Do not run the StatefulSet controller.
+    #[arg(long)]
+    no_statefulset_controller: bool,
     /// Do not run the DaemonSet controller.
     #[arg(long)]
     no_daemonset_controller: bool,
@@ -216,6 +219,7 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
         .replica_set_controller(!args.no_replicaset_controller)
         .deployment_controller(!args.no_deployment_controller)
         .job_controller(!args.no_job_controller)
+        .stateful_set_controller(!args.no_statefulset_controller)
         .daemon_set_controller(!args.no_daemonset_controller)
         .endpoints_controller(!args.no_endpoints_controller)
         .endpoint_slice_controller(!args.no_endpointslice_controller)
