@@ -171,3 +171,45 @@ async fn kubectl_logs_of_a_job_shows_its_pods_output() {
     let log = kubectl.ok(&["logs", "job/hello"]).await;
     assert_eq!(log, format!("hello from {pod_name}\ndone\n"));
 }
+
+#[tokio::test]
+async fn kubectl_exec_runs_sh_scripts_in_a_running_pod() {
+    let t = cluster(1).await;
+    create_pod(
+        &t,
+        pod(
+            "shell",
+            json!({"containers": [shell("while true; do sleep 1; done")]}),
+        ),
+    )
+    .await;
+    eventually(&t, &pod_path("shell"), "the Pod runs", |p| {
+        p["status"]["phase"] == "Running"
+    })
+    .await;
+    let kubectl = Kubectl::for_server(&t);
+    let output = kubectl
+        .run(&[
+            "exec",
+            "shell",
+            "--",
+            "sh",
+            "-c",
+            "if true; then echo \"$GREETING from $HOSTNAME\"; fi; exit 3",
+        ])
+        .await;
+    assert_eq!(output.status.code(), Some(3));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "hello from shell\n"
+    );
+    let refused = kubectl
+        .run(&["exec", "shell", "--", "sh", "-c", "echo a | cat"])
+        .await;
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("pipes"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
