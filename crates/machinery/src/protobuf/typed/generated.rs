@@ -1588,6 +1588,109 @@ impl Message for k8s_openapi::api::authentication::v1::BoundObjectReference {
 super::slots!(k8s_openapi::api::authentication::v1::BoundObjectReference);
 super::message!(k8s_openapi::api::authentication::v1::BoundObjectReference);
 
+impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReview {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.SelfSubjectReview";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::SelfSubjectReview);
+super::message!(k8s_openapi::api::authentication::v1::SelfSubjectReview);
+
+impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.SelfSubjectReviewStatus";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.user_info, value, reader, 1, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus);
+super::message!(k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus);
+
+impl Message for k8s_openapi::api::authentication::v1::TokenRequest {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.TokenRequest";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::TokenRequest);
+super::message!(k8s_openapi::api::authentication::v1::TokenRequest);
+
+impl Message for k8s_openapi::api::authentication::v1::TokenRequestSpec {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.TokenRequestSpec";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.audiences, value, reader, 1, ctx),
+            3 => Slot::fill(&mut this.bound_object_ref, value, reader, 3, ctx),
+            4 => Slot::fill(&mut this.expiration_seconds, value, reader, 4, ctx),
+            #[cfg(kubeclient_k8s_minor = "37")]
+            5 => Slot::fill(&mut this.attestations, value, reader, 5, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::TokenRequestSpec);
+super::message!(k8s_openapi::api::authentication::v1::TokenRequestSpec);
+
 impl Message for k8s_openapi::api::authentication::v1::TokenRequestStatus {
     const NAME: &'static str = "k8s.io.api.authentication.v1.TokenRequestStatus";
 
@@ -1632,6 +1735,32 @@ impl Message for k8s_openapi::api::authentication::v1::TokenRequestStatus {
 super::slots!(k8s_openapi::api::authentication::v1::TokenRequestStatus);
 super::message!(k8s_openapi::api::authentication::v1::TokenRequestStatus);
 
+impl Message for k8s_openapi::api::authentication::v1::TokenReview {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.TokenReview";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::TokenReview);
+super::message!(k8s_openapi::api::authentication::v1::TokenReview);
+
 impl Message for k8s_openapi::api::authentication::v1::TokenReviewSpec {
     const NAME: &'static str = "k8s.io.api.authentication.v1.TokenReviewSpec";
 
@@ -1657,6 +1786,64 @@ impl Message for k8s_openapi::api::authentication::v1::TokenReviewSpec {
 }
 super::slots!(k8s_openapi::api::authentication::v1::TokenReviewSpec);
 super::message!(k8s_openapi::api::authentication::v1::TokenReviewSpec);
+
+impl Message for k8s_openapi::api::authentication::v1::TokenReviewStatus {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.TokenReviewStatus";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 if skip_zero(value) => Ok(()),
+            1 => Slot::fill(&mut this.authenticated, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.user, value, reader, 2, ctx),
+            3 if skip_zero(value) => Ok(()),
+            3 => Slot::fill(&mut this.error, value, reader, 3, ctx),
+            4 => Slot::fill(&mut this.audiences, value, reader, 4, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::TokenReviewStatus);
+super::message!(k8s_openapi::api::authentication::v1::TokenReviewStatus);
+
+impl Message for k8s_openapi::api::authentication::v1::UserInfo {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.UserInfo";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 if skip_zero(value) => Ok(()),
+            1 => Slot::fill(&mut this.username, value, reader, 1, ctx),
+            2 if skip_zero(value) => Ok(()),
+            2 => Slot::fill(&mut this.uid, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.groups, value, reader, 3, ctx),
+            4 => Slot::fill(&mut this.extra, value, reader, 4, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::UserInfo);
+super::message!(k8s_openapi::api::authentication::v1::UserInfo);
 
 impl Message for k8s_openapi::api::authorization::v1::FieldSelectorAttributes {
     const NAME: &'static str = "k8s.io.api.authorization.v1.FieldSelectorAttributes";
@@ -1709,6 +1896,32 @@ impl Message for k8s_openapi::api::authorization::v1::LabelSelectorAttributes {
 }
 super::slots!(k8s_openapi::api::authorization::v1::LabelSelectorAttributes);
 super::message!(k8s_openapi::api::authorization::v1::LabelSelectorAttributes);
+
+impl Message for k8s_openapi::api::authorization::v1::LocalSubjectAccessReview {
+    const NAME: &'static str = "k8s.io.api.authorization.v1.LocalSubjectAccessReview";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authorization::v1::LocalSubjectAccessReview);
+super::message!(k8s_openapi::api::authorization::v1::LocalSubjectAccessReview);
 
 impl Message for k8s_openapi::api::authorization::v1::NonResourceAttributes {
     const NAME: &'static str = "k8s.io.api.authorization.v1.NonResourceAttributes";
@@ -1929,6 +2142,63 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec
 }
 super::slots!(k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec);
 super::message!(k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec);
+
+impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReview {
+    const NAME: &'static str = "k8s.io.api.authorization.v1.SubjectAccessReview";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authorization::v1::SubjectAccessReview);
+super::message!(k8s_openapi::api::authorization::v1::SubjectAccessReview);
+
+impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec {
+    const NAME: &'static str = "k8s.io.api.authorization.v1.SubjectAccessReviewSpec";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.resource_attributes, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.non_resource_attributes, value, reader, 2, ctx),
+            3 if skip_zero(value) => Ok(()),
+            3 => Slot::fill(&mut this.user, value, reader, 3, ctx),
+            4 => Slot::fill(&mut this.groups, value, reader, 4, ctx),
+            5 => Slot::fill(&mut this.extra, value, reader, 5, ctx),
+            6 if skip_zero(value) => Ok(()),
+            6 => Slot::fill(&mut this.uid, value, reader, 6, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec);
+super::message!(k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec);
 
 impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus {
     const NAME: &'static str = "k8s.io.api.authorization.v1.SubjectAccessReviewStatus";
@@ -3258,6 +3528,32 @@ impl Message for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
 super::slots!(k8s_openapi::api::batch::v1::UncountedTerminatedPods);
 super::message!(k8s_openapi::api::batch::v1::UncountedTerminatedPods);
 
+impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequest {
+    const NAME: &'static str = "k8s.io.api.certificates.v1.CertificateSigningRequest";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::certificates::v1::CertificateSigningRequest);
+super::message!(k8s_openapi::api::certificates::v1::CertificateSigningRequest);
+
 impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition {
     const NAME: &'static str = "k8s.io.api.certificates.v1.CertificateSigningRequestCondition";
 
@@ -3288,6 +3584,39 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestCo
 }
 super::slots!(k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition);
 super::message!(k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition);
+
+impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSpec {
+    const NAME: &'static str = "k8s.io.api.certificates.v1.CertificateSigningRequestSpec";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.request, value, reader, 1, ctx),
+            2 if skip_zero(value) => Ok(()),
+            2 => Slot::fill(&mut this.username, value, reader, 2, ctx),
+            3 if skip_zero(value) => Ok(()),
+            3 => Slot::fill(&mut this.uid, value, reader, 3, ctx),
+            4 => Slot::fill(&mut this.groups, value, reader, 4, ctx),
+            5 => Slot::fill(&mut this.usages, value, reader, 5, ctx),
+            6 => Slot::fill(&mut this.extra, value, reader, 6, ctx),
+            7 => Slot::fill(&mut this.signer_name, value, reader, 7, ctx),
+            8 => Slot::fill(&mut this.expiration_seconds, value, reader, 8, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::certificates::v1::CertificateSigningRequestSpec);
+super::message!(k8s_openapi::api::certificates::v1::CertificateSigningRequestSpec);
 
 impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestStatus {
     const NAME: &'static str = "k8s.io.api.certificates.v1.CertificateSigningRequestStatus";
@@ -15827,6 +16156,67 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList);
 super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList);
 
+impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
+    const NAME: &'static str = "k8s.io.apimachinery.pkg.apis.meta.v1.APIResource";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.namespaced, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.kind, value, reader, 3, ctx),
+            4 => super::fill_string_array(&mut this.verbs, value),
+            5 => Slot::fill(&mut this.short_names, value, reader, 5, ctx),
+            6 => Slot::fill(&mut this.singular_name, value, reader, 6, ctx),
+            7 => Slot::fill(&mut this.categories, value, reader, 7, ctx),
+            8 if skip_zero(value) => Ok(()),
+            8 => Slot::fill(&mut this.group, value, reader, 8, ctx),
+            9 if skip_zero(value) => Ok(()),
+            9 => Slot::fill(&mut this.version, value, reader, 9, ctx),
+            10 if skip_zero(value) => Ok(()),
+            10 => Slot::fill(&mut this.storage_version_hash, value, reader, 10, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource);
+super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource);
+
+impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList {
+    const NAME: &'static str = "k8s.io.apimachinery.pkg.apis.meta.v1.APIResourceList";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.group_version, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.resources, value, reader, 2, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList);
+super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList);
+
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
     const NAME: &'static str = "k8s.io.apimachinery.pkg.apis.meta.v1.APIVersions";
 
@@ -16781,13 +17171,19 @@ pub(super) fn register(table: &mut super::Table) {
     table.add::<k8s_openapi::api::apps::v1::Deployment>();
     table.add::<k8s_openapi::api::apps::v1::ReplicaSet>();
     table.add::<k8s_openapi::api::apps::v1::StatefulSet>();
+    table.add::<k8s_openapi::api::authentication::v1::SelfSubjectReview>();
+    table.add::<k8s_openapi::api::authentication::v1::TokenRequest>();
+    table.add::<k8s_openapi::api::authentication::v1::TokenReview>();
+    table.add::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>();
     table.add::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>();
     table.add::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>();
+    table.add::<k8s_openapi::api::authorization::v1::SubjectAccessReview>();
     table.add::<k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler>();
     table.add::<k8s_openapi::api::autoscaling::v1::Scale>();
     table.add::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>();
     table.add::<k8s_openapi::api::batch::v1::CronJob>();
     table.add::<k8s_openapi::api::batch::v1::Job>();
+    table.add::<k8s_openapi::api::certificates::v1::CertificateSigningRequest>();
     #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::certificates::v1::ClusterTrustBundle>();
     #[cfg(kubeclient_k8s_minor = "37")]
@@ -16799,6 +17195,7 @@ pub(super) fn register(table: &mut super::Table) {
     table.add::<k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration>();
     table.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup>();
     table.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList>();
+    table.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList>();
     table.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions>();
     table.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>();
     table.add::<k8s_openapi::api::networking::v1::IPAddress>();
