@@ -12,11 +12,13 @@
 
 mod backend;
 mod change;
+mod etcd;
 mod object;
 mod store;
 
 pub use backend::{Backend, BackendError, BackendFuture, ChangeStream, ListOptions};
 pub use change::{Change, ChangeKind, event_line};
+pub use etcd::{EtcdBackend, EtcdConfig};
 pub(crate) use object::TypeMetaFirst;
 pub use object::{Prepared, StoredObject};
 pub use store::{
