@@ -187,3 +187,44 @@ async fn an_unreachable_etcd_is_an_error_naming_the_endpoint() {
     );
     assert!(error.to_string().contains(&url), "{error}");
 }
+
+#[tokio::test]
+async fn client_certificates_reach_an_etcd_that_requires_them() {
+    let test = "client_certificates_reach_an_etcd_that_requires_them";
+    let Some(etcd) = TestEtcd::start_tls(test).await else {
+        return;
+    };
+    let backend = etcd.backend("/registry").await;
+    let cms = GroupResource::new("", "configmaps");
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "tls", "namespace": "default"}});
+    let created = backend
+        .create(&cms, "default/tls", cm)
+        .await
+        .expect("a write over TLS");
+    let read = backend.get(&cms, "default/tls").await.expect("a read");
+    assert_eq!(read.map(|o| o.rv), Some(created.rv));
+
+    let files = etcd.client_files().expect("a TLS member");
+    let mut anonymous = EtcdConfig::new([etcd.url.clone()]);
+    anonymous.ca_file = Some(files.ca.clone());
+    anonymous.connect_timeout = std::time::Duration::from_secs(2);
+    let refused = EtcdBackend::connect(anonymous).await;
+    assert!(
+        matches!(&refused, Err(BackendError::Unavailable { .. })),
+        "a client without a certificate is refused: {refused:?}"
+    );
+
+    let mut half = etcd.config();
+    half.key_file = None;
+    let half = EtcdBackend::connect(half).await;
+    assert!(
+        matches!(&half, Err(BackendError::Config { .. })),
+        "{half:?}"
+    );
+    let mut missing = etcd.config();
+    missing.ca_file = Some(files.ca.with_file_name("absent.pem"));
+    let missing = EtcdBackend::connect(missing).await;
+    let message = missing.expect_err("an absent CA file").to_string();
+    assert!(message.contains("--etcd-cafile"), "{message}");
+}
