@@ -43,11 +43,12 @@ mod list_stream;
 mod schema;
 mod special;
 mod to_json;
+mod typed;
 mod watch_frame;
 mod wire;
 mod zero_value;
 
-pub use de::{from_protobuf, from_protobuf_with, item_from_protobuf};
+pub use de::{from_protobuf, from_protobuf_via_serde, from_protobuf_with, item_from_protobuf};
 pub use envelope::MAGIC;
 pub use list::{ProtobufList, decode_item, encode_item, encode_list, peek_item_meta, split_list};
 pub use list_stream::ListStreamSplitter;
