@@ -1,6 +1,7 @@
 //! Storage: the seam every store of the server implements ([`Backend`], kube-apiserver's
-//! `storage.Interface`), the in-memory MVCC [`Store`] (the default) and the etcd v3 backend
-//! ([`EtcdBackend`]), which keeps objects as kube-apiserver keeps them.
+//! `storage.Interface`), the in-memory MVCC [`Store`] (the default) and, with the `etcd`
+//! feature, the etcd v3 backend (`EtcdBackend`), which keeps objects as kube-apiserver keeps
+//! them.
 //!
 //! The in-memory store: one global revision counter, objects per resource, and a bounded
 //! history of changes per resource that serves watches (and paginated lists) from older
@@ -12,12 +13,14 @@
 
 mod backend;
 mod change;
+#[cfg(feature = "etcd")]
 mod etcd;
 mod object;
 mod store;
 
 pub use backend::{Backend, BackendError, BackendFuture, ChangeStream, ListOptions};
 pub use change::{Change, ChangeKind, event_line};
+#[cfg(feature = "etcd")]
 pub use etcd::{EtcdBackend, EtcdConfig};
 pub(crate) use object::TypeMetaFirst;
 pub use object::{Prepared, StoredObject};

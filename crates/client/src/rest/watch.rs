@@ -218,7 +218,10 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
     }
 }
 
-fn decode_lines<K: DeserializeOwned + 'static>(batch: LineBatch, strip: bool) -> Vec<Result<WatchEvent<K>>> {
+fn decode_lines<K: DeserializeOwned + 'static>(
+    batch: LineBatch,
+    strip: bool,
+) -> Vec<Result<WatchEvent<K>>> {
     let LineBatch {
         bytes,
         lines,

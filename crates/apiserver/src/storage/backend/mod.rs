@@ -1,6 +1,6 @@
 //! The storage seam: [`Backend`], what every store under the server implements — the
-//! in-memory MVCC [`Store`](super::Store) (the default) and etcd v3
-//! ([`EtcdBackend`](super::EtcdBackend)) — kube-apiserver's `storage.Interface`.
+//! in-memory MVCC [`Store`](super::Store) (the default) and etcd v3 (`EtcdBackend`, with
+//! the `etcd` feature) — kube-apiserver's `storage.Interface`.
 //!
 //! A backend stores objects per resource under keys (`namespace/name`, or `name` for
 //! cluster-scoped objects) and gives them one global, growing revision: an object's
@@ -32,6 +32,7 @@
 mod change_stream;
 mod error;
 mod memory;
+mod status;
 #[cfg(test)]
 pub(crate) mod suite;
 
