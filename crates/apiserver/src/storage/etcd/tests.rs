@@ -228,3 +228,37 @@ async fn client_certificates_reach_an_etcd_that_requires_them() {
     let message = missing.expect_err("an absent CA file").to_string();
     assert!(message.contains("--etcd-cafile"), "{message}");
 }
+
+#[tokio::test]
+async fn a_stopped_etcd_ends_watches_and_fails_requests_instead_of_hanging() {
+    let test = "a_stopped_etcd_ends_watches_and_fails_requests_instead_of_hanging";
+    let Some(etcd) = TestEtcd::start(test).await else {
+        return;
+    };
+    let mut config = etcd.config();
+    config.request_timeout = std::time::Duration::from_secs(5);
+    let backend = EtcdBackend::connect(config).await.expect("connect");
+    let cms = GroupResource::new("", "configmaps");
+    let now = backend.revision().await.expect("revision");
+    let mut watch = backend.watch(&cms, "", now).await.expect("watch");
+    drop(etcd);
+
+    // A hang guard, not a timing check: the watch must end (or report why) by itself.
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(60), watch.next())
+        .await
+        .expect("the watch of a stopped etcd ends instead of hanging");
+    assert!(
+        !matches!(ended, Some(Ok(_))),
+        "no change comes from a stopped etcd: {ended:?}"
+    );
+    let get = backend.get(&cms, "default/a").await;
+    assert!(
+        matches!(
+            get,
+            Err(BackendError::Unavailable { .. } | BackendError::Timeout(_))
+        ),
+        "{get:?}"
+    );
+    let status = get.expect_err("a failure").status(&cms, "a");
+    assert!(matches!(status.code, 500 | 504), "{status:?}");
+}
