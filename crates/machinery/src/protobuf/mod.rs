@@ -133,6 +133,9 @@ pub enum ProtobufError {
     /// A raw extension that is not JSON.
     #[error("raw extension is not JSON")]
     RawJson(#[source] serde_json::Error),
+    /// A raw extension (or `FieldsV1`) that is not JSON, found by the generated decoders.
+    #[error("raw extension is not JSON")]
+    RawJsonDecode(#[source] crate::ObjectDecodeError),
     /// A content encoding or type inside the envelope this codec does not read.
     #[error("unsupported {0}")]
     Unsupported(String),

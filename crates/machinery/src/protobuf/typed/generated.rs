@@ -2448,7 +2448,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondi
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
             5 if skip_zero(value) => Ok(()),
             5 => Slot::fill(&mut this.message, value, reader, 5, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             6 => Slot::fill(&mut this.observed_generation, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -2950,7 +2950,7 @@ impl Message for k8s_openapi::api::batch::v1::JobCondition {
 super::slots!(k8s_openapi::api::batch::v1::JobCondition);
 super::message!(k8s_openapi::api::batch::v1::JobCondition);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::batch::v1::JobSchedulingConfiguration {
     const NAME: &'static str = "k8s.io.api.batch.v1.JobSchedulingConfiguration";
 
@@ -2975,9 +2975,9 @@ impl Message for k8s_openapi::api::batch::v1::JobSchedulingConfiguration {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::batch::v1::JobSchedulingConfiguration);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::batch::v1::JobSchedulingConfiguration);
 
 impl Message for k8s_openapi::api::batch::v1::JobSpec {
@@ -3012,7 +3012,7 @@ impl Message for k8s_openapi::api::batch::v1::JobSpec {
             14 => Slot::fill(&mut this.pod_replacement_policy, value, reader, 14, ctx),
             15 => Slot::fill(&mut this.managed_by, value, reader, 15, ctx),
             16 => Slot::fill(&mut this.success_policy, value, reader, 16, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             17 => Slot::fill(&mut this.scheduling, value, reader, 17, ctx),
             _ => Ok(()),
         }
@@ -3316,7 +3316,7 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSt
 super::slots!(k8s_openapi::api::certificates::v1::CertificateSigningRequestStatus);
 super::message!(k8s_openapi::api::certificates::v1::CertificateSigningRequestStatus);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundle {
     const NAME: &'static str = "k8s.io.api.certificates.v1.ClusterTrustBundle";
 
@@ -3339,12 +3339,12 @@ impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundle {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::certificates::v1::ClusterTrustBundle);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::certificates::v1::ClusterTrustBundle);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec {
     const NAME: &'static str = "k8s.io.api.certificates.v1.ClusterTrustBundleSpec";
 
@@ -3368,12 +3368,12 @@ impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequest {
     const NAME: &'static str = "k8s.io.api.certificates.v1.PodCertificateRequest";
 
@@ -3397,12 +3397,12 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequest {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::certificates::v1::PodCertificateRequest);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::certificates::v1::PodCertificateRequest);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestSpec {
     const NAME: &'static str = "k8s.io.api.certificates.v1.PodCertificateRequestSpec";
 
@@ -3439,12 +3439,12 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestSpec {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::certificates::v1::PodCertificateRequestSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::certificates::v1::PodCertificateRequestSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus {
     const NAME: &'static str = "k8s.io.api.certificates.v1.PodCertificateRequestStatus";
 
@@ -3471,9 +3471,9 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::certificates::v1::PodCertificateRequestStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::certificates::v1::PodCertificateRequestStatus);
 
 impl Message for k8s_openapi::api::coordination::v1::Lease {
@@ -4015,7 +4015,7 @@ impl Message for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
             3 => Slot::fill(&mut this.label_selector, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.path, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.optional, value, reader, 5, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             6 => Slot::fill(&mut this.user, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -4248,7 +4248,7 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
             2 => Slot::fill(&mut this.items, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.default_mode, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.optional, value, reader, 4, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             5 => Slot::fill(&mut this.default_user, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -4776,7 +4776,7 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
             2 => Slot::fill(&mut this.field_ref, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.resource_field_ref, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.mode, value, reader, 4, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             5 => Slot::fill(&mut this.user, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -4803,7 +4803,7 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
         match number {
             1 => Slot::fill(&mut this.items, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.default_mode, value, reader, 2, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             3 => Slot::fill(&mut this.default_user, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -4831,7 +4831,7 @@ impl Message for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
             1 if skip_zero(value) => Ok(()),
             1 => Slot::fill(&mut this.medium, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.size_limit, value, reader, 2, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             3 => Slot::fill(&mut this.mode, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -5186,7 +5186,7 @@ impl Message for k8s_openapi::api::core::v1::EventSource {
 super::slots!(k8s_openapi::api::core::v1::EventSource);
 super::message!(k8s_openapi::api::core::v1::EventSource);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::EvictionResponder {
     const NAME: &'static str = "k8s.io.api.core.v1.EvictionResponder";
 
@@ -5209,9 +5209,9 @@ impl Message for k8s_openapi::api::core::v1::EvictionResponder {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::EvictionResponder);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::EvictionResponder);
 
 impl Message for k8s_openapi::api::core::v1::ExecAction {
@@ -5448,7 +5448,7 @@ impl Message for k8s_openapi::api::core::v1::GRPCAction {
         match number {
             1 => Slot::fill(&mut this.port, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.service, value, reader, 2, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             3 => Slot::fill(&mut this.mode, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -5564,7 +5564,7 @@ impl Message for k8s_openapi::api::core::v1::HTTPGetAction {
             4 if skip_zero(value) => Ok(()),
             4 => Slot::fill(&mut this.scheme, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.http_headers, value, reader, 5, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             6 => Slot::fill(&mut this.protocol, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -5824,7 +5824,7 @@ impl Message for k8s_openapi::api::core::v1::KeyToPath {
             1 => Slot::fill(&mut this.key, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.path, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.mode, value, reader, 3, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             4 => Slot::fill(&mut this.user, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -6346,7 +6346,7 @@ impl Message for k8s_openapi::api::core::v1::NodeAffinity {
 super::slots!(k8s_openapi::api::core::v1::NodeAffinity);
 super::message!(k8s_openapi::api::core::v1::NodeAffinity);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
     const NAME: &'static str = "k8s.io.api.core.v1.NodeAllocatableMappedResources";
 
@@ -6369,12 +6369,12 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::NodeAllocatableMappedResources);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::NodeAllocatableMappedResources);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
     const NAME: &'static str = "k8s.io.api.core.v1.NodeAllocatableOverheadResources";
 
@@ -6398,9 +6398,9 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::NodeAllocatableOverheadResources);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::NodeAllocatableOverheadResources);
 
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -6422,9 +6422,9 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus 
         match number {
             1 => Slot::fill(&mut this.resource_claim_name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.containers, value, reader, 2, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             4 => Slot::fill(&mut this.mapping, value, reader, 4, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             5 => Slot::fill(&mut this.overhead, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -6566,7 +6566,7 @@ impl Message for k8s_openapi::api::core::v1::NodeFeatures {
 super::slots!(k8s_openapi::api::core::v1::NodeFeatures);
 super::message!(k8s_openapi::api::core::v1::NodeFeatures);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::NodePodPreemptionPolicy {
     const NAME: &'static str = "k8s.io.api.core.v1.NodePodPreemptionPolicy";
 
@@ -6588,9 +6588,9 @@ impl Message for k8s_openapi::api::core::v1::NodePodPreemptionPolicy {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::NodePodPreemptionPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::NodePodPreemptionPolicy);
 
 impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandler {
@@ -6745,7 +6745,7 @@ impl Message for k8s_openapi::api::core::v1::NodeSpec {
             5 => Slot::fill(&mut this.taints, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.config_source, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.pod_cidrs, value, reader, 7, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             8 => Slot::fill(&mut this.pod_preemption_policy, value, reader, 8, ctx),
             _ => Ok(()),
         }
@@ -7071,7 +7071,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
                 ctx,
             ),
             9 => Slot::fill(&mut this.modify_volume_status, value, reader, 9, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             10 => Slot::fill(&mut this.health_status, value, reader, 10, ctx),
             _ => Ok(()),
         }
@@ -7406,7 +7406,7 @@ impl Message for k8s_openapi::api::core::v1::PodCertificateProjection {
                 kubeclient_k8s_minor = "37"
             ))]
             7 => Slot::fill(&mut this.user_annotations, value, reader, 7, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             8 => Slot::fill(&mut this.user, value, reader, 8, ctx),
             _ => Ok(()),
         }
@@ -7866,7 +7866,7 @@ impl Message for k8s_openapi::api::core::v1::PodSpec {
             41 => Slot::fill(&mut this.hostname_override, value, reader, 41, ctx),
             #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
             43 => Slot::fill(&mut this.scheduling_group, value, reader, 43, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             44 => Slot::fill(&mut this.eviction_responders, value, reader, 44, ctx),
             _ => Ok(()),
         }
@@ -7956,7 +7956,7 @@ impl Message for k8s_openapi::api::core::v1::PodStatus {
                 21,
                 ctx,
             ),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             22 => Slot::fill(&mut this.volume_health, value, reader, 22, ctx),
             _ => Ok(()),
         }
@@ -8015,7 +8015,7 @@ impl Message for k8s_openapi::api::core::v1::PodTemplateSpec {
 super::slots!(k8s_openapi::api::core::v1::PodTemplateSpec);
 super::message!(k8s_openapi::api::core::v1::PodTemplateSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::PodVolumeHealth {
     const NAME: &'static str = "k8s.io.api.core.v1.PodVolumeHealth";
 
@@ -8039,9 +8039,9 @@ impl Message for k8s_openapi::api::core::v1::PodVolumeHealth {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::PodVolumeHealth);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::PodVolumeHealth);
 
 impl Message for k8s_openapi::api::core::v1::PortStatus {
@@ -8184,7 +8184,7 @@ impl Message for k8s_openapi::api::core::v1::ProjectedVolumeSource {
         match number {
             1 => Slot::fill(&mut this.sources, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.default_mode, value, reader, 2, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             3 => Slot::fill(&mut this.default_user, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -8976,7 +8976,7 @@ impl Message for k8s_openapi::api::core::v1::SecretVolumeSource {
             2 => Slot::fill(&mut this.items, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.default_mode, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.optional, value, reader, 4, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             5 => Slot::fill(&mut this.default_user, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -9099,7 +9099,7 @@ impl Message for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
             1 => Slot::fill(&mut this.audience, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.expiration_seconds, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.path, value, reader, 3, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             4 => Slot::fill(&mut this.user, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -9636,7 +9636,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeDevice {
 super::slots!(k8s_openapi::api::core::v1::VolumeDevice);
 super::message!(k8s_openapi::api::core::v1::VolumeDevice);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::VolumeHealthCondition {
     const NAME: &'static str = "k8s.io.api.core.v1.VolumeHealthCondition";
 
@@ -9661,12 +9661,12 @@ impl Message for k8s_openapi::api::core::v1::VolumeHealthCondition {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::VolumeHealthCondition);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::VolumeHealthCondition);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::VolumeHealthStatus {
     const NAME: &'static str = "k8s.io.api.core.v1.VolumeHealthStatus";
 
@@ -9689,9 +9689,9 @@ impl Message for k8s_openapi::api::core::v1::VolumeHealthStatus {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::VolumeHealthStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::VolumeHealthStatus);
 
 impl Message for k8s_openapi::api::core::v1::VolumeMount {
@@ -9720,7 +9720,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeMount {
             6 if skip_zero(value) => Ok(()),
             6 => Slot::fill(&mut this.sub_path_expr, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.recursive_read_only, value, reader, 7, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             8 => Slot::fill(&mut this.bind_mount_options, value, reader, 8, ctx),
             _ => Ok(()),
         }
@@ -12300,7 +12300,7 @@ impl Message for k8s_openapi::api::resource::v1::Device {
             10 => Slot::fill(&mut this.binding_conditions, value, reader, 10, ctx),
             11 => Slot::fill(&mut this.binding_failure_conditions, value, reader, 11, ctx),
             12 => Slot::fill(&mut this.allow_multiple_allocations, value, reader, 12, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             14 => Slot::fill(&mut this.node_allocatable_resources, value, reader, 14, ctx),
             _ => Ok(()),
         }
@@ -12889,7 +12889,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
             8 => Slot::fill(&mut this.binding_failure_conditions, value, reader, 8, ctx),
             9 => Slot::fill(&mut this.share_id, value, reader, 9, ctx),
             10 => Slot::fill(&mut this.consumed_capacity, value, reader, 10, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             11 => Slot::fill(&mut this.skip_node_operations, value, reader, 11, ctx),
             _ => Ok(()),
         }
@@ -13048,7 +13048,7 @@ super::slots!(k8s_openapi::api::resource::v1::DeviceTaint);
 ))]
 super::message!(k8s_openapi::api::resource::v1::DeviceTaint);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::DeviceTaintRule {
     const NAME: &'static str = "k8s.io.api.resource.v1.DeviceTaintRule";
 
@@ -13072,12 +13072,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRule {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::DeviceTaintRule);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::DeviceTaintRule);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleSpec {
     const NAME: &'static str = "k8s.io.api.resource.v1.DeviceTaintRuleSpec";
 
@@ -13100,12 +13100,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleSpec {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::DeviceTaintRuleSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::DeviceTaintRuleSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleStatus {
     const NAME: &'static str = "k8s.io.api.resource.v1.DeviceTaintRuleStatus";
 
@@ -13127,12 +13127,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleStatus {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::DeviceTaintRuleStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::DeviceTaintRuleStatus);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::DeviceTaintSelector {
     const NAME: &'static str = "k8s.io.api.resource.v1.DeviceTaintSelector";
 
@@ -13156,9 +13156,9 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintSelector {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::DeviceTaintSelector);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::DeviceTaintSelector);
 
 #[cfg(any(
@@ -13307,7 +13307,7 @@ super::slots!(k8s_openapi::api::resource::v1::NetworkDeviceData);
 ))]
 super::message!(k8s_openapi::api::resource::v1::NetworkDeviceData);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::NodeAllocatableMapping {
     const NAME: &'static str = "k8s.io.api.resource.v1.NodeAllocatableMapping";
 
@@ -13331,12 +13331,12 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableMapping {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::NodeAllocatableMapping);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::NodeAllocatableMapping);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::NodeAllocatableOverhead {
     const NAME: &'static str = "k8s.io.api.resource.v1.NodeAllocatableOverhead";
 
@@ -13359,12 +13359,12 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableOverhead {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::NodeAllocatableOverhead);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::NodeAllocatableOverhead);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::NodeAllocatableResource {
     const NAME: &'static str = "k8s.io.api.resource.v1.NodeAllocatableResource";
 
@@ -13387,9 +13387,9 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableResource {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::NodeAllocatableResource);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::NodeAllocatableResource);
 
 #[cfg(any(
@@ -13814,9 +13814,9 @@ impl Message for k8s_openapi::api::resource::v1::ResourceSliceSpec {
             6 => Slot::fill(&mut this.devices, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.per_device_node_selection, value, reader, 7, ctx),
             8 => Slot::fill(&mut this.shared_counters, value, reader, 8, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             9 => Slot::fill(&mut this.partition_type_attribute, value, reader, 9, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             10 => Slot::fill(&mut this.skip_node_operations, value, reader, 10, ctx),
             _ => Ok(()),
         }
@@ -13867,19 +13867,19 @@ impl Message for k8s_openapi::api::scheduling::v1::PriorityClass {
 super::slots!(k8s_openapi::api::scheduling::v1::PriorityClass);
 super::message!(k8s_openapi::api::scheduling::v1::PriorityClass);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::AllCompositeDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::AllDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::BasicSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::CompositeBasicSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositeDisruptionMode";
 
@@ -13902,12 +13902,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeGangSchedulingPolicy {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositeGangSchedulingPolicy";
 
@@ -13929,12 +13929,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeGangScheduling
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositeGangSchedulingPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositeGangSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositePodGroup";
 
@@ -13958,12 +13958,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingConstraints {
     const NAME: &'static str =
         "k8s.io.api.scheduling.v1alpha3.CompositePodGroupSchedulingConstraints";
@@ -13986,12 +13986,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedu
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingConstraints);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingConstraints);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingPolicy {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositePodGroupSchedulingPolicy";
 
@@ -14014,12 +14014,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedu
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositePodGroupSpec";
 
@@ -14055,12 +14055,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositePodGroupStatus";
 
@@ -14082,12 +14082,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositePodGroupTemplate";
 
@@ -14124,12 +14124,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTempla
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::DisruptionMode {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.DisruptionMode";
 
@@ -14152,12 +14152,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::DisruptionMode {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::DisruptionMode);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::DisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.GangSchedulingPolicy";
 
@@ -14179,12 +14179,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroup {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroup";
 
@@ -14208,12 +14208,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroup {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroup);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroup);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupResourceClaim";
 
@@ -14243,12 +14243,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimStatus {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupResourceClaimStatus";
 
@@ -14271,12 +14271,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimSt
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimStatus);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConstraints {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupSchedulingConstraints";
 
@@ -14298,12 +14298,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConst
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConstraints);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConstraints);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolicy {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupSchedulingPolicy";
 
@@ -14326,12 +14326,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolic
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupSpec";
 
@@ -14368,12 +14368,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupStatus";
 
@@ -14396,12 +14396,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupTemplate";
 
@@ -14431,18 +14431,18 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::SingleCompositeDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::SingleDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.TopologyConstraint";
 
@@ -14464,12 +14464,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReference {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.TypedLocalObjectReference";
 
@@ -14494,12 +14494,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReferen
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReference);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReference);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::Workload {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.Workload";
 
@@ -14522,18 +14522,18 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::Workload {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::Workload);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::Workload);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupAllDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupBasicSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisruptionMode {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.WorkloadPodGroupDisruptionMode";
 
@@ -14556,12 +14556,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisrupt
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisruptionMode);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSchedulingPolicy {
     const NAME: &'static str =
         "k8s.io.api.scheduling.v1alpha3.WorkloadPodGroupGangSchedulingPolicy";
@@ -14584,12 +14584,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSch
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSchedulingPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResourceClaim {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.WorkloadPodGroupResourceClaim";
 
@@ -14619,12 +14619,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResourc
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResourceClaim);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResourceClaim);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingConstraints {
     const NAME: &'static str =
         "k8s.io.api.scheduling.v1alpha3.WorkloadPodGroupSchedulingConstraints";
@@ -14647,12 +14647,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedul
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingConstraints);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingConstraints);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingPolicy {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.WorkloadPodGroupSchedulingPolicy";
 
@@ -14675,15 +14675,15 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedul
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSingleDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadReference {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.WorkloadReference";
 
@@ -14706,12 +14706,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadReference {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadReference);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadReference);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.WorkloadSpec";
 
@@ -14741,9 +14741,9 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec);
 
 impl Message for k8s_openapi::api::storage::v1::CSIDriver {
@@ -14847,7 +14847,7 @@ impl Message for k8s_openapi::api::storage::v1::CSINode {
         match number {
             1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -14907,7 +14907,7 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeSpec {
 super::slots!(k8s_openapi::api::storage::v1::CSINodeSpec);
 super::message!(k8s_openapi::api::storage::v1::CSINodeSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::storage::v1::CSINodeStatus {
     const NAME: &'static str = "k8s.io.api.storage.v1.CSINodeStatus";
 
@@ -14929,9 +14929,9 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeStatus {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storage::v1::CSINodeStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::storage::v1::CSINodeStatus);
 
 impl Message for k8s_openapi::api::storage::v1::CSIStorageCapacity {
@@ -14993,7 +14993,7 @@ impl Message for k8s_openapi::api::storage::v1::StorageClass {
 super::slots!(k8s_openapi::api::storage::v1::StorageClass);
 super::message!(k8s_openapi::api::storage::v1::StorageClass);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::storage::v1::StorageHealth {
     const NAME: &'static str = "k8s.io.api.storage.v1.StorageHealth";
 
@@ -15016,12 +15016,12 @@ impl Message for k8s_openapi::api::storage::v1::StorageHealth {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storage::v1::StorageHealth);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::storage::v1::StorageHealth);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::storage::v1::StorageHealthCondition {
     const NAME: &'static str = "k8s.io.api.storage.v1.StorageHealthCondition";
 
@@ -15049,9 +15049,9 @@ impl Message for k8s_openapi::api::storage::v1::StorageHealthCondition {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storage::v1::StorageHealthCondition);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::storage::v1::StorageHealthCondition);
 
 impl Message for k8s_openapi::api::storage::v1::TokenRequest {
@@ -15278,7 +15278,7 @@ impl Message for k8s_openapi::api::storage::v1::VolumeNodeResources {
 super::slots!(k8s_openapi::api::storage::v1::VolumeNodeResources);
 super::message!(k8s_openapi::api::storage::v1::VolumeNodeResources);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration {
     const NAME: &'static str = "k8s.io.api.storagemigration.v1.StorageVersionMigration";
 
@@ -15302,12 +15302,12 @@ impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storagemigration::v1::StorageVersionMigration);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::storagemigration::v1::StorageVersionMigration);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigrationSpec {
     const NAME: &'static str = "k8s.io.api.storagemigration.v1.StorageVersionMigrationSpec";
 
@@ -15329,12 +15329,12 @@ impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storagemigration::v1::StorageVersionMigrationSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::storagemigration::v1::StorageVersionMigrationSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigrationStatus {
     const NAME: &'static str = "k8s.io.api.storagemigration.v1.StorageVersionMigrationStatus";
 
@@ -15358,9 +15358,9 @@ impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storagemigration::v1::StorageVersionMigrationStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::storagemigration::v1::StorageVersionMigrationStatus);
 
 impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition {
@@ -16789,9 +16789,9 @@ pub(super) fn register(table: &mut super::Table) {
     table.add::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>();
     table.add::<k8s_openapi::api::batch::v1::CronJob>();
     table.add::<k8s_openapi::api::batch::v1::Job>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::certificates::v1::ClusterTrustBundle>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::certificates::v1::PodCertificateRequest>();
     table.add::<k8s_openapi::api::coordination::v1::Lease>();
     table.add::<k8s_openapi::api::discovery::v1::EndpointSlice>();
@@ -16821,7 +16821,7 @@ pub(super) fn register(table: &mut super::Table) {
         kubeclient_k8s_minor = "37"
     ))]
     table.add::<k8s_openapi::api::resource::v1::DeviceClass>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::resource::v1::DeviceTaintRule>();
     #[cfg(any(
         kubeclient_k8s_minor = "34",
@@ -16845,11 +16845,11 @@ pub(super) fn register(table: &mut super::Table) {
     ))]
     table.add::<k8s_openapi::api::resource::v1::ResourceSlice>();
     table.add::<k8s_openapi::api::scheduling::v1::PriorityClass>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::scheduling::v1alpha3::PodGroup>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::scheduling::v1alpha3::Workload>();
     table.add::<k8s_openapi::api::storage::v1::CSIDriver>();
     table.add::<k8s_openapi::api::storage::v1::CSINode>();
@@ -16863,7 +16863,7 @@ pub(super) fn register(table: &mut super::Table) {
         kubeclient_k8s_minor = "37"
     ))]
     table.add::<k8s_openapi::api::storage::v1::VolumeAttributesClass>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::storagemigration::v1::StorageVersionMigration>();
     table.add::<k8s_openapi::api::core::v1::Binding>();
     table.add::<k8s_openapi::api::core::v1::ComponentStatus>();

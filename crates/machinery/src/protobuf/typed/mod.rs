@@ -589,9 +589,10 @@ fn raw_json(value: WireValue<'_>, ctx: &Ctx) -> Result<Option<serde_json::Value>
     if raw.starts_with(super::MAGIC) {
         return envelope::decode_at_depth(raw, ctx.depth + 1).map(Some);
     }
-    serde_json::from_slice(raw)
+    // simd-json, as the JSON path decodes these values (a Pod's managedFields are ~1 KB).
+    crate::decode_object(raw, false)
         .map(Some)
-        .map_err(ProtobufError::RawJson)
+        .map_err(ProtobufError::RawJsonDecode)
 }
 
 impl Decode for FieldsV1 {

@@ -88,3 +88,57 @@ fn types_without_a_generated_decoder_use_the_serde_path() {
     );
     assert!(super::has_decoder::<Pod>());
 }
+
+/// The k8s-openapi sources the decoders are generated from: `KUBECLIENT_K8S_OPENAPI_SRC`,
+/// else the copy cargo unpacked in its registry (`$CARGO_HOME`, or `~/.cargo`).
+fn k8s_openapi_sources() -> Option<std::path::PathBuf> {
+    if let Some(dir) = std::env::var_os("KUBECLIENT_K8S_OPENAPI_SRC") {
+        return Some(dir.into());
+    }
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cargo")))?;
+    let registry = cargo_home.join("registry/src");
+    std::fs::read_dir(registry)
+        .ok()?
+        .flatten()
+        .map(|index| index.path().join("k8s-openapi-0.29.0"))
+        .find(|dir| dir.is_dir())
+}
+
+/// Regenerating the decoders from schema.txt and the k8s-openapi sources changes nothing
+/// (prints `skipped` when neither the variable nor cargo's registry copy is there).
+#[test]
+fn regenerating_the_decoders_changes_nothing() {
+    let Some(sources) = k8s_openapi_sources() else {
+        eprintln!("skipped: no k8s-openapi sources (set KUBECLIENT_K8S_OPENAPI_SRC)");
+        return;
+    };
+    let root = manifest_dir();
+    let output = std::process::Command::new(root.join("../../scripts/gen-protobuf-decoders"))
+        .arg(root.join("src/protobuf/schema.txt"))
+        .arg(&sources)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let checked_in = std::fs::read_to_string(root.join("src/protobuf/typed/generated.rs")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&output.stdout) == checked_in,
+        "generated.rs differs from what scripts/gen-protobuf-decoders generates"
+    );
+}
+
+/// The build script found the version k8s-openapi was built for (the tests enable 1.37):
+/// without it every version-dependent field would be left out silently.
+#[test]
+fn the_build_script_tells_the_decoders_the_kubernetes_version() {
+    #[cfg(kubeclient_k8s_minor = "37")]
+    const BUILT_FOR: &str = "1.37";
+    #[cfg(not(kubeclient_k8s_minor = "37"))]
+    const BUILT_FOR: &str = "no version cfg";
+    assert_eq!(BUILT_FOR, "1.37");
+}
