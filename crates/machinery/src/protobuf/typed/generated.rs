@@ -5,7 +5,6 @@
 #![allow(
     clippy::too_many_lines,
     clippy::match_same_arms,
-    clippy::non_minimal_cfg,
     unused_imports,
     unused_variables
 )]
