@@ -27,6 +27,8 @@ enum Source {
         after: u64,
     },
     /// Changes pumped by a task that owns a remote watch; the task ends with the stream.
+    /// (Only the etcd backend makes one.)
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     Channel {
         receiver: mpsc::Receiver<Result<Arc<Change>, BackendError>>,
         pump: tokio::task::JoinHandle<()>,
@@ -46,6 +48,7 @@ impl ChangeStream {
     }
 
     /// A stream fed by `pump` through `receiver`.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub(crate) fn channel(
         receiver: mpsc::Receiver<Result<Arc<Change>, BackendError>>,
         pump: tokio::task::JoinHandle<()>,
