@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Event, Service};
 use kubeclient::config::{Kubeconfig, KubeconfigOptions};
-use kubeclient::controller::Controller;
+use kubeclient::controller::{Controller, retry_with_backoff};
 use kubeclient::customresource::{CustomResourceExt, install_crd};
 use kubeclient::informers::SharedInformerFactory;
 use kubeclient::leaderelection::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock};
@@ -118,10 +118,15 @@ impl Replica {
                         .build();
                     match controller {
                         Ok(controller) => {
-                            factory.start();
-                            controller
-                                .run(move |request| reconcile(ctx.clone(), request), lost)
-                                .await;
+                            let run = controller.run(reconcile, retry_with_backoff, ctx, lost);
+                            match run.await {
+                                Ok(summary) => println!(
+                                    "  [{who}] reconciled {} times ({} failed)",
+                                    summary.reconciles(),
+                                    summary.failed
+                                ),
+                                Err(err) => eprintln!("  [{who}] controller stopped: {err}"),
+                            }
                         }
                         Err(err) => eprintln!("  [{who}] cannot build the controller: {err}"),
                     }

@@ -43,11 +43,20 @@ pub(crate) enum ReconcileError {
 impl std::fmt::Display for ReconcileError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ReconcileError::Api(err) => write!(f, "{}", kubeclient::machinery::ErrorChain(err)),
+            ReconcileError::Api(_) => write!(f, "a request failed"),
             ReconcileError::NotOwned(name) => write!(
                 f,
                 "Service {name} already exists and is not managed by an Installation"
             ),
+        }
+    }
+}
+
+impl std::error::Error for ReconcileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ReconcileError::Api(err) => Some(err),
+            ReconcileError::NotOwned(_) => None,
         }
     }
 }
@@ -98,8 +107,8 @@ pub(crate) fn service_port(service: &Service) -> Option<i32> {
 
 /// Reconciles one Installation key; records an event for the outcome.
 pub(crate) async fn reconcile(
-    ctx: Arc<Context>,
     request: ReconcileRequest<Installation>,
+    ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
     let Some(installation) = request.object else {
         return Ok(Action::done()); // gone: the finalizer already cleaned up
@@ -114,7 +123,7 @@ pub(crate) async fn reconcile(
             installation.as_ref(),
             EventType::Warning,
             "SyncFailed",
-            &err.to_string(),
+            &kubeclient::machinery::ErrorChain(err).to_string(),
         ),
     }
     outcome.map(|_| Action::done())

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
-use kubeclient::controller::{Action, Controller, ReconcileRequest};
+use kubeclient::controller::{
+    Action, Controller, ControllerError, ReconcileError, ReconcileRequest, retry_with_backoff,
+};
 use kubeclient::informers::SharedInformerFactory;
 use kubeclient::machinery::Object;
 use kubeclient::{Api, CancellationToken, Client, DeleteParams, Patch, PatchParams, PostParams};
@@ -50,14 +52,14 @@ fn service_port(svc: &Service) -> Option<i32> {
 
 /// Owner cleanup through a finalizer (it does not rely on a garbage collector).
 async fn reconcile_service(
-    client: Client,
     request: ReconcileRequest<ConfigMap>,
+    client: Arc<Client>,
 ) -> kubeclient::Result<Action> {
     let Some(cm) = request.object else {
         return Ok(Action::done());
     };
-    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &request.namespace);
-    let services: Api<Service> = Api::namespaced(client, &request.namespace);
+    let config_maps: Api<ConfigMap> = Api::namespaced((*client).clone(), &request.namespace);
+    let services: Api<Service> = Api::namespaced((*client).clone(), &request.namespace);
     if cm.deletion_timestamp().is_some() {
         if let Err(err) = services
             .delete(&request.name, &DeleteParams::default())
@@ -107,11 +109,12 @@ async fn a_controller_creates_updates_recreates_and_finalizes_owned_services() {
         .workers(2)
         .build()
         .expect("the informers run");
-    factory.start();
+    // Nobody starts the factory: `run` does.
     let stop = CancellationToken::new();
-    let client = fx.client.clone();
     let run = tokio::spawn(controller.run(
-        move |request| reconcile_service(client.clone(), request),
+        reconcile_service,
+        retry_with_backoff,
+        Arc::new(fx.client.clone()),
         stop.clone(),
     ));
     let config_maps: Api<ConfigMap> = Api::namespaced(fx.client.clone(), "default");
@@ -178,10 +181,12 @@ async fn a_controller_creates_updates_recreates_and_finalizes_owned_services() {
     assert!(config_maps.get_opt("web").await.expect("a GET").is_none());
 
     stop.cancel();
-    tokio::time::timeout(Duration::from_secs(10), run)
+    let summary = tokio::time::timeout(Duration::from_secs(10), run)
         .await
         .expect("the controller stops (a worker may be stuck)")
-        .expect("the controller task ends cleanly");
+        .expect("the controller task ends cleanly")
+        .expect("the caches synced");
+    assert!(summary.succeeded >= 4, "{summary:?}");
     factory.shutdown().await;
 }
 
@@ -224,17 +229,21 @@ async fn errors_back_off_panics_are_retried_and_success_forgets() {
     let stop = CancellationToken::new();
     let (reconciler_script, reconciler_queue) = (script.clone(), queue.clone());
     let run = tokio::spawn(controller.run(
-        move |request: ReconcileRequest<ConfigMap>| {
+        move |request: ReconcileRequest<ConfigMap>, _ctx: Arc<()>| {
             let attempt = reconciler_script
                 .attempt(&request.key, reconciler_queue.num_requeues(&request.key));
             async move {
                 match (request.name.as_str(), attempt) {
-                    ("flaky", 1..=3) => Err(format!("transient failure {attempt}")),
+                    ("flaky", 1..=3) => Err(std::io::Error::other(format!(
+                        "transient failure {attempt}"
+                    ))),
                     ("panics", 1) => panic!("reconcile bug on the first attempt"),
                     _ => Ok(Action::done()),
                 }
             }
         },
+        retry_with_backoff,
+        Arc::new(()),
         stop.clone(),
     ));
     let config_maps: Api<ConfigMap> = Api::namespaced(fx.client.clone(), "default");
@@ -260,8 +269,12 @@ async fn errors_back_off_panics_are_retried_and_success_forgets() {
     })
     .await;
     stop.cancel();
-    run.await
-        .expect("a worker survived the panic and the controller stopped");
+    let summary = run
+        .await
+        .expect("a worker survived the panic and the controller stopped")
+        .expect("the caches synced");
+    assert_eq!((summary.failed, summary.panicked), (3, 1), "{summary:?}");
+    assert!(summary.succeeded >= 3, "{summary:?}");
     factory.shutdown().await;
 }
 
@@ -277,10 +290,12 @@ async fn requeue_after_reconciles_again_without_a_change() {
     let stop = CancellationToken::new();
     let counter = count.clone();
     let run = tokio::spawn(controller.run(
-        move |_request| {
+        move |_request, _ctx: Arc<()>| {
             counter.fetch_add(1, Ordering::SeqCst);
             async { Ok::<_, std::io::Error>(Action::requeue_after(Duration::from_millis(20))) }
         },
+        retry_with_backoff,
+        Arc::new(()),
         stop.clone(),
     ));
     Api::<ConfigMap>::namespaced(fx.client.clone(), "default")
@@ -292,7 +307,7 @@ async fn requeue_after_reconciles_again_without_a_change() {
     })
     .await;
     stop.cancel();
-    run.await.expect("stopped");
+    run.await.expect("stopped").expect("the caches synced");
     factory.shutdown().await;
 }
 
@@ -325,10 +340,12 @@ async fn two_controllers_share_one_informer_and_a_late_one_replays_the_cache() {
         let seen = seen.clone();
         let name = controller.name().to_owned();
         runs.push(tokio::spawn(controller.run(
-            move |request| {
+            move |request, _ctx: Arc<()>| {
                 seen.lock().unwrap().push((name.clone(), request.key));
                 async { Ok::<_, std::io::Error>(Action::done()) }
             },
+            retry_with_backoff,
+            Arc::new(()),
             stop.clone(),
         )));
     }
@@ -347,7 +364,7 @@ async fn two_controllers_share_one_informer_and_a_late_one_replays_the_cache() {
     .await;
     stop.cancel();
     for run in runs {
-        run.await.expect("stopped");
+        run.await.expect("stopped").expect("the caches synced");
     }
     // Stopped controllers removed their handlers; the shared informer goes on.
     assert_eq!(informer.handler_count(), 0);
@@ -371,7 +388,7 @@ async fn shutdown_waits_for_the_reconcile_in_flight() {
     let stop = CancellationToken::new();
     let done = finished.clone();
     let run = tokio::spawn(controller.run(
-        move |_request| {
+        move |_request, _ctx: Arc<()>| {
             let (started_tx, release_rx, done) =
                 (started_tx.clone(), release_rx.clone(), done.clone());
             async move {
@@ -385,6 +402,8 @@ async fn shutdown_waits_for_the_reconcile_in_flight() {
                 Ok::<_, std::io::Error>(Action::done())
             }
         },
+        retry_with_backoff,
+        Arc::new(()),
         stop.clone(),
     ));
     Api::<ConfigMap>::namespaced(fx.client.clone(), "default")
@@ -405,7 +424,8 @@ async fn shutdown_waits_for_the_reconcile_in_flight() {
     tokio::time::timeout(Duration::from_secs(10), run)
         .await
         .expect("the controller stops once the reconcile returns")
-        .expect("ended cleanly");
+        .expect("ended cleanly")
+        .expect("the caches synced");
     assert_eq!(finished.load(Ordering::SeqCst), 1);
     factory.shutdown().await;
 }
@@ -432,13 +452,15 @@ async fn a_watched_type_enqueues_the_keys_its_mapping_function_returns() {
     let stop = CancellationToken::new();
     let record = seen.clone();
     let run = tokio::spawn(controller.run(
-        move |request: ReconcileRequest<ConfigMap>| {
+        move |request: ReconcileRequest<ConfigMap>, _ctx: Arc<()>| {
             record
                 .lock()
                 .unwrap()
                 .push((request.key, request.object.is_some()));
             async { Ok::<_, std::io::Error>(Action::done()) }
         },
+        retry_with_backoff,
+        Arc::new(()),
         stop.clone(),
     ));
     let secret: Secret = serde_json::from_value(json!({
@@ -456,6 +478,189 @@ async fn a_watched_type_enqueues_the_keys_its_mapping_function_returns() {
     })
     .await;
     stop.cancel();
-    run.await.expect("stopped");
+    run.await.expect("stopped").expect("the caches synced");
+    factory.shutdown().await;
+}
+
+/// A reconcile error with a cause, to see the chain survive.
+#[derive(Debug)]
+struct SyncError {
+    key: String,
+    cause: std::io::Error,
+}
+
+impl std::fmt::Display for SyncError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot sync {}", self.key)
+    }
+}
+
+impl std::error::Error for SyncError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.cause)
+    }
+}
+
+/// What the error policy of the next test is given.
+struct GiveUp {
+    after: usize,
+}
+
+#[tokio::test]
+async fn an_error_policy_gives_up_and_the_outcomes_keep_the_cause_chain() {
+    use futures_util::StreamExt;
+    use kubeclient::machinery::ErrorChain;
+
+    let fx = start().await;
+    let factory = SharedInformerFactory::new(fx.client.clone());
+    let controller = Controller::<ConfigMap>::builder("gives-up", &factory)
+        .build()
+        .expect("built");
+    let queue = controller.queue().clone();
+    let mut outcomes = controller.outcomes();
+    let stop = CancellationToken::new();
+    let run = tokio::spawn(controller.run(
+        |request: ReconcileRequest<ConfigMap>, _ctx: Arc<GiveUp>| async move {
+            Err::<Action, _>(SyncError {
+                key: format!("{} (retry {})", request.key, request.retries),
+                cause: std::io::Error::other("disk full"),
+            })
+        },
+        |request: &ReconcileRequest<ConfigMap>, _err: &SyncError, ctx: &GiveUp| {
+            if request.retries >= ctx.after {
+                Action::done()
+            } else {
+                Action::requeue()
+            }
+        },
+        Arc::new(GiveUp { after: 2 }),
+        stop.clone(),
+    ));
+    Api::<ConfigMap>::namespaced(fx.client.clone(), "default")
+        .create(&PostParams::default(), &config_map("broken", 1))
+        .await
+        .expect("created");
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let outcome = tokio::time::timeout(Duration::from_secs(30), outcomes.next())
+            .await
+            .expect("an outcome arrives (is a worker stuck?)")
+            .expect("the stream lasts while the controller runs");
+        assert_eq!(outcome.key, "default/broken");
+        assert_eq!(&*outcome.controller, "gives-up");
+        let err = outcome.result.expect_err("every reconcile fails");
+        assert!(matches!(err, ReconcileError::Failed(_)));
+        seen.push((ErrorChain(&err).to_string(), outcome.next));
+    }
+    assert_eq!(
+        seen,
+        [
+            (
+                "reconcile failed: cannot sync default/broken (retry 0): disk full".to_owned(),
+                Action::requeue()
+            ),
+            (
+                "reconcile failed: cannot sync default/broken (retry 1): disk full".to_owned(),
+                Action::requeue()
+            ),
+            (
+                "reconcile failed: cannot sync default/broken (retry 2): disk full".to_owned(),
+                Action::done()
+            ),
+        ]
+    );
+    // Given up: the key's failures are forgotten and it is not queued again.
+    assert_eq!(queue.num_requeues(&"default/broken".to_owned()), 0);
+    stop.cancel();
+    let summary = run.await.expect("stopped").expect("the caches synced");
+    assert_eq!((summary.succeeded, summary.failed), (0, 3));
+    assert!(
+        outcomes.next().await.is_none(),
+        "the outcome stream ends with the run"
+    );
+    factory.shutdown().await;
+}
+
+#[tokio::test]
+async fn run_reports_a_factory_shut_down_before_the_caches_synced() {
+    let fx = start().await;
+    let factory = SharedInformerFactory::new(fx.client.clone());
+    let controller = Controller::<ConfigMap>::builder("orphan", &factory)
+        .build()
+        .expect("built");
+    factory.shutdown().await;
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(10),
+        controller.run(
+            |_request, _ctx: Arc<()>| async { Ok::<_, std::io::Error>(Action::done()) },
+            retry_with_backoff,
+            Arc::new(()),
+            CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("run returns instead of waiting forever");
+    assert!(
+        matches!(outcome, Err(ControllerError::FactoryShutDown)),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_labels_predicate_lets_label_changes_through_and_drops_data_changes() {
+    use kubeclient::controller::predicate::LabelsChanged;
+
+    let fx = start().await;
+    let factory = SharedInformerFactory::new(fx.client.clone());
+    let controller = Controller::<ConfigMap>::builder("labels", &factory)
+        .predicate(LabelsChanged)
+        .build()
+        .expect("built");
+    // Each reconcile records the `port` of the ConfigMap it saw.
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let record = seen.clone();
+    let stop = CancellationToken::new();
+    let run = tokio::spawn(controller.run(
+        move |request: ReconcileRequest<ConfigMap>, _ctx: Arc<()>| {
+            let port = request
+                .object
+                .and_then(|cm| cm.data.as_ref()?.get("port").cloned())
+                .unwrap_or_default();
+            record.lock().unwrap().push(port);
+            async { Ok::<_, std::io::Error>(Action::done()) }
+        },
+        retry_with_backoff,
+        Arc::new(()),
+        stop.clone(),
+    ));
+    let config_maps: Api<ConfigMap> = Api::namespaced(fx.client.clone(), "default");
+    config_maps
+        .create(&PostParams::default(), &config_map("filtered", 1))
+        .await
+        .expect("created");
+    until("the create is reconciled", || {
+        seen.lock().unwrap().len() == 1
+    })
+    .await;
+    for patch in [
+        json!({"data": {"port": "2"}}),
+        json!({"metadata": {"labels": {"tier": "web"}}, "data": {"port": "3"}}),
+    ] {
+        config_maps
+            .patch("filtered", &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .expect("patched");
+    }
+    until("the label change is reconciled", || {
+        seen.lock().unwrap().last().is_some_and(|p| p == "3")
+    })
+    .await;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["1", "3"],
+        "the data-only change was filtered"
+    );
+    stop.cancel();
+    run.await.expect("stopped").expect("the caches synced");
     factory.shutdown().await;
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kubeclient::controller::{Action, Controller};
+use kubeclient::controller::{Action, Controller, retry_with_backoff};
 use kubeclient::informers::SharedInformerFactory;
 use kubeclient::leaderelection::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock};
 use kubeclient::metrics::{Metrics, MetricsServer};
@@ -99,16 +99,18 @@ async fn metrics_text_reports_client_queue_informer_and_leader_with_client_go_na
     let counter = attempts.clone();
     let stop = CancellationToken::new();
     let run = tokio::spawn(controller.run(
-        move |_request| {
+        move |_request, _ctx: Arc<()>| {
             let attempt = counter.fetch_add(1, Ordering::SeqCst);
             async move {
                 if attempt == 0 {
-                    Err("first attempt fails")
+                    Err(std::io::Error::other("first attempt fails"))
                 } else {
                     Ok(Action::done())
                 }
             }
         },
+        retry_with_backoff,
+        Arc::new(()),
         stop.clone(),
     ));
     let cm: ConfigMap =
@@ -225,7 +227,7 @@ async fn metrics_text_reports_client_queue_informer_and_leader_with_client_go_na
         0.0
     );
     stop.cancel();
-    run.await.expect("stopped");
+    run.await.expect("stopped").expect("the caches synced");
     factory.shutdown().await;
     server.shutdown().await;
 }
