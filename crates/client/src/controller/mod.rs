@@ -28,11 +28,20 @@ mod action;
 mod builder;
 mod enqueue_handlers;
 mod error;
+mod finalizer;
 mod outcome;
+pub mod owner_reference;
 pub mod predicate;
 mod worker;
 
 pub use action::{Action, ReconcileRequest, retry_with_backoff};
 pub use builder::{Controller, ControllerBuilder};
 pub use error::ControllerError;
+pub use finalizer::{
+    FinalizerError, FinalizerEvent, add_finalizer, contains_finalizer, finalizer, remove_finalizer,
+};
 pub use outcome::{ReconcileError, ReconcileOutcome, RunSummary};
+pub use owner_reference::{
+    OwnerReferenceError, controller_reference, is_controlled_by, owner_reference,
+    remove_owner_reference, set_controller_reference, set_owner_reference,
+};

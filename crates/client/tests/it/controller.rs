@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kubeclient::controller::{
-    Action, Controller, ControllerError, ReconcileError, ReconcileRequest, retry_with_backoff,
+    Action, Controller, ControllerError, FinalizerError, FinalizerEvent, OwnerReferenceError,
+    ReconcileError, ReconcileRequest, contains_finalizer, finalizer, is_controlled_by,
+    retry_with_backoff, set_controller_reference,
 };
 use kubeclient::informers::SharedInformerFactory;
 use kubeclient::machinery::Object;
@@ -29,75 +31,98 @@ fn config_map(name: &str, port: i32) -> ConfigMap {
     .expect("a ConfigMap")
 }
 
-/// The Service a ConfigMap wants: same name, its `port`, owned by it.
-fn desired_service(cm: &ConfigMap) -> Service {
+/// The Service a ConfigMap wants: same name, its `port`, controlled by it.
+fn desired_service(cm: &ConfigMap) -> Result<Service, OwnerReferenceError> {
     let port: i32 = cm
         .data
         .as_ref()
         .and_then(|d| d.get("port"))
         .and_then(|p| p.parse().ok())
         .unwrap_or(80);
-    serde_json::from_value(json!({
-        "metadata": {"name": cm.name(), "namespace": "default", "ownerReferences": [{
-            "apiVersion": "v1", "kind": "ConfigMap", "name": cm.name(), "uid": cm.uid(),
-            "controller": true, "blockOwnerDeletion": true}]},
+    let mut service: Service = serde_json::from_value(json!({
+        "metadata": {"name": cm.name(), "namespace": "default"},
         "spec": {"ports": [{"port": port}]}
     }))
-    .expect("a Service")
+    .expect("a Service");
+    set_controller_reference(cm, &mut service)?;
+    Ok(service)
 }
 
 fn service_port(svc: &Service) -> Option<i32> {
     svc.spec.as_ref()?.ports.as_ref()?.first().map(|p| p.port)
 }
 
+/// Why the Service reconcile failed.
+#[derive(Debug)]
+enum ServiceError {
+    Api(kubeclient::Error),
+    Owner(OwnerReferenceError),
+}
+
+impl std::fmt::Display for ServiceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("cannot sync the Service")
+    }
+}
+
+impl std::error::Error for ServiceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServiceError::Api(err) => Some(err),
+            ServiceError::Owner(err) => Some(err),
+        }
+    }
+}
+
 /// Owner cleanup through a finalizer (it does not rely on a garbage collector).
 async fn reconcile_service(
     request: ReconcileRequest<ConfigMap>,
     client: Arc<Client>,
-) -> kubeclient::Result<Action> {
+) -> Result<Action, FinalizerError<ServiceError>> {
     let Some(cm) = request.object else {
         return Ok(Action::done());
     };
     let config_maps: Api<ConfigMap> = Api::namespaced((*client).clone(), &request.namespace);
     let services: Api<Service> = Api::namespaced((*client).clone(), &request.namespace);
-    if cm.deletion_timestamp().is_some() {
-        if let Err(err) = services
-            .delete(&request.name, &DeleteParams::default())
-            .await
-            && !err.api().is_some_and(|e| e.is_not_found())
-        {
-            return Err(err);
+    finalizer(&config_maps, FINALIZER, cm, |event| async move {
+        match event {
+            FinalizerEvent::Cleanup(cm) => {
+                match services.delete(cm.name(), &DeleteParams::default()).await {
+                    Err(err) if !err.is_not_found() => Err(ServiceError::Api(err)),
+                    _ => Ok(Action::done()),
+                }
+            }
+            FinalizerEvent::Apply(cm) => {
+                assert!(
+                    contains_finalizer(cm.as_ref(), FINALIZER),
+                    "applied behind the finalizer"
+                );
+                let desired = desired_service(&cm).map_err(ServiceError::Owner)?;
+                let current = services
+                    .get_opt(cm.name())
+                    .await
+                    .map_err(ServiceError::Api)?;
+                match current {
+                    None => {
+                        services
+                            .create(&PostParams::default(), &desired)
+                            .await
+                            .map_err(ServiceError::Api)?;
+                    }
+                    Some(mut current) if service_port(&current) != service_port(&desired) => {
+                        current.spec = desired.spec;
+                        services
+                            .replace(cm.name(), &PostParams::default(), &current)
+                            .await
+                            .map_err(ServiceError::Api)?;
+                    }
+                    Some(_) => {}
+                }
+                Ok(Action::done())
+            }
         }
-        let rest: Vec<&String> = cm.finalizers().iter().filter(|f| *f != FINALIZER).collect();
-        let patch =
-            json!({"metadata": {"finalizers": rest, "resourceVersion": cm.resource_version()}});
-        config_maps
-            .patch(&request.name, &PatchParams::default(), &Patch::Merge(patch))
-            .await?;
-        return Ok(Action::done());
-    }
-    if !cm.finalizers().iter().any(|f| f == FINALIZER) {
-        let mut finalizers = cm.finalizers().to_vec();
-        finalizers.push(FINALIZER.to_owned());
-        let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": cm.resource_version()}});
-        config_maps
-            .patch(&request.name, &PatchParams::default(), &Patch::Merge(patch))
-            .await?;
-    }
-    let desired = desired_service(&cm);
-    match services.get_opt(&request.name).await? {
-        None => {
-            services.create(&PostParams::default(), &desired).await?;
-        }
-        Some(mut current) if service_port(&current) != service_port(&desired) => {
-            current.spec = desired.spec;
-            services
-                .replace(&request.name, &PostParams::default(), &current)
-                .await?;
-        }
-        Some(_) => {}
-    }
-    Ok(Action::done())
+    })
+    .await
 }
 
 #[tokio::test]
@@ -135,6 +160,18 @@ async fn a_controller_creates_updates_recreates_and_finalizes_owned_services() {
             })
     })
     .await;
+    let cm = config_maps.get("web").await.expect("exists");
+    assert_eq!(
+        cm.finalizers(),
+        [FINALIZER],
+        "the helper added the finalizer once"
+    );
+    let service = services.get("web").await.expect("exists");
+    assert!(
+        is_controlled_by(&service, &cm),
+        "{:?}",
+        service.owner_references()
+    );
 
     config_maps
         .patch(
@@ -662,5 +699,114 @@ async fn a_labels_predicate_lets_label_changes_through_and_drops_data_changes() 
     );
     stop.cancel();
     run.await.expect("stopped").expect("the caches synced");
+    factory.shutdown().await;
+}
+
+/// An external system the next test's reconcile keeps in line with its ConfigMaps.
+struct External {
+    client: Client,
+    items: Mutex<std::collections::BTreeSet<String>>,
+    down: std::sync::atomic::AtomicBool,
+}
+
+async fn reconcile_external(
+    request: ReconcileRequest<ConfigMap>,
+    ctx: Arc<External>,
+) -> Result<Action, FinalizerError<std::io::Error>> {
+    let Some(cm) = request.object else {
+        return Ok(Action::done());
+    };
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &request.namespace);
+    let key = request.key.clone();
+    finalizer(&api, FINALIZER, cm, |event| async move {
+        match event {
+            FinalizerEvent::Apply(_) => {
+                ctx.items.lock().unwrap().insert(key);
+            }
+            FinalizerEvent::Cleanup(_) => {
+                if ctx.down.load(Ordering::SeqCst) {
+                    return Err(std::io::Error::other("the external system is down"));
+                }
+                ctx.items.lock().unwrap().remove(&key);
+            }
+        }
+        Ok(Action::done())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_failed_cleanup_keeps_the_finalizer_until_a_retry_succeeds() {
+    use futures_util::StreamExt;
+    use kubeclient::machinery::ErrorChain;
+
+    let fx = start().await;
+    let factory = SharedInformerFactory::new(fx.client.clone());
+    let controller = Controller::<ConfigMap>::builder("external", &factory)
+        .build()
+        .expect("built");
+    let mut outcomes = controller.outcomes();
+    let ctx = Arc::new(External {
+        client: fx.client.clone(),
+        items: Mutex::default(),
+        down: std::sync::atomic::AtomicBool::new(false),
+    });
+    let stop = CancellationToken::new();
+    let run = tokio::spawn(controller.run(
+        reconcile_external,
+        retry_with_backoff,
+        ctx.clone(),
+        stop.clone(),
+    ));
+    let config_maps: Api<ConfigMap> = Api::namespaced(fx.client.clone(), "default");
+    config_maps
+        .create(&PostParams::default(), &config_map("ext", 1))
+        .await
+        .expect("created");
+    until("the external item exists", || {
+        ctx.items.lock().unwrap().contains("default/ext")
+    })
+    .await;
+    assert_eq!(
+        config_maps.get("ext").await.expect("exists").finalizers(),
+        [FINALIZER]
+    );
+
+    ctx.down.store(true, Ordering::SeqCst);
+    config_maps
+        .delete("ext", &DeleteParams::default())
+        .await
+        .expect("deletion started");
+    let failure = loop {
+        let outcome = tokio::time::timeout(Duration::from_secs(30), outcomes.next())
+            .await
+            .expect("an outcome arrives (is a worker stuck?)")
+            .expect("the controller runs");
+        if let Err(err) = outcome.result {
+            break ErrorChain(&err).to_string();
+        }
+    };
+    assert_eq!(
+        failure,
+        "reconcile failed: cleanup failed: the external system is down"
+    );
+    let held = config_maps.get("ext").await.expect("held by the finalizer");
+    assert!(held.deletion_timestamp().is_some());
+    assert_eq!(held.finalizers(), [FINALIZER]);
+
+    ctx.down.store(false, Ordering::SeqCst);
+    until("the retried cleanup removed the external item", || {
+        ctx.items.lock().unwrap().is_empty()
+    })
+    .await;
+    let cm_lister = factory.lister::<ConfigMap>();
+    until("the ConfigMap is gone", || {
+        cm_lister.by_namespace("default").get("ext").is_err()
+    })
+    .await;
+    assert!(config_maps.get_opt("ext").await.expect("a GET").is_none());
+    stop.cancel();
+    let summary = run.await.expect("stopped").expect("the caches synced");
+    assert!(summary.failed >= 1, "{summary:?}");
     factory.shutdown().await;
 }
