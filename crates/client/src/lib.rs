@@ -50,6 +50,7 @@ pub mod discovery;
 mod error;
 pub mod informers;
 pub mod leaderelection;
+pub mod manager;
 pub mod metrics;
 pub mod record;
 pub mod rest;

@@ -15,6 +15,8 @@
 //! - `events`: the event recorder: counts, aggregation, the spam filter.
 //! - `metadata_informer`: metadata-only informers keep `PartialObjectMetadata`, also from a
 //!   server that ignores `as=` and sends whole objects.
+//! - `manager`: the controller manager: probes, caches, controllers, leader election
+//!   between two managers, graceful shutdown, a failing runnable.
 //! - `metrics`: the Prometheus registry and the /metrics, /healthz, /readyz server.
 //! - `hangs`: a server that never answers ends in a timeout, discovery included.
 //! - `informer_pipeline`: undecodable objects, relists sharing unchanged objects, per-handler
@@ -47,6 +49,7 @@ mod hangs;
 mod informer_pipeline;
 mod informers;
 mod leader_election;
+mod manager;
 mod metadata_informer;
 mod metrics;
 mod mutation_cache;

@@ -20,7 +20,12 @@ use crate::support::{config_of, start, until};
 
 /// `GET path` on the metrics server: (status code, body).
 pub(crate) async fn get(server: &MetricsServer, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(server.local_addr())
+    get_at(server.local_addr(), path).await
+}
+
+/// `GET path` on a metrics server at `address`: (status code, body).
+pub(crate) async fn get_at(address: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(address)
         .await
         .expect("connects");
     stream
