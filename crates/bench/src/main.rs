@@ -37,7 +37,7 @@ struct Args {
     #[arg(long, default_value_t = 3)]
     runs: usize,
     /// Which peers: ours-typed, kube, ours-strip, ours-compact, ours-compact-strip,
-    /// ours-dynamic, ours-metadata, ours-typed-pb (typed over protobuf), ours-metadata-full
+    /// ours-dynamic, ours-metadata, ours-typed-pb (typed over protobuf), ours-strip-pb, ours-metadata-full
     /// (the metadata informer against a server that ignores `as=PartialObjectMetadata` and
     /// sends whole Pods).
     #[arg(

@@ -95,19 +95,26 @@ async fn main() {
     };
     let mut config = Config::new(url.parse().expect("a URL"));
     config.timeout = None;
-    if args.mode == "typed-pb" {
-        config.content_type = kubeclient::rest::ContentType::Protobuf;
-    }
+    // JSON unless the mode says protobuf (the library's default), so that each mode
+    // measures one encoding.
+    config.content_type = if args.mode.ends_with("-pb") {
+        kubeclient::rest::ContentType::Protobuf
+    } else {
+        kubeclient::rest::ContentType::Json
+    };
     let client = Client::new(config).await.expect("a client");
     // LIST + WATCH, like the peer (the load server refuses watch-list).
     let compact = args.mode.starts_with("compact");
     let factory = SharedInformerFactory::new(client)
         .watch_list(false)
-        .strip_managed_fields(args.mode == "strip" || args.mode == "compact-strip")
+        .strip_managed_fields(matches!(
+            args.mode.as_str(),
+            "strip" | "strip-pb" | "compact-strip"
+        ))
         .compact_cache(compact);
     let peer = format!("kubeclient {}", args.mode);
     let report = match args.mode.as_str() {
-        "typed" | "strip" | "typed-pb" | "compact" | "compact-strip" => {
+        "typed" | "strip" | "typed-pb" | "strip-pb" | "compact" | "compact-strip" => {
             measure(&factory, factory.informer::<Pod>(), &args, peer, start).await
         }
         "dynamic" => {
@@ -126,7 +133,7 @@ async fn main() {
             measure(&factory, informer, &args, peer, start).await
         }
         other => panic!(
-            "unknown mode {other:?}: typed, typed-pb, strip, compact, compact-strip, dynamic, metadata or metadata-full"
+            "unknown mode {other:?}: typed, typed-pb, strip, strip-pb, compact, compact-strip, dynamic, metadata or metadata-full"
         ),
     };
     println!("{}", report.to_json());

@@ -45,7 +45,7 @@ fn main() {
     println!("| decoder | Pods/s per core (median of {runs}) |");
     println!("|---|---|");
     type Decoder = fn(&[u8]) -> Option<Pod>;
-    let decoders: [(&str, &[Vec<u8>], Decoder); 6] = [
+    let decoders: [(&str, &[Vec<u8>], Decoder); 8] = [
         ("JSON: serde_json", &json, |b| {
             serde_json::from_slice(b).ok()
         }),
@@ -57,14 +57,24 @@ fn main() {
                 .ok()
                 .and_then(|v| serde_json::from_value(v).ok())
         }),
-        ("protobuf: straight into the struct", &pb, |b| {
+        (
+            "protobuf: serde into the struct, driven by the schema",
+            &pb,
+            |b| protobuf::from_protobuf_via_serde(b, false).ok(),
+        ),
+        ("protobuf: generated decoder (from_protobuf)", &pb, |b| {
             protobuf::from_protobuf(b).ok()
         }),
         ("JSON without managedFields (simd-json)", &json, |b| {
             decode_object(b, true).ok()
         }),
         (
-            "protobuf without managedFields, straight into the struct",
+            "protobuf without managedFields, serde driven by the schema",
+            &pb,
+            |b| protobuf::from_protobuf_via_serde(b, true).ok(),
+        ),
+        (
+            "protobuf without managedFields, generated decoder",
             &pb,
             |b| protobuf::from_protobuf_with(b, true).ok(),
         ),

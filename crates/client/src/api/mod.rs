@@ -434,7 +434,7 @@ where
         self.replace_at(name, None, params, object).await
     }
 
-    async fn replace_at<T: Serialize, R: DeserializeOwned>(
+    async fn replace_at<T: Serialize, R: DeserializeOwned + 'static>(
         &self,
         name: &str,
         subresource: Option<&str>,
@@ -464,7 +464,7 @@ where
         self.patch_at(name, None, params, patch).await
     }
 
-    async fn patch_at<P: Serialize, R: DeserializeOwned>(
+    async fn patch_at<P: Serialize, R: DeserializeOwned + 'static>(
         &self,
         name: &str,
         subresource: Option<&str>,

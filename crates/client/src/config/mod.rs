@@ -145,8 +145,9 @@ pub struct Config {
     /// Where the client reports request latencies, results and rate-limiter waits
     /// (e.g. a [`Metrics`](crate::metrics::Metrics) registry); `None` reports nothing.
     pub metrics: Option<std::sync::Arc<dyn crate::rest::ClientMetrics>>,
-    /// The encoding of built-in kinds (client-go's `ContentConfig`): JSON by default;
-    /// [`ContentType::Protobuf`](crate::rest::ContentType::Protobuf) for protobuf.
+    /// The encoding of built-in kinds (client-go's `ContentConfig`): protobuf by default
+    /// (JSON for custom resources); [`ContentType::Json`](crate::rest::ContentType::Json)
+    /// for JSON everywhere.
     pub content_type: crate::rest::ContentType,
 }
 

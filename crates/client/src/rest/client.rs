@@ -335,7 +335,7 @@ impl Client {
     /// # Errors
     ///
     /// As [`request_bytes`](Self::request_bytes), plus [`Error::Decode`].
-    pub async fn request_json<T: DeserializeOwned>(&self, request: Request) -> Result<T> {
+    pub async fn request_json<T: DeserializeOwned + 'static>(&self, request: Request) -> Result<T> {
         let url = self.url(&request);
         let (content_type, bytes) = self.request_with_content_type(request).await?;
         if super::is_protobuf(content_type.as_deref()) {
@@ -398,7 +398,7 @@ pub(crate) fn decode<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> 
 }
 
 /// Decodes a protobuf body straight into `T`.
-pub(crate) fn decode_protobuf<T: DeserializeOwned>(url: &str, bytes: &[u8]) -> Result<T> {
+pub(crate) fn decode_protobuf<T: DeserializeOwned + 'static>(url: &str, bytes: &[u8]) -> Result<T> {
     kubeclient_machinery::protobuf::from_protobuf(bytes).map_err(|err| Error::Decode {
         url: url.to_owned(),
         expected: std::any::type_name::<T>(),

@@ -5,7 +5,7 @@ use kubeclient_machinery::protobuf;
 
 /// The encoding of request bodies and preferred responses for built-in kinds.
 ///
-/// With [`Protobuf`](Self::Protobuf), the typed [`Api`](crate::Api) of a built-in kind
+/// With [`Protobuf`](Self::Protobuf) (the default), the typed [`Api`](crate::Api) of a built-in kind
 /// sends bodies as `application/vnd.kubernetes.protobuf` and asks for
 /// `application/vnd.kubernetes.protobuf, application/json`, as client-go's clientsets do;
 /// custom resources, dynamic objects, patches and metadata-only requests always use JSON.
@@ -16,17 +16,20 @@ use kubeclient_machinery::protobuf;
 /// use kubeclient::rest::ContentType;
 ///
 /// let mut config = Config::new("https://127.0.0.1:6443".parse().unwrap());
-/// assert_eq!(config.content_type, ContentType::Json);
-/// config.content_type = ContentType::Protobuf;
+/// assert_eq!(config.content_type, ContentType::Protobuf);
 /// assert_eq!(config.content_type.accept(), "application/vnd.kubernetes.protobuf, application/json");
+/// config.content_type = ContentType::Json;
+/// assert_eq!(config.content_type.accept(), "application/json");
 /// ```
 #[doc(alias = "ContentConfig", alias = "AcceptContentTypes")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ContentType {
-    /// `application/json` (the default; see docs/STATUS.md, "Protobuf", for why).
-    #[default]
+    /// `application/json` for every kind.
     Json,
-    /// `application/vnd.kubernetes.protobuf` for built-in kinds, JSON for the rest.
+    /// `application/vnd.kubernetes.protobuf` for built-in kinds, JSON for the rest: the
+    /// default (as kube-controller-manager's), since protobuf decodes faster than JSON
+    /// with the generated decoders (docs/BENCHMARKS.md, "Protobuf").
+    #[default]
     Protobuf,
 }
 

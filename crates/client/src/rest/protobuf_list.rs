@@ -101,7 +101,7 @@ impl Batch {
 
 /// One item: shared from the caller's cache when its key and resourceVersion match, else
 /// decoded straight from the wire into `K`, without `managedFields` if asked.
-fn decode_item<K: DeserializeOwned>(
+fn decode_item<K: DeserializeOwned + 'static>(
     kind: &(String, String),
     item: &[u8],
     options: &DecodeOptions<K>,

@@ -218,7 +218,10 @@ impl<K: DeserializeOwned + Send + 'static> State<K> {
     }
 }
 
-fn decode_lines<K: DeserializeOwned>(batch: LineBatch, strip: bool) -> Vec<Result<WatchEvent<K>>> {
+fn decode_lines<K: DeserializeOwned + 'static>(
+    batch: LineBatch,
+    strip: bool,
+) -> Vec<Result<WatchEvent<K>>> {
     let LineBatch {
         bytes,
         lines,
@@ -231,7 +234,7 @@ fn decode_lines<K: DeserializeOwned>(batch: LineBatch, strip: bool) -> Vec<Resul
 }
 
 /// One event from its line (or protobuf frame).
-fn decode_line<K: DeserializeOwned>(
+fn decode_line<K: DeserializeOwned + 'static>(
     line: &[u8],
     protobuf: bool,
     strip: bool,

@@ -15,7 +15,7 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, Visit
 use super::schema::{Field, Label, Message, Scalar, Schema, Type, schema};
 use super::special::{self, Special, utf8};
 use super::wire::{Reader, WireValue};
-use super::{MAX_DEPTH, ProtobufError, envelope, to_json};
+use super::{MAX_DEPTH, ProtobufError, envelope, to_json, typed};
 
 /// The message of `metadata.managedFields`, skipped when asked to.
 const OBJECT_META: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta";
@@ -39,7 +39,7 @@ const MAX_INLINE: usize = 4;
 /// # Errors
 ///
 /// [`ProtobufError`] for bytes that do not decode, or do not fit `K`.
-pub fn from_protobuf<K: DeserializeOwned>(bytes: &[u8]) -> Result<K, ProtobufError> {
+pub fn from_protobuf<K: DeserializeOwned + 'static>(bytes: &[u8]) -> Result<K, ProtobufError> {
     from_protobuf_with(bytes, false)
 }
 
@@ -49,7 +49,7 @@ pub fn from_protobuf<K: DeserializeOwned>(bytes: &[u8]) -> Result<K, ProtobufErr
 /// # Errors
 ///
 /// As [`from_protobuf`].
-pub fn from_protobuf_with<K: DeserializeOwned>(
+pub fn from_protobuf_with<K: DeserializeOwned + 'static>(
     bytes: &[u8],
     strip_managed_fields: bool,
 ) -> Result<K, ProtobufError> {
@@ -62,7 +62,35 @@ pub fn from_protobuf_with<K: DeserializeOwned>(
 /// # Errors
 ///
 /// As [`from_protobuf`].
-pub fn item_from_protobuf<K: DeserializeOwned>(
+pub fn item_from_protobuf<K: DeserializeOwned + 'static>(
+    api_version: &str,
+    kind: &str,
+    item: &[u8],
+    strip_managed_fields: bool,
+) -> Result<K, ProtobufError> {
+    if let Some(decoded) = typed::decode(api_version, kind, item, strip_managed_fields) {
+        return decoded;
+    }
+    item_from_protobuf_by_serde(api_version, kind, item, strip_managed_fields)
+}
+
+/// As [`from_protobuf_with`], always through `K`'s serde `Deserialize` driven by the schema:
+/// the path of kinds without a generated decoder, public for comparisons (benchmarks).
+///
+/// # Errors
+///
+/// As [`from_protobuf`].
+pub fn from_protobuf_via_serde<K: DeserializeOwned>(
+    bytes: &[u8],
+    strip_managed_fields: bool,
+) -> Result<K, ProtobufError> {
+    let (api_version, kind, raw) = envelope::open(bytes)?;
+    item_from_protobuf_by_serde(api_version, kind, raw, strip_managed_fields)
+}
+
+/// [`item_from_protobuf`] through `K`'s serde `Deserialize`, driven by the schema (the
+/// path of kinds without a generated decoder).
+pub(crate) fn item_from_protobuf_by_serde<K: DeserializeOwned>(
     api_version: &str,
     kind: &str,
     item: &[u8],

@@ -84,7 +84,7 @@ fn fill_into(schema: &Schema, message: &Message, depth: usize, object: &mut Map<
 
 fn round_trip<K>()
 where
-    K: k8s_openapi::Resource + Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
+    K: k8s_openapi::Resource + Serialize + DeserializeOwned + PartialEq + std::fmt::Debug + 'static,
 {
     let schema = schema().unwrap();
     let message = schema

@@ -43,11 +43,12 @@ mod list_stream;
 mod schema;
 mod special;
 mod to_json;
+mod typed;
 mod watch_frame;
 mod wire;
 mod zero_value;
 
-pub use de::{from_protobuf, from_protobuf_with, item_from_protobuf};
+pub use de::{from_protobuf, from_protobuf_via_serde, from_protobuf_with, item_from_protobuf};
 pub use envelope::MAGIC;
 pub use list::{ProtobufList, decode_item, encode_item, encode_list, peek_item_meta, split_list};
 pub use list_stream::ListStreamSplitter;
@@ -132,6 +133,9 @@ pub enum ProtobufError {
     /// A raw extension that is not JSON.
     #[error("raw extension is not JSON")]
     RawJson(#[source] serde_json::Error),
+    /// A raw extension (or `FieldsV1`) that is not JSON, found by the generated decoders.
+    #[error("raw extension is not JSON")]
+    RawJsonDecode(#[source] crate::ObjectDecodeError),
     /// A content encoding or type inside the envelope this codec does not read.
     #[error("unsupported {0}")]
     Unsupported(String),

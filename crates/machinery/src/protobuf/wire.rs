@@ -62,6 +62,7 @@ impl<'a> Reader<'a> {
         self.buf
     }
 
+    #[inline]
     pub(crate) fn varint(&mut self) -> Result<u64, ProtobufError> {
         // Most varints (keys, lengths, small numbers) are one byte.
         if let Some((&byte, rest)) = self.buf.split_first()
@@ -85,6 +86,7 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline]
     fn take(&mut self, len: usize) -> Result<&'a [u8], ProtobufError> {
         if len > self.buf.len() {
             return Err(ProtobufError::Truncated);
@@ -111,6 +113,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next field's number and value, or `None` at the end of the message.
+    #[inline]
     pub(crate) fn field(&mut self) -> Result<Option<(u32, WireValue<'a>)>, ProtobufError> {
         if self.buf.is_empty() {
             return Ok(None);

@@ -181,10 +181,10 @@ impl<K: DeserializeOwned> WatchEvent<K> {
     /// [`WatchDecodeError::InvalidObject`] for an ADDED, MODIFIED or DELETED event whose
     /// object does not decode (the stream is intact), [`WatchDecodeError::Protobuf`] for a
     /// frame that is not a watch event, and the errors of [`from_json`](Self::from_json).
-    pub fn from_protobuf(
-        frame: &[u8],
-        strip_managed_fields: bool,
-    ) -> Result<Self, WatchDecodeError> {
+    pub fn from_protobuf(frame: &[u8], strip_managed_fields: bool) -> Result<Self, WatchDecodeError>
+    where
+        K: 'static,
+    {
         let (event_type, raw) =
             crate::protobuf::split_watch_event(frame).map_err(WatchDecodeError::Protobuf)?;
         // Objects go straight from the wire into `K`; bookmarks and errors are small and
