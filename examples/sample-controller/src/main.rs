@@ -100,7 +100,9 @@ impl Replica {
             println!("  [{who}] stopped leading");
             Ok::<_, std::convert::Infallible>(())
         }));
-        let probes = manager.probe_address().ok_or("the manager serves no probes")?;
+        let probes = manager
+            .probe_address()
+            .ok_or("the manager serves no probes")?;
         let stop = CancellationToken::new();
         let manager = tokio::spawn(manager.start(stop.clone()));
         Ok(Replica {
