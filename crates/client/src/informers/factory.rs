@@ -323,6 +323,13 @@ impl SharedInformerFactory {
         informer
     }
 
+    /// Whether the factory has made the typed informer of `K` (without making it).
+    #[must_use]
+    pub fn has_informer<K: FactoryResource>(&self) -> bool {
+        self.entries()
+            .contains_key(&InformerKey::Typed(TypeId::of::<K>()))
+    }
+
     /// The shared informer of a `k8s-openapi` type (the same instance on every call).
     pub fn informer<K: FactoryResource>(&self) -> SharedIndexInformer<K> {
         let resource = ApiResource::of::<K>();

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::builder::ManagerBuilder;
+use super::cached_client::CachedClient;
 use super::error::ManagerError;
 use super::runnable::{BoxError, Runnable};
 use crate::config::Config;
@@ -43,7 +44,7 @@ pub(super) struct Election {
 /// [`start`](Self::start).
 pub struct Manager {
     client: Client,
-    factory: SharedInformerFactory,
+    factory: Arc<SharedInformerFactory>,
     metrics: Arc<Metrics>,
     probes: Option<MetricsServer>,
     /// Whether the caches synced (what `/readyz` answers).
@@ -111,7 +112,7 @@ impl Manager {
     ) -> Self {
         Manager {
             client,
-            factory,
+            factory: Arc::new(factory),
             metrics,
             probes,
             ready,
@@ -131,6 +132,13 @@ impl Manager {
     #[must_use]
     pub fn factory(&self) -> &SharedInformerFactory {
         &self.factory
+    }
+
+    /// A client reading from this manager's informers (started lazily per type) and
+    /// writing to the server.
+    #[must_use]
+    pub fn cached_client(&self) -> CachedClient {
+        CachedClient::new(self.client.clone(), self.factory.clone())
     }
 
     /// The metrics registry served on `/metrics`.

@@ -9,6 +9,9 @@
 //! 4. leader election (when configured), then the runnables that need it (controllers)
 //!    while this replica leads.
 //!
+//! [`Manager::cached_client`] reads from the manager's informers (started lazily per type,
+//! with field indexes) and writes to the server, as controller-runtime's default client.
+//!
 //! On stop, every runnable is cancelled and awaited for at most the graceful shutdown
 //! timeout (default 30 s), the Lease is released (when configured), then the informers and
 //! the probe server stop. A lost leadership, or a runnable that fails, stops the manager
@@ -41,11 +44,13 @@
 //! ```
 
 mod builder;
+mod cached_client;
 mod controller_manager;
 mod error;
 mod runnable;
 
 pub use builder::{DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT, ManagerBuilder};
+pub use cached_client::{CachedClient, CachedClientError, CachedListOptions};
 pub use controller_manager::Manager;
 pub use error::ManagerError;
 pub use runnable::{BoxError, Runnable};

@@ -5,6 +5,8 @@
 //! - `typed`: every verb of the typed client, pagination, watch resume, Status errors.
 //! - `certificates`: CertificateSigningRequests, and client certificates rotated on disk
 //!   and by an exec plugin.
+//! - `cached_client`: reads from lazily started informers with field indexes, writes to
+//!   the server.
 //! - `controller`: the controller builder: owned objects, finalizers, backoff, panics, drain.
 //! - `custom_resource`: a typed custom resource from the derive: CRD, Api, informer, status, validation.
 //! - `dynamic`: the dynamic client on a custom resource, and discovery.
@@ -40,6 +42,7 @@
 mod apply_configuration;
 mod atomic_informer;
 mod auth;
+mod cached_client;
 mod certificates;
 mod controller;
 mod custom_resource;
