@@ -289,7 +289,7 @@ impl CachedClient {
                         None => Vec::new(),
                     },
                 };
-                let has = values.iter().any(|v| *v == term.value);
+                let has = values.contains(&term.value);
                 fields_match &= match term.operator {
                     FieldOperator::Equals => has,
                     FieldOperator::NotEquals => !has,
