@@ -1,18 +1,27 @@
-//! In-memory MVCC storage: one global revision counter, objects per resource, and a bounded
-//! history of changes per resource that serves watches (and paginated lists) from older
-//! revisions.
+//! Storage: the seam every store of the server implements ([`Backend`], kube-apiserver's
+//! `storage.Interface`), the in-memory MVCC [`Store`] (the default) and, with the `etcd`
+//! feature, the etcd v3 backend (`EtcdBackend`), which keeps objects as kube-apiserver keeps
+//! them.
 //!
-//! Everything here is synchronous and guarded by one mutex: a write is atomic, and
+//! The in-memory store: one global revision counter, objects per resource, and a bounded
+//! history of changes per resource that serves watches (and paginated lists) from older
+//! revisions. Everything in it is synchronous and guarded by one mutex: a write is atomic, and
 //! watchers are registered under the same lock as writes, so a watch never misses or
 //! duplicates a change. Expensive writes (patches, applies) compute and encode outside the
 //! lock and commit by compare-and-swap ([`Store::update`]), so a patch of a huge object
 //! does not stall reads of the others.
 
+mod backend;
 mod change;
+#[cfg(feature = "etcd")]
+mod etcd;
 mod object;
 mod store;
 
+pub use backend::{Backend, BackendError, BackendFuture, ChangeStream, ListOptions};
 pub use change::{Change, ChangeKind, event_line};
+#[cfg(feature = "etcd")]
+pub use etcd::{EtcdBackend, EtcdConfig};
 pub(crate) use object::TypeMetaFirst;
 pub use object::{Prepared, StoredObject};
 pub use store::{

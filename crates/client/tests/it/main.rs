@@ -61,6 +61,7 @@ mod proxy;
 mod realapi;
 mod realapi_comparison;
 mod realapi_differential;
+mod realapi_etcd;
 mod realapi_garbage_collection;
 mod reflector_rules;
 mod scale;

@@ -1588,6 +1588,109 @@ impl Message for k8s_openapi::api::authentication::v1::BoundObjectReference {
 super::slots!(k8s_openapi::api::authentication::v1::BoundObjectReference);
 super::message!(k8s_openapi::api::authentication::v1::BoundObjectReference);
 
+impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReview {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.SelfSubjectReview";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::SelfSubjectReview);
+super::message!(k8s_openapi::api::authentication::v1::SelfSubjectReview);
+
+impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.SelfSubjectReviewStatus";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.user_info, value, reader, 1, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus);
+super::message!(k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus);
+
+impl Message for k8s_openapi::api::authentication::v1::TokenRequest {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.TokenRequest";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::TokenRequest);
+super::message!(k8s_openapi::api::authentication::v1::TokenRequest);
+
+impl Message for k8s_openapi::api::authentication::v1::TokenRequestSpec {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.TokenRequestSpec";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.audiences, value, reader, 1, ctx),
+            3 => Slot::fill(&mut this.bound_object_ref, value, reader, 3, ctx),
+            4 => Slot::fill(&mut this.expiration_seconds, value, reader, 4, ctx),
+            #[cfg(kubeclient_k8s_minor = "37")]
+            5 => Slot::fill(&mut this.attestations, value, reader, 5, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::TokenRequestSpec);
+super::message!(k8s_openapi::api::authentication::v1::TokenRequestSpec);
+
 impl Message for k8s_openapi::api::authentication::v1::TokenRequestStatus {
     const NAME: &'static str = "k8s.io.api.authentication.v1.TokenRequestStatus";
 
@@ -1632,6 +1735,32 @@ impl Message for k8s_openapi::api::authentication::v1::TokenRequestStatus {
 super::slots!(k8s_openapi::api::authentication::v1::TokenRequestStatus);
 super::message!(k8s_openapi::api::authentication::v1::TokenRequestStatus);
 
+impl Message for k8s_openapi::api::authentication::v1::TokenReview {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.TokenReview";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::TokenReview);
+super::message!(k8s_openapi::api::authentication::v1::TokenReview);
+
 impl Message for k8s_openapi::api::authentication::v1::TokenReviewSpec {
     const NAME: &'static str = "k8s.io.api.authentication.v1.TokenReviewSpec";
 
@@ -1657,6 +1786,64 @@ impl Message for k8s_openapi::api::authentication::v1::TokenReviewSpec {
 }
 super::slots!(k8s_openapi::api::authentication::v1::TokenReviewSpec);
 super::message!(k8s_openapi::api::authentication::v1::TokenReviewSpec);
+
+impl Message for k8s_openapi::api::authentication::v1::TokenReviewStatus {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.TokenReviewStatus";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 if skip_zero(value) => Ok(()),
+            1 => Slot::fill(&mut this.authenticated, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.user, value, reader, 2, ctx),
+            3 if skip_zero(value) => Ok(()),
+            3 => Slot::fill(&mut this.error, value, reader, 3, ctx),
+            4 => Slot::fill(&mut this.audiences, value, reader, 4, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::TokenReviewStatus);
+super::message!(k8s_openapi::api::authentication::v1::TokenReviewStatus);
+
+impl Message for k8s_openapi::api::authentication::v1::UserInfo {
+    const NAME: &'static str = "k8s.io.api.authentication.v1.UserInfo";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 if skip_zero(value) => Ok(()),
+            1 => Slot::fill(&mut this.username, value, reader, 1, ctx),
+            2 if skip_zero(value) => Ok(()),
+            2 => Slot::fill(&mut this.uid, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.groups, value, reader, 3, ctx),
+            4 => Slot::fill(&mut this.extra, value, reader, 4, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authentication::v1::UserInfo);
+super::message!(k8s_openapi::api::authentication::v1::UserInfo);
 
 impl Message for k8s_openapi::api::authorization::v1::FieldSelectorAttributes {
     const NAME: &'static str = "k8s.io.api.authorization.v1.FieldSelectorAttributes";
@@ -1709,6 +1896,32 @@ impl Message for k8s_openapi::api::authorization::v1::LabelSelectorAttributes {
 }
 super::slots!(k8s_openapi::api::authorization::v1::LabelSelectorAttributes);
 super::message!(k8s_openapi::api::authorization::v1::LabelSelectorAttributes);
+
+impl Message for k8s_openapi::api::authorization::v1::LocalSubjectAccessReview {
+    const NAME: &'static str = "k8s.io.api.authorization.v1.LocalSubjectAccessReview";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authorization::v1::LocalSubjectAccessReview);
+super::message!(k8s_openapi::api::authorization::v1::LocalSubjectAccessReview);
 
 impl Message for k8s_openapi::api::authorization::v1::NonResourceAttributes {
     const NAME: &'static str = "k8s.io.api.authorization.v1.NonResourceAttributes";
@@ -1929,6 +2142,63 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec
 }
 super::slots!(k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec);
 super::message!(k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec);
+
+impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReview {
+    const NAME: &'static str = "k8s.io.api.authorization.v1.SubjectAccessReview";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authorization::v1::SubjectAccessReview);
+super::message!(k8s_openapi::api::authorization::v1::SubjectAccessReview);
+
+impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec {
+    const NAME: &'static str = "k8s.io.api.authorization.v1.SubjectAccessReviewSpec";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.resource_attributes, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.non_resource_attributes, value, reader, 2, ctx),
+            3 if skip_zero(value) => Ok(()),
+            3 => Slot::fill(&mut this.user, value, reader, 3, ctx),
+            4 => Slot::fill(&mut this.groups, value, reader, 4, ctx),
+            5 => Slot::fill(&mut this.extra, value, reader, 5, ctx),
+            6 if skip_zero(value) => Ok(()),
+            6 => Slot::fill(&mut this.uid, value, reader, 6, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec);
+super::message!(k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec);
 
 impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus {
     const NAME: &'static str = "k8s.io.api.authorization.v1.SubjectAccessReviewStatus";
@@ -2447,7 +2717,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondi
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
             5 if skip_zero(value) => Ok(()),
             5 => Slot::fill(&mut this.message, value, reader, 5, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             6 => Slot::fill(&mut this.observed_generation, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -2949,7 +3219,7 @@ impl Message for k8s_openapi::api::batch::v1::JobCondition {
 super::slots!(k8s_openapi::api::batch::v1::JobCondition);
 super::message!(k8s_openapi::api::batch::v1::JobCondition);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::batch::v1::JobSchedulingConfiguration {
     const NAME: &'static str = "k8s.io.api.batch.v1.JobSchedulingConfiguration";
 
@@ -2974,9 +3244,9 @@ impl Message for k8s_openapi::api::batch::v1::JobSchedulingConfiguration {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::batch::v1::JobSchedulingConfiguration);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::batch::v1::JobSchedulingConfiguration);
 
 impl Message for k8s_openapi::api::batch::v1::JobSpec {
@@ -3011,7 +3281,7 @@ impl Message for k8s_openapi::api::batch::v1::JobSpec {
             14 => Slot::fill(&mut this.pod_replacement_policy, value, reader, 14, ctx),
             15 => Slot::fill(&mut this.managed_by, value, reader, 15, ctx),
             16 => Slot::fill(&mut this.success_policy, value, reader, 16, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             17 => Slot::fill(&mut this.scheduling, value, reader, 17, ctx),
             _ => Ok(()),
         }
@@ -3258,6 +3528,32 @@ impl Message for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
 super::slots!(k8s_openapi::api::batch::v1::UncountedTerminatedPods);
 super::message!(k8s_openapi::api::batch::v1::UncountedTerminatedPods);
 
+impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequest {
+    const NAME: &'static str = "k8s.io.api.certificates.v1.CertificateSigningRequest";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::certificates::v1::CertificateSigningRequest);
+super::message!(k8s_openapi::api::certificates::v1::CertificateSigningRequest);
+
 impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition {
     const NAME: &'static str = "k8s.io.api.certificates.v1.CertificateSigningRequestCondition";
 
@@ -3289,6 +3585,39 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestCo
 super::slots!(k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition);
 super::message!(k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition);
 
+impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSpec {
+    const NAME: &'static str = "k8s.io.api.certificates.v1.CertificateSigningRequestSpec";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.request, value, reader, 1, ctx),
+            2 if skip_zero(value) => Ok(()),
+            2 => Slot::fill(&mut this.username, value, reader, 2, ctx),
+            3 if skip_zero(value) => Ok(()),
+            3 => Slot::fill(&mut this.uid, value, reader, 3, ctx),
+            4 => Slot::fill(&mut this.groups, value, reader, 4, ctx),
+            5 => Slot::fill(&mut this.usages, value, reader, 5, ctx),
+            6 => Slot::fill(&mut this.extra, value, reader, 6, ctx),
+            7 => Slot::fill(&mut this.signer_name, value, reader, 7, ctx),
+            8 => Slot::fill(&mut this.expiration_seconds, value, reader, 8, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::api::certificates::v1::CertificateSigningRequestSpec);
+super::message!(k8s_openapi::api::certificates::v1::CertificateSigningRequestSpec);
+
 impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestStatus {
     const NAME: &'static str = "k8s.io.api.certificates.v1.CertificateSigningRequestStatus";
 
@@ -3315,7 +3644,7 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSt
 super::slots!(k8s_openapi::api::certificates::v1::CertificateSigningRequestStatus);
 super::message!(k8s_openapi::api::certificates::v1::CertificateSigningRequestStatus);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundle {
     const NAME: &'static str = "k8s.io.api.certificates.v1.ClusterTrustBundle";
 
@@ -3338,12 +3667,12 @@ impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundle {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::certificates::v1::ClusterTrustBundle);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::certificates::v1::ClusterTrustBundle);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec {
     const NAME: &'static str = "k8s.io.api.certificates.v1.ClusterTrustBundleSpec";
 
@@ -3367,12 +3696,12 @@ impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequest {
     const NAME: &'static str = "k8s.io.api.certificates.v1.PodCertificateRequest";
 
@@ -3396,12 +3725,12 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequest {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::certificates::v1::PodCertificateRequest);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::certificates::v1::PodCertificateRequest);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestSpec {
     const NAME: &'static str = "k8s.io.api.certificates.v1.PodCertificateRequestSpec";
 
@@ -3438,12 +3767,12 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestSpec {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::certificates::v1::PodCertificateRequestSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::certificates::v1::PodCertificateRequestSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus {
     const NAME: &'static str = "k8s.io.api.certificates.v1.PodCertificateRequestStatus";
 
@@ -3470,9 +3799,9 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::certificates::v1::PodCertificateRequestStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::certificates::v1::PodCertificateRequestStatus);
 
 impl Message for k8s_openapi::api::coordination::v1::Lease {
@@ -4014,7 +4343,7 @@ impl Message for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
             3 => Slot::fill(&mut this.label_selector, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.path, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.optional, value, reader, 5, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             6 => Slot::fill(&mut this.user, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -4247,7 +4576,7 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
             2 => Slot::fill(&mut this.items, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.default_mode, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.optional, value, reader, 4, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             5 => Slot::fill(&mut this.default_user, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -4775,7 +5104,7 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
             2 => Slot::fill(&mut this.field_ref, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.resource_field_ref, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.mode, value, reader, 4, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             5 => Slot::fill(&mut this.user, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -4802,7 +5131,7 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
         match number {
             1 => Slot::fill(&mut this.items, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.default_mode, value, reader, 2, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             3 => Slot::fill(&mut this.default_user, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -4830,7 +5159,7 @@ impl Message for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
             1 if skip_zero(value) => Ok(()),
             1 => Slot::fill(&mut this.medium, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.size_limit, value, reader, 2, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             3 => Slot::fill(&mut this.mode, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -5185,7 +5514,7 @@ impl Message for k8s_openapi::api::core::v1::EventSource {
 super::slots!(k8s_openapi::api::core::v1::EventSource);
 super::message!(k8s_openapi::api::core::v1::EventSource);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::EvictionResponder {
     const NAME: &'static str = "k8s.io.api.core.v1.EvictionResponder";
 
@@ -5208,9 +5537,9 @@ impl Message for k8s_openapi::api::core::v1::EvictionResponder {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::EvictionResponder);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::EvictionResponder);
 
 impl Message for k8s_openapi::api::core::v1::ExecAction {
@@ -5447,7 +5776,7 @@ impl Message for k8s_openapi::api::core::v1::GRPCAction {
         match number {
             1 => Slot::fill(&mut this.port, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.service, value, reader, 2, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             3 => Slot::fill(&mut this.mode, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -5563,7 +5892,7 @@ impl Message for k8s_openapi::api::core::v1::HTTPGetAction {
             4 if skip_zero(value) => Ok(()),
             4 => Slot::fill(&mut this.scheme, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.http_headers, value, reader, 5, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             6 => Slot::fill(&mut this.protocol, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -5823,7 +6152,7 @@ impl Message for k8s_openapi::api::core::v1::KeyToPath {
             1 => Slot::fill(&mut this.key, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.path, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.mode, value, reader, 3, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             4 => Slot::fill(&mut this.user, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -6345,7 +6674,7 @@ impl Message for k8s_openapi::api::core::v1::NodeAffinity {
 super::slots!(k8s_openapi::api::core::v1::NodeAffinity);
 super::message!(k8s_openapi::api::core::v1::NodeAffinity);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
     const NAME: &'static str = "k8s.io.api.core.v1.NodeAllocatableMappedResources";
 
@@ -6368,12 +6697,12 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::NodeAllocatableMappedResources);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::NodeAllocatableMappedResources);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
     const NAME: &'static str = "k8s.io.api.core.v1.NodeAllocatableOverheadResources";
 
@@ -6397,9 +6726,9 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::NodeAllocatableOverheadResources);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::NodeAllocatableOverheadResources);
 
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -6421,9 +6750,9 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus 
         match number {
             1 => Slot::fill(&mut this.resource_claim_name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.containers, value, reader, 2, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             4 => Slot::fill(&mut this.mapping, value, reader, 4, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             5 => Slot::fill(&mut this.overhead, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -6565,7 +6894,7 @@ impl Message for k8s_openapi::api::core::v1::NodeFeatures {
 super::slots!(k8s_openapi::api::core::v1::NodeFeatures);
 super::message!(k8s_openapi::api::core::v1::NodeFeatures);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::NodePodPreemptionPolicy {
     const NAME: &'static str = "k8s.io.api.core.v1.NodePodPreemptionPolicy";
 
@@ -6587,9 +6916,9 @@ impl Message for k8s_openapi::api::core::v1::NodePodPreemptionPolicy {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::NodePodPreemptionPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::NodePodPreemptionPolicy);
 
 impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandler {
@@ -6744,7 +7073,7 @@ impl Message for k8s_openapi::api::core::v1::NodeSpec {
             5 => Slot::fill(&mut this.taints, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.config_source, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.pod_cidrs, value, reader, 7, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             8 => Slot::fill(&mut this.pod_preemption_policy, value, reader, 8, ctx),
             _ => Ok(()),
         }
@@ -7070,7 +7399,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
                 ctx,
             ),
             9 => Slot::fill(&mut this.modify_volume_status, value, reader, 9, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             10 => Slot::fill(&mut this.health_status, value, reader, 10, ctx),
             _ => Ok(()),
         }
@@ -7405,7 +7734,7 @@ impl Message for k8s_openapi::api::core::v1::PodCertificateProjection {
                 kubeclient_k8s_minor = "37"
             ))]
             7 => Slot::fill(&mut this.user_annotations, value, reader, 7, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             8 => Slot::fill(&mut this.user, value, reader, 8, ctx),
             _ => Ok(()),
         }
@@ -7865,7 +8194,7 @@ impl Message for k8s_openapi::api::core::v1::PodSpec {
             41 => Slot::fill(&mut this.hostname_override, value, reader, 41, ctx),
             #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
             43 => Slot::fill(&mut this.scheduling_group, value, reader, 43, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             44 => Slot::fill(&mut this.eviction_responders, value, reader, 44, ctx),
             _ => Ok(()),
         }
@@ -7955,7 +8284,7 @@ impl Message for k8s_openapi::api::core::v1::PodStatus {
                 21,
                 ctx,
             ),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             22 => Slot::fill(&mut this.volume_health, value, reader, 22, ctx),
             _ => Ok(()),
         }
@@ -8014,7 +8343,7 @@ impl Message for k8s_openapi::api::core::v1::PodTemplateSpec {
 super::slots!(k8s_openapi::api::core::v1::PodTemplateSpec);
 super::message!(k8s_openapi::api::core::v1::PodTemplateSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::PodVolumeHealth {
     const NAME: &'static str = "k8s.io.api.core.v1.PodVolumeHealth";
 
@@ -8038,9 +8367,9 @@ impl Message for k8s_openapi::api::core::v1::PodVolumeHealth {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::PodVolumeHealth);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::PodVolumeHealth);
 
 impl Message for k8s_openapi::api::core::v1::PortStatus {
@@ -8183,7 +8512,7 @@ impl Message for k8s_openapi::api::core::v1::ProjectedVolumeSource {
         match number {
             1 => Slot::fill(&mut this.sources, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.default_mode, value, reader, 2, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             3 => Slot::fill(&mut this.default_user, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -8975,7 +9304,7 @@ impl Message for k8s_openapi::api::core::v1::SecretVolumeSource {
             2 => Slot::fill(&mut this.items, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.default_mode, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.optional, value, reader, 4, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             5 => Slot::fill(&mut this.default_user, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -9098,7 +9427,7 @@ impl Message for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
             1 => Slot::fill(&mut this.audience, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.expiration_seconds, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.path, value, reader, 3, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             4 => Slot::fill(&mut this.user, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -9635,7 +9964,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeDevice {
 super::slots!(k8s_openapi::api::core::v1::VolumeDevice);
 super::message!(k8s_openapi::api::core::v1::VolumeDevice);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::VolumeHealthCondition {
     const NAME: &'static str = "k8s.io.api.core.v1.VolumeHealthCondition";
 
@@ -9660,12 +9989,12 @@ impl Message for k8s_openapi::api::core::v1::VolumeHealthCondition {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::VolumeHealthCondition);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::VolumeHealthCondition);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::core::v1::VolumeHealthStatus {
     const NAME: &'static str = "k8s.io.api.core.v1.VolumeHealthStatus";
 
@@ -9688,9 +10017,9 @@ impl Message for k8s_openapi::api::core::v1::VolumeHealthStatus {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::VolumeHealthStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::core::v1::VolumeHealthStatus);
 
 impl Message for k8s_openapi::api::core::v1::VolumeMount {
@@ -9719,7 +10048,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeMount {
             6 if skip_zero(value) => Ok(()),
             6 => Slot::fill(&mut this.sub_path_expr, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.recursive_read_only, value, reader, 7, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             8 => Slot::fill(&mut this.bind_mount_options, value, reader, 8, ctx),
             _ => Ok(()),
         }
@@ -12299,7 +12628,7 @@ impl Message for k8s_openapi::api::resource::v1::Device {
             10 => Slot::fill(&mut this.binding_conditions, value, reader, 10, ctx),
             11 => Slot::fill(&mut this.binding_failure_conditions, value, reader, 11, ctx),
             12 => Slot::fill(&mut this.allow_multiple_allocations, value, reader, 12, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             14 => Slot::fill(&mut this.node_allocatable_resources, value, reader, 14, ctx),
             _ => Ok(()),
         }
@@ -12888,7 +13217,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
             8 => Slot::fill(&mut this.binding_failure_conditions, value, reader, 8, ctx),
             9 => Slot::fill(&mut this.share_id, value, reader, 9, ctx),
             10 => Slot::fill(&mut this.consumed_capacity, value, reader, 10, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             11 => Slot::fill(&mut this.skip_node_operations, value, reader, 11, ctx),
             _ => Ok(()),
         }
@@ -13047,7 +13376,7 @@ super::slots!(k8s_openapi::api::resource::v1::DeviceTaint);
 ))]
 super::message!(k8s_openapi::api::resource::v1::DeviceTaint);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::DeviceTaintRule {
     const NAME: &'static str = "k8s.io.api.resource.v1.DeviceTaintRule";
 
@@ -13071,12 +13400,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRule {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::DeviceTaintRule);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::DeviceTaintRule);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleSpec {
     const NAME: &'static str = "k8s.io.api.resource.v1.DeviceTaintRuleSpec";
 
@@ -13099,12 +13428,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleSpec {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::DeviceTaintRuleSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::DeviceTaintRuleSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleStatus {
     const NAME: &'static str = "k8s.io.api.resource.v1.DeviceTaintRuleStatus";
 
@@ -13126,12 +13455,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleStatus {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::DeviceTaintRuleStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::DeviceTaintRuleStatus);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::DeviceTaintSelector {
     const NAME: &'static str = "k8s.io.api.resource.v1.DeviceTaintSelector";
 
@@ -13155,9 +13484,9 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintSelector {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::DeviceTaintSelector);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::DeviceTaintSelector);
 
 #[cfg(any(
@@ -13306,7 +13635,7 @@ super::slots!(k8s_openapi::api::resource::v1::NetworkDeviceData);
 ))]
 super::message!(k8s_openapi::api::resource::v1::NetworkDeviceData);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::NodeAllocatableMapping {
     const NAME: &'static str = "k8s.io.api.resource.v1.NodeAllocatableMapping";
 
@@ -13330,12 +13659,12 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableMapping {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::NodeAllocatableMapping);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::NodeAllocatableMapping);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::NodeAllocatableOverhead {
     const NAME: &'static str = "k8s.io.api.resource.v1.NodeAllocatableOverhead";
 
@@ -13358,12 +13687,12 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableOverhead {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::NodeAllocatableOverhead);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::NodeAllocatableOverhead);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::resource::v1::NodeAllocatableResource {
     const NAME: &'static str = "k8s.io.api.resource.v1.NodeAllocatableResource";
 
@@ -13386,9 +13715,9 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableResource {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::NodeAllocatableResource);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::resource::v1::NodeAllocatableResource);
 
 #[cfg(any(
@@ -13813,9 +14142,9 @@ impl Message for k8s_openapi::api::resource::v1::ResourceSliceSpec {
             6 => Slot::fill(&mut this.devices, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.per_device_node_selection, value, reader, 7, ctx),
             8 => Slot::fill(&mut this.shared_counters, value, reader, 8, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             9 => Slot::fill(&mut this.partition_type_attribute, value, reader, 9, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             10 => Slot::fill(&mut this.skip_node_operations, value, reader, 10, ctx),
             _ => Ok(()),
         }
@@ -13866,19 +14195,19 @@ impl Message for k8s_openapi::api::scheduling::v1::PriorityClass {
 super::slots!(k8s_openapi::api::scheduling::v1::PriorityClass);
 super::message!(k8s_openapi::api::scheduling::v1::PriorityClass);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::AllCompositeDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::AllDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::BasicSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::CompositeBasicSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositeDisruptionMode";
 
@@ -13901,12 +14230,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeGangSchedulingPolicy {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositeGangSchedulingPolicy";
 
@@ -13928,12 +14257,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeGangScheduling
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositeGangSchedulingPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositeGangSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositePodGroup";
 
@@ -13957,12 +14286,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingConstraints {
     const NAME: &'static str =
         "k8s.io.api.scheduling.v1alpha3.CompositePodGroupSchedulingConstraints";
@@ -13985,12 +14314,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedu
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingConstraints);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingConstraints);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingPolicy {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositePodGroupSchedulingPolicy";
 
@@ -14013,12 +14342,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedu
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositePodGroupSpec";
 
@@ -14054,12 +14383,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositePodGroupStatus";
 
@@ -14081,12 +14410,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.CompositePodGroupTemplate";
 
@@ -14123,12 +14452,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTempla
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::DisruptionMode {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.DisruptionMode";
 
@@ -14151,12 +14480,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::DisruptionMode {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::DisruptionMode);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::DisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.GangSchedulingPolicy";
 
@@ -14178,12 +14507,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroup {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroup";
 
@@ -14207,12 +14536,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroup {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroup);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroup);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupResourceClaim";
 
@@ -14242,12 +14571,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimStatus {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupResourceClaimStatus";
 
@@ -14270,12 +14599,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimSt
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimStatus);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConstraints {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupSchedulingConstraints";
 
@@ -14297,12 +14626,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConst
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConstraints);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConstraints);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolicy {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupSchedulingPolicy";
 
@@ -14325,12 +14654,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolic
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupSpec";
 
@@ -14367,12 +14696,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupStatus";
 
@@ -14395,12 +14724,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.PodGroupTemplate";
 
@@ -14430,18 +14759,18 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::SingleCompositeDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::SingleDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.TopologyConstraint";
 
@@ -14463,12 +14792,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReference {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.TypedLocalObjectReference";
 
@@ -14493,12 +14822,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReferen
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReference);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReference);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::Workload {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.Workload";
 
@@ -14521,18 +14850,18 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::Workload {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::Workload);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::Workload);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupAllDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupBasicSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisruptionMode {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.WorkloadPodGroupDisruptionMode";
 
@@ -14555,12 +14884,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisrupt
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisruptionMode);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSchedulingPolicy {
     const NAME: &'static str =
         "k8s.io.api.scheduling.v1alpha3.WorkloadPodGroupGangSchedulingPolicy";
@@ -14583,12 +14912,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSch
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSchedulingPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResourceClaim {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.WorkloadPodGroupResourceClaim";
 
@@ -14618,12 +14947,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResourc
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResourceClaim);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResourceClaim);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingConstraints {
     const NAME: &'static str =
         "k8s.io.api.scheduling.v1alpha3.WorkloadPodGroupSchedulingConstraints";
@@ -14646,12 +14975,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedul
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingConstraints);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingConstraints);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingPolicy {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.WorkloadPodGroupSchedulingPolicy";
 
@@ -14674,15 +15003,15 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedul
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingPolicy);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingPolicy);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::empty_object!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSingleDisruptionMode);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadReference {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.WorkloadReference";
 
@@ -14705,12 +15034,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadReference {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadReference);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadReference);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec {
     const NAME: &'static str = "k8s.io.api.scheduling.v1alpha3.WorkloadSpec";
 
@@ -14740,9 +15069,9 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec);
 
 impl Message for k8s_openapi::api::storage::v1::CSIDriver {
@@ -14846,7 +15175,7 @@ impl Message for k8s_openapi::api::storage::v1::CSINode {
         match number {
             1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "37"))]
+            #[cfg(kubeclient_k8s_minor = "37")]
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -14906,7 +15235,7 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeSpec {
 super::slots!(k8s_openapi::api::storage::v1::CSINodeSpec);
 super::message!(k8s_openapi::api::storage::v1::CSINodeSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::storage::v1::CSINodeStatus {
     const NAME: &'static str = "k8s.io.api.storage.v1.CSINodeStatus";
 
@@ -14928,9 +15257,9 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeStatus {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storage::v1::CSINodeStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::storage::v1::CSINodeStatus);
 
 impl Message for k8s_openapi::api::storage::v1::CSIStorageCapacity {
@@ -14992,7 +15321,7 @@ impl Message for k8s_openapi::api::storage::v1::StorageClass {
 super::slots!(k8s_openapi::api::storage::v1::StorageClass);
 super::message!(k8s_openapi::api::storage::v1::StorageClass);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::storage::v1::StorageHealth {
     const NAME: &'static str = "k8s.io.api.storage.v1.StorageHealth";
 
@@ -15015,12 +15344,12 @@ impl Message for k8s_openapi::api::storage::v1::StorageHealth {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storage::v1::StorageHealth);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::storage::v1::StorageHealth);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::storage::v1::StorageHealthCondition {
     const NAME: &'static str = "k8s.io.api.storage.v1.StorageHealthCondition";
 
@@ -15048,9 +15377,9 @@ impl Message for k8s_openapi::api::storage::v1::StorageHealthCondition {
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storage::v1::StorageHealthCondition);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::storage::v1::StorageHealthCondition);
 
 impl Message for k8s_openapi::api::storage::v1::TokenRequest {
@@ -15277,7 +15606,7 @@ impl Message for k8s_openapi::api::storage::v1::VolumeNodeResources {
 super::slots!(k8s_openapi::api::storage::v1::VolumeNodeResources);
 super::message!(k8s_openapi::api::storage::v1::VolumeNodeResources);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration {
     const NAME: &'static str = "k8s.io.api.storagemigration.v1.StorageVersionMigration";
 
@@ -15301,12 +15630,12 @@ impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storagemigration::v1::StorageVersionMigration);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::storagemigration::v1::StorageVersionMigration);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigrationSpec {
     const NAME: &'static str = "k8s.io.api.storagemigration.v1.StorageVersionMigrationSpec";
 
@@ -15328,12 +15657,12 @@ impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storagemigration::v1::StorageVersionMigrationSpec);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::storagemigration::v1::StorageVersionMigrationSpec);
 
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigrationStatus {
     const NAME: &'static str = "k8s.io.api.storagemigration.v1.StorageVersionMigrationStatus";
 
@@ -15357,9 +15686,9 @@ impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration
         }
     }
 }
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storagemigration::v1::StorageVersionMigrationStatus);
-#[cfg(any(kubeclient_k8s_minor = "37"))]
+#[cfg(kubeclient_k8s_minor = "37")]
 super::message!(k8s_openapi::api::storagemigration::v1::StorageVersionMigrationStatus);
 
 impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition {
@@ -15826,6 +16155,67 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList);
 super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList);
+
+impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
+    const NAME: &'static str = "k8s.io.apimachinery.pkg.apis.meta.v1.APIResource";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.namespaced, value, reader, 2, ctx),
+            3 => Slot::fill(&mut this.kind, value, reader, 3, ctx),
+            4 => super::fill_string_array(&mut this.verbs, value),
+            5 => Slot::fill(&mut this.short_names, value, reader, 5, ctx),
+            6 => Slot::fill(&mut this.singular_name, value, reader, 6, ctx),
+            7 => Slot::fill(&mut this.categories, value, reader, 7, ctx),
+            8 if skip_zero(value) => Ok(()),
+            8 => Slot::fill(&mut this.group, value, reader, 8, ctx),
+            9 if skip_zero(value) => Ok(()),
+            9 => Slot::fill(&mut this.version, value, reader, 9, ctx),
+            10 if skip_zero(value) => Ok(()),
+            10 => Slot::fill(&mut this.storage_version_hash, value, reader, 10, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource);
+super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource);
+
+impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList {
+    const NAME: &'static str = "k8s.io.apimachinery.pkg.apis.meta.v1.APIResourceList";
+
+    fn empty() -> Self {
+        Self::default()
+    }
+
+    fn merge_field<'a>(
+        &mut self,
+        number: u32,
+        value: WireValue<'a>,
+        reader: &mut Reader<'a>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        let this = self;
+        match number {
+            1 => Slot::fill(&mut this.group_version, value, reader, 1, ctx),
+            2 => Slot::fill(&mut this.resources, value, reader, 2, ctx),
+            _ => Ok(()),
+        }
+    }
+}
+super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList);
+super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList);
 
 impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
     const NAME: &'static str = "k8s.io.apimachinery.pkg.apis.meta.v1.APIVersions";
@@ -16781,16 +17171,22 @@ pub(super) fn register(table: &mut super::Table) {
     table.add::<k8s_openapi::api::apps::v1::Deployment>();
     table.add::<k8s_openapi::api::apps::v1::ReplicaSet>();
     table.add::<k8s_openapi::api::apps::v1::StatefulSet>();
+    table.add::<k8s_openapi::api::authentication::v1::SelfSubjectReview>();
+    table.add::<k8s_openapi::api::authentication::v1::TokenRequest>();
+    table.add::<k8s_openapi::api::authentication::v1::TokenReview>();
+    table.add::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>();
     table.add::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>();
     table.add::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>();
+    table.add::<k8s_openapi::api::authorization::v1::SubjectAccessReview>();
     table.add::<k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler>();
     table.add::<k8s_openapi::api::autoscaling::v1::Scale>();
     table.add::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>();
     table.add::<k8s_openapi::api::batch::v1::CronJob>();
     table.add::<k8s_openapi::api::batch::v1::Job>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    table.add::<k8s_openapi::api::certificates::v1::CertificateSigningRequest>();
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::certificates::v1::ClusterTrustBundle>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::certificates::v1::PodCertificateRequest>();
     table.add::<k8s_openapi::api::coordination::v1::Lease>();
     table.add::<k8s_openapi::api::discovery::v1::EndpointSlice>();
@@ -16799,6 +17195,7 @@ pub(super) fn register(table: &mut super::Table) {
     table.add::<k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration>();
     table.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup>();
     table.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList>();
+    table.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList>();
     table.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions>();
     table.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>();
     table.add::<k8s_openapi::api::networking::v1::IPAddress>();
@@ -16820,7 +17217,7 @@ pub(super) fn register(table: &mut super::Table) {
         kubeclient_k8s_minor = "37"
     ))]
     table.add::<k8s_openapi::api::resource::v1::DeviceClass>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::resource::v1::DeviceTaintRule>();
     #[cfg(any(
         kubeclient_k8s_minor = "34",
@@ -16844,11 +17241,11 @@ pub(super) fn register(table: &mut super::Table) {
     ))]
     table.add::<k8s_openapi::api::resource::v1::ResourceSlice>();
     table.add::<k8s_openapi::api::scheduling::v1::PriorityClass>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::scheduling::v1alpha3::PodGroup>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::scheduling::v1alpha3::Workload>();
     table.add::<k8s_openapi::api::storage::v1::CSIDriver>();
     table.add::<k8s_openapi::api::storage::v1::CSINode>();
@@ -16862,7 +17259,7 @@ pub(super) fn register(table: &mut super::Table) {
         kubeclient_k8s_minor = "37"
     ))]
     table.add::<k8s_openapi::api::storage::v1::VolumeAttributesClass>();
-    #[cfg(any(kubeclient_k8s_minor = "37"))]
+    #[cfg(kubeclient_k8s_minor = "37")]
     table.add::<k8s_openapi::api::storagemigration::v1::StorageVersionMigration>();
     table.add::<k8s_openapi::api::core::v1::Binding>();
     table.add::<k8s_openapi::api::core::v1::ComponentStatus>();

@@ -422,6 +422,75 @@ slots!(
     RawExtension
 );
 
+/// A Go named slice of strings (`Verbs`, `ExtraValue`): one message of repeated `items = 1`.
+impl Decode for Vec<String> {
+    fn decode(value: WireValue<'_>, _: &mut Ctx) -> Result<Option<Self>, ProtobufError> {
+        let mut items = Vec::new();
+        read_string_array(&mut items, value)?;
+        Ok(Some(items))
+    }
+}
+
+fn read_string_array(items: &mut Vec<String>, value: WireValue<'_>) -> Result<(), ProtobufError> {
+    let mut reader = Reader::new(len(value)?);
+    while let Some((number, item)) = reader.field()? {
+        if number == 1 {
+            items.push(utf8(len(item)?)?.to_owned());
+        }
+    }
+    Ok(())
+}
+
+/// A field whose type is a Go named slice of strings.
+pub(crate) trait StringArraySlot {
+    /// Appends the array's items.
+    fn items(&mut self) -> &mut Vec<String>;
+}
+
+impl StringArraySlot for Vec<String> {
+    fn items(&mut self) -> &mut Vec<String> {
+        self
+    }
+}
+
+impl StringArraySlot for Option<Vec<String>> {
+    fn items(&mut self) -> &mut Vec<String> {
+        self.get_or_insert_with(Vec::new)
+    }
+}
+
+/// Fills a field whose type is a Go named slice of strings (`APIResource.verbs`).
+pub(crate) fn fill_string_array(
+    slot: &mut impl StringArraySlot,
+    value: WireValue<'_>,
+) -> Result<(), ProtobufError> {
+    read_string_array(slot.items(), value)
+}
+
+impl Slot for BTreeMap<String, Vec<String>> {
+    fn fill<'a>(
+        &mut self,
+        value: WireValue<'a>,
+        _: &mut Reader<'a>,
+        _: u32,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        fill_map(self, value, ctx)
+    }
+}
+
+impl Slot for Option<BTreeMap<String, Vec<String>>> {
+    fn fill<'a>(
+        &mut self,
+        value: WireValue<'a>,
+        _: &mut Reader<'a>,
+        _: u32,
+        ctx: &mut Ctx,
+    ) -> Result<(), ProtobufError> {
+        fill_map(self.get_or_insert_with(BTreeMap::new), value, ctx)
+    }
+}
+
 fn varint(value: WireValue<'_>) -> Result<u64, ProtobufError> {
     match value {
         WireValue::Varint(v) => Ok(v),

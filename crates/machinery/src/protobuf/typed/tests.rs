@@ -131,3 +131,14 @@ fn regenerating_the_decoders_changes_nothing() {
         "generated.rs differs from what scripts/gen-protobuf-decoders generates"
     );
 }
+
+/// The build script found the version k8s-openapi was built for (the tests enable 1.37):
+/// without it every version-dependent field would be left out silently.
+#[test]
+fn the_build_script_tells_the_decoders_the_kubernetes_version() {
+    #[cfg(kubeclient_k8s_minor = "37")]
+    const BUILT_FOR: &str = "1.37";
+    #[cfg(not(kubeclient_k8s_minor = "37"))]
+    const BUILT_FOR: &str = "no version cfg";
+    assert_eq!(BUILT_FOR, "1.37");
+}

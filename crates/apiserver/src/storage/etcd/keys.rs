@@ -1,0 +1,120 @@
+//! kube-apiserver's etcd key layout: `<prefix>/<resource prefix>/<namespace>/<name>`
+//! (`<prefix>/<resource prefix>/<name>` for cluster-scoped objects), where the resource
+//! prefix is the resource's name for the built-in groups (with a few historical names),
+//! and `<group>/<resource>` for custom resources and the two groups served by their own
+//! servers (apiextensions and the aggregator).
+
+use std::borrow::Cow;
+
+use kubeclient_machinery::GroupResource;
+
+/// Resources whose etcd prefix is not their name (kube-apiserver's
+/// `specialDefaultResourcePrefixes`).
+const SPECIAL_PREFIXES: [(&str, &str, &str); 7] = [
+    ("", "replicationcontrollers", "controllers"),
+    ("", "endpoints", "services/endpoints"),
+    ("", "nodes", "minions"),
+    ("", "services", "services/specs"),
+    ("extensions", "ingresses", "ingress"),
+    ("networking.k8s.io", "ingresses", "ingress"),
+    ("policy", "podsecuritypolicies", "podsecuritypolicy"),
+];
+
+/// Groups served by their own servers, stored under `<group>/<resource>` and in JSON.
+const OWN_SERVER_GROUPS: [&str; 2] = ["apiextensions.k8s.io", "apiregistration.k8s.io"];
+
+/// Whether a group is one of Kubernetes' own (a built-in API group): the core group,
+/// a group without a dot (`apps`, `batch`, ...), or one under `.k8s.io`.
+pub(crate) fn is_builtin_group(group: &str) -> bool {
+    group.is_empty() || !group.contains('.') || group.ends_with(".k8s.io")
+}
+
+/// Whether objects of `group` are stored as JSON even when they are built-in types.
+pub(crate) fn stored_as_json(group: &str) -> bool {
+    OWN_SERVER_GROUPS.contains(&group) || !is_builtin_group(group)
+}
+
+/// The part of a key that names the resource: `pods`, `services/specs`,
+/// `example.com/widgets`.
+pub(crate) fn resource_prefix(resource: &GroupResource) -> Cow<'_, str> {
+    let special = SPECIAL_PREFIXES
+        .iter()
+        .find(|(group, name, _)| *group == resource.group && *name == resource.resource);
+    if let Some((_, _, prefix)) = special {
+        return Cow::Borrowed(prefix);
+    }
+    if stored_as_json(&resource.group) {
+        Cow::Owned(format!("{}/{}", resource.group, resource.resource))
+    } else {
+        Cow::Borrowed(&resource.resource)
+    }
+}
+
+/// The key of everything of one resource, ending in `/`: `/registry/pods/`.
+pub(crate) fn resource_root(prefix: &str, resource: &GroupResource) -> String {
+    let prefix = prefix.trim_end_matches('/');
+    if prefix.is_empty() {
+        format!("{}/", resource_prefix(resource))
+    } else {
+        format!("{prefix}/{}/", resource_prefix(resource))
+    }
+}
+
+/// The first key after every key that starts with `prefix` (etcd's range end for a
+/// prefix); empty (all keys to the end) when there is none.
+pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root(group: &str, resource: &str) -> String {
+        resource_root("/registry", &GroupResource::new(group, resource))
+    }
+
+    #[test]
+    fn keys_follow_kube_apiserver() {
+        assert_eq!(root("", "pods"), "/registry/pods/");
+        assert_eq!(root("apps", "deployments"), "/registry/deployments/");
+        assert_eq!(root("", "services"), "/registry/services/specs/");
+        assert_eq!(root("", "endpoints"), "/registry/services/endpoints/");
+        assert_eq!(root("", "nodes"), "/registry/minions/");
+        assert_eq!(root("networking.k8s.io", "ingresses"), "/registry/ingress/");
+        assert_eq!(
+            root("rbac.authorization.k8s.io", "roles"),
+            "/registry/roles/"
+        );
+        assert_eq!(
+            root("apiextensions.k8s.io", "customresourcedefinitions"),
+            "/registry/apiextensions.k8s.io/customresourcedefinitions/"
+        );
+        assert_eq!(
+            root("example.com", "widgets"),
+            "/registry/example.com/widgets/"
+        );
+        assert_eq!(
+            root("kwok.x-k8s.io", "stages"),
+            "/registry/kwok.x-k8s.io/stages/"
+        );
+        let bare = resource_root("", &GroupResource::new("", "pods"));
+        assert_eq!(bare, "pods/");
+        let trailing = resource_root("/other/", &GroupResource::new("", "pods"));
+        assert_eq!(trailing, "/other/pods/");
+    }
+
+    #[test]
+    fn prefix_end_is_the_next_key() {
+        assert_eq!(prefix_end(b"/registry/pods/"), b"/registry/pods0");
+        assert_eq!(prefix_end(b"a\xff"), b"b");
+        assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
+    }
+}
