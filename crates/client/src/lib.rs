@@ -17,7 +17,10 @@
 //! - [`util`]: an injectable clock, certificates and CSRs (feature `cert`).
 //! - [`informers`]: the SharedInformerFactory (typed, dynamic and metadata-only informers).
 //! - [`workqueue`]: rate-limited work queues for controllers.
-//! - [`controller`]: a controller builder over the shared factory and a work queue.
+//! - [`controller`]: a controller builder over the shared factory and a work queue, with
+//!   an error policy, outcomes, predicates, finalizers and owner-reference helpers.
+//! - [`manager`]: controller-runtime's Manager: client, cache, leader election, probes and
+//!   controllers started in order and stopped gracefully.
 //! - [`leaderelection`]: leader election on a Lease.
 //! - [`customresource`] and [`CustomResource`]: typed custom resources and their CRDs.
 //! - [`applyconfigurations`]: typed server-side apply (client-go's `applyconfigurations/`).
@@ -50,6 +53,7 @@ pub mod discovery;
 mod error;
 pub mod informers;
 pub mod leaderelection;
+pub mod manager;
 pub mod metrics;
 pub mod record;
 pub mod rest;

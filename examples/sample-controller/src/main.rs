@@ -1,6 +1,6 @@
 //! The seeds' controller, typed: an `Installation` custom resource (replicas, image,
-//! service port) wants a Service. Two replicas of the controller run; leader election on
-//! a Lease picks one to reconcile; the leader gives every Installation a Service with an
+//! service port) wants a Service. Two replicas of the controller run, each a
+//! [`Manager`]; leader election on a Lease picks one to reconcile; the leader gives every Installation a Service with an
 //! owner reference, writes its status, records an event for each outcome and cleans up
 //! through a finalizer. Each replica serves `/metrics`, `/healthz` and `/readyz`.
 //!
@@ -12,6 +12,7 @@ mod installation;
 mod reconcile;
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,12 +20,11 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Event, Service};
 use kubeclient::config::{Kubeconfig, KubeconfigOptions};
-use kubeclient::controller::Controller;
+use kubeclient::controller::retry_with_backoff;
 use kubeclient::customresource::{CustomResourceExt, install_crd};
-use kubeclient::informers::SharedInformerFactory;
-use kubeclient::leaderelection::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock};
-use kubeclient::machinery::Object;
-use kubeclient::metrics::{Metrics, MetricsServer};
+use kubeclient::leaderelection::LeaderElectionConfig;
+use kubeclient::machinery::{ErrorChain, Object};
+use kubeclient::manager::{Manager, ManagerError, Runnable};
 use kubeclient::record::{EventBroadcaster, EventSource};
 use kubeclient::{
     Api, CancellationToken, Client, Config, DeleteParams, ListParams, Patch, PatchParams,
@@ -45,145 +45,90 @@ const LEASE: &str = "sample-controller";
 /// How long the workload waits for the controller to converge after each step.
 const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
 
-/// One running copy of the controller.
+/// One running copy of the controller: a manager with the Installation controller.
 struct Replica {
     id: String,
     stop: CancellationToken,
-    election: JoinHandle<()>,
+    manager: JoinHandle<Result<(), ManagerError>>,
     leading: Arc<AtomicBool>,
-    factory: Arc<SharedInformerFactory>,
     broadcaster: Arc<EventBroadcaster>,
-    metrics_server: MetricsServer,
+    probes: SocketAddr,
 }
 
 impl Replica {
     async fn start(id: &str, base: &Config) -> Result<Replica, BoxError> {
-        let metrics = Arc::new(Metrics::new());
         let mut config = base.clone();
         config.user_agent = Some(format!("sample-controller/{id}"));
-        config.metrics = Some(metrics.clone());
-        let client = Client::new(config).await?;
-        let factory =
-            Arc::new(SharedInformerFactory::new(client.clone()).metrics_provider(metrics.clone()));
-        // Caches run on every replica, so a new leader starts warm; only the leader reconciles.
-        let _ = (
-            factory.informer::<Installation>(),
-            factory.informer::<Service>(),
-        );
-        factory.start();
-        let synced = Arc::new(AtomicBool::new(false));
-        let ready = synced.clone();
-        let metrics_server =
-            MetricsServer::start("127.0.0.1:0".parse()?, metrics.clone(), move || {
-                ready.load(Ordering::SeqCst)
-            })
+        // Caches run on every replica, so a new leader starts warm; only the leader
+        // reconciles. /healthz fails when this replica believes it leads but stopped
+        // renewing; /readyz passes once the caches synced.
+        let manager = Manager::builder(config)
+            .leader_election(NAMESPACE, LEASE)
+            .leader_election_identity(id)
+            .leader_election_config(
+                LeaderElectionConfig::default()
+                    .lease_duration(Duration::from_secs(4))
+                    .renew_deadline(Duration::from_secs(3))
+                    .retry_period(Duration::from_millis(500))
+                    .release_on_cancel(true),
+            )
+            .probe_address("127.0.0.1:0".parse()?)
+            .build()
             .await?;
-        let waiting = factory.clone();
-        tokio::spawn(
-            async move { synced.store(waiting.wait_for_cache_sync().await, Ordering::SeqCst) },
-        );
-
         let broadcaster = Arc::new(EventBroadcaster::new());
-        broadcaster.start_recording_to_sink(client.clone());
+        broadcaster.start_recording_to_sink(manager.client().clone());
         let ctx = Arc::new(Context {
-            client: client.clone(),
+            client: manager.client().clone(),
             recorder: broadcaster.new_recorder(EventSource {
                 component: "sample-controller".to_owned(),
                 host: id.to_owned(),
             }),
         });
+        let controller = manager
+            .controller::<Installation>("installations")
+            .owns::<Service>()
+            .workers(2)
+            .build()?;
+        manager.add(controller.into_runnable(reconcile, retry_with_backoff, ctx));
         let leading = Arc::new(AtomicBool::new(false));
-        let (who, lead_factory, lead_metrics, lead_flag) = (
-            id.to_owned(),
-            factory.clone(),
-            metrics.clone(),
-            leading.clone(),
-        );
-        let callbacks = LeaderCallbacks::new()
-            .on_started_leading(move |lost| {
-                let (who, factory, metrics, leading, ctx) = (
-                    who.clone(),
-                    lead_factory.clone(),
-                    lead_metrics.clone(),
-                    lead_flag.clone(),
-                    ctx.clone(),
-                );
-                async move {
-                    leading.store(true, Ordering::SeqCst);
-                    println!("  [{who}] became the leader; starting the controller");
-                    let controller = Controller::<Installation>::builder("installations", &factory)
-                        .owns::<Service>()
-                        .workers(2)
-                        .metrics_provider(metrics)
-                        .build();
-                    match controller {
-                        Ok(controller) => {
-                            factory.start();
-                            controller
-                                .run(move |request| reconcile(ctx.clone(), request), lost)
-                                .await;
-                        }
-                        Err(err) => eprintln!("  [{who}] cannot build the controller: {err}"),
-                    }
-                    leading.store(false, Ordering::SeqCst);
-                    println!("  [{who}] stopped leading");
-                }
-            })
-            .on_new_leader({
-                let who = id.to_owned();
-                move |leader| {
-                    if leader != who && !leader.is_empty() {
-                        println!("  [{who}] observes leader {leader}");
-                    }
-                }
-            });
-        let election_config = LeaderElectionConfig::default()
-            .lease_duration(Duration::from_secs(4))
-            .renew_deadline(Duration::from_secs(3))
-            .retry_period(Duration::from_millis(500))
-            .release_on_cancel(true)
-            .name(LEASE)
-            .master_status_metric(metrics.leader_election_master_status(LEASE));
-        let elector = Arc::new(LeaderElector::new(
-            LeaseLock::new(client, NAMESPACE, LEASE, id),
-            election_config,
-            callbacks,
-        )?);
-        // /healthz fails when this replica believes it leads but stopped renewing.
-        let checked = elector.clone();
-        metrics_server.set_health_check(move || {
-            checked
-                .check(Duration::from_secs(2))
-                .map_err(|err| err.to_string())
-        });
+        let (who, flag) = (id.to_owned(), leading.clone());
+        manager.add(Runnable::new("leader-announcer", move |lost| async move {
+            flag.store(true, Ordering::SeqCst);
+            println!("  [{who}] became the leader; the controller runs");
+            lost.cancelled().await;
+            flag.store(false, Ordering::SeqCst);
+            println!("  [{who}] stopped leading");
+            Ok::<_, std::convert::Infallible>(())
+        }));
+        let probes = manager
+            .probe_address()
+            .ok_or("the manager serves no probes")?;
         let stop = CancellationToken::new();
-        let election = tokio::spawn({
-            let stop = stop.clone();
-            async move { elector.run(stop).await }
-        });
+        let manager = tokio::spawn(manager.start(stop.clone()));
         Ok(Replica {
             id: id.to_owned(),
             stop,
-            election,
+            manager,
             leading,
-            factory,
             broadcaster,
-            metrics_server,
+            probes,
         })
     }
 
     async fn stop(self) {
         self.stop.cancel();
-        let _ = self.election.await;
+        match self.manager.await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => eprintln!("  [{}] {}", self.id, ErrorChain(&err)),
+            Err(err) => eprintln!("  [{}] the manager task failed: {err}", self.id),
+        }
         self.broadcaster.shutdown().await;
-        self.factory.shutdown().await;
-        self.metrics_server.shutdown().await;
     }
 }
 
 /// `GET /metrics` of a replica, as text.
 async fn scrape(replica: &Replica) -> Result<String, BoxError> {
-    let mut stream = tokio::net::TcpStream::connect(replica.metrics_server.local_addr()).await?;
+    let mut stream = tokio::net::TcpStream::connect(replica.probes).await?;
     stream
         .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .await?;

@@ -1,4 +1,4 @@
-//! The reconcile: a finalizer for cleanup (it does not rely on a garbage collector),
+//! The reconcile: behind a finalizer for cleanup (it does not rely on a garbage collector),
 //! a Service per Installation owned by it and the status, both written by server-side
 //! apply of apply configurations, and an event for each outcome.
 
@@ -9,11 +9,12 @@ use kubeclient::applyconfigurations::core::v1::{
     ServiceApplyConfiguration, ServicePortApplyConfiguration, ServiceSpecApplyConfiguration,
 };
 use kubeclient::applyconfigurations::meta::v1::OwnerReferenceApplyConfiguration;
-use kubeclient::controller::{Action, ReconcileRequest};
+use kubeclient::controller::{
+    Action, FinalizerError, FinalizerEvent, ReconcileRequest, finalizer, is_controlled_by,
+};
 use kubeclient::machinery::Object;
 use kubeclient::record::{EventRecorder, EventType};
-use kubeclient::{Api, ApplyOptions, Client, DeleteParams, Patch, PatchParams};
-use serde_json::json;
+use kubeclient::{Api, ApplyOptions, Client, DeleteParams};
 
 use crate::installation::{
     Installation, InstallationApplyConfiguration, InstallationCondition, InstallationStatus,
@@ -43,11 +44,20 @@ pub(crate) enum ReconcileError {
 impl std::fmt::Display for ReconcileError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ReconcileError::Api(err) => write!(f, "{}", kubeclient::machinery::ErrorChain(err)),
+            ReconcileError::Api(_) => write!(f, "a request failed"),
             ReconcileError::NotOwned(name) => write!(
                 f,
                 "Service {name} already exists and is not managed by an Installation"
             ),
+        }
+    }
+}
+
+impl std::error::Error for ReconcileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ReconcileError::Api(err) => Some(err),
+            ReconcileError::NotOwned(_) => None,
         }
     }
 }
@@ -96,69 +106,66 @@ pub(crate) fn service_port(service: &Service) -> Option<i32> {
         .map(|p| p.port)
 }
 
-/// Reconciles one Installation key; records an event for the outcome.
+/// Reconciles one Installation key behind the finalizer; records an event for the outcome.
 pub(crate) async fn reconcile(
-    ctx: Arc<Context>,
     request: ReconcileRequest<Installation>,
-) -> Result<Action, ReconcileError> {
+    ctx: Arc<Context>,
+) -> Result<Action, FinalizerError<ReconcileError>> {
     let Some(installation) = request.object else {
         return Ok(Action::done()); // gone: the finalizer already cleaned up
     };
-    let outcome = sync(&ctx, &installation).await;
+    let installations: Api<Installation> = Api::namespaced(ctx.client.clone(), &request.namespace);
+    let outcome = finalizer(
+        &installations,
+        FINALIZER,
+        installation.clone(),
+        |event| async {
+            match event {
+                FinalizerEvent::Apply(installation) => sync(&ctx, &installation).await,
+                FinalizerEvent::Cleanup(installation) => cleanup(&ctx, &installation).await,
+            }
+        },
+    )
+    .await;
     match &outcome {
-        Ok(message) => {
-            ctx.recorder
-                .event(installation.as_ref(), EventType::Normal, "Synced", message)
-        }
+        Ok(_) => {}
         Err(err) => ctx.recorder.event(
             installation.as_ref(),
             EventType::Warning,
             "SyncFailed",
-            &err.to_string(),
+            &kubeclient::machinery::ErrorChain(err).to_string(),
         ),
     }
-    outcome.map(|_| Action::done())
+    outcome
 }
 
-async fn sync(ctx: &Context, installation: &Installation) -> Result<String, ReconcileError> {
+/// Deletes the Installation's Service (it may be gone already).
+async fn cleanup(ctx: &Context, installation: &Installation) -> Result<Action, ReconcileError> {
+    let name = installation.name();
+    let services: Api<Service> = Api::namespaced(
+        ctx.client.clone(),
+        installation.namespace().unwrap_or("default"),
+    );
+    match services.delete(name, &DeleteParams::default()).await {
+        Ok(_) => {}
+        Err(err) if err.is_not_found() => {}
+        Err(err) => return Err(err.into()),
+    }
+    let message = format!("Service {name} deleted with its Installation");
+    ctx.recorder
+        .event(installation, EventType::Normal, "Synced", &message);
+    Ok(Action::done())
+}
+
+/// Applies the Service and the status.
+async fn sync(ctx: &Context, installation: &Installation) -> Result<Action, ReconcileError> {
     let namespace = installation.namespace().unwrap_or("default");
     let name = installation.name();
     let installations: Api<Installation> = Api::namespaced(ctx.client.clone(), namespace);
     let services: Api<Service> = Api::namespaced(ctx.client.clone(), namespace);
-    if installation.deletion_timestamp().is_some() {
-        match services.delete(name, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(err) if err.api().is_some_and(|e| e.is_not_found()) => {}
-            Err(err) => return Err(err.into()),
-        }
-        let rest: Vec<&String> = installation
-            .finalizers()
-            .iter()
-            .filter(|f| *f != FINALIZER)
-            .collect();
-        let patch = json!({"metadata": {"finalizers": rest, "resourceVersion": installation.resource_version()}});
-        match installations
-            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-        {
-            Ok(_) => {}
-            // A stale cache: the finalizer was removed already and the object is gone.
-            Err(err) if err.api().is_some_and(|e| e.is_not_found()) => {}
-            Err(err) => return Err(err.into()),
-        }
-        return Ok(format!("Service {name} deleted with its Installation"));
-    }
-    if !installation.finalizers().iter().any(|f| f == FINALIZER) {
-        let mut finalizers = installation.finalizers().to_vec();
-        finalizers.push(FINALIZER.to_owned());
-        let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": installation.resource_version()}});
-        installations
-            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
-            .await?;
-    }
     let current = services.get_opt(name).await?;
     if let Some(current) = &current
-        && current.controller_of().map(|o| o.uid.as_str()) != Some(installation.uid())
+        && !is_controlled_by(current, installation)
     {
         return Err(ReconcileError::NotOwned(name.to_owned()));
     }
@@ -190,5 +197,8 @@ async fn sync(ctx: &Context, installation: &Installation) -> Result<String, Reco
             .apply_configuration_status(&status, &apply)
             .await?;
     }
-    Ok(format!("Installation synced: Service {name} {action}"))
+    let message = format!("Installation synced: Service {name} {action}");
+    ctx.recorder
+        .event(installation, EventType::Normal, "Synced", &message);
+    Ok(Action::done())
 }

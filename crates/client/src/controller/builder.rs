@@ -6,12 +6,16 @@ use std::sync::Arc;
 use crate::cache::{
     EventHandlerRegistration, InformerError, Lister, ResourceEventHandler, SharedIndexInformer,
 };
-use crate::informers::{FactoryResource, SharedInformerFactory};
+use crate::informers::{FactoryHandle, FactoryResource, SharedInformerFactory};
 use crate::workqueue::{
     MetricsProvider, QueueConfig, RateLimiter, RateLimitingQueue, default_controller_rate_limiter,
 };
 
-use super::enqueue_handlers::{EnqueueMapped, EnqueueObject, EnqueueOwner, MapFn};
+use futures_util::stream::BoxStream;
+
+use super::enqueue_handlers::{EnqueueMapped, EnqueueObject, EnqueueOwner, Filtered, MapFn};
+use super::outcome::{ReconcileOutcome, Reporter};
+use super::predicate::{Predicate, PredicateExt};
 
 /// Registers one handler on the factory's shared informer of some type, feeding `queue`.
 type Watch = Box<dyn FnOnce(&RateLimitingQueue<String>) -> Result<Registered, InformerError>>;
@@ -19,18 +23,25 @@ type Watch = Box<dyn FnOnce(&RateLimitingQueue<String>) -> Result<Registered, In
 /// A handler registered by a controller, and how to remove it again when the controller
 /// stops (the shared informer goes on serving other controllers).
 pub(super) struct Registered {
+    /// `apiVersion/Kind` of the informer, for logs.
+    pub(super) resource: String,
     pub(super) registration: EventHandlerRegistration,
     pub(super) remove: Box<dyn Fn(&EventHandlerRegistration) + Send + Sync>,
 }
 
-/// Registers `handler` on `informer`.
+/// Registers `handler` on `informer`, behind `predicate` when there is one.
 fn register<T: FactoryResource>(
     informer: &SharedIndexInformer<T>,
     handler: impl ResourceEventHandler<T>,
+    predicate: Option<Arc<dyn Predicate<T>>>,
 ) -> Result<Registered, InformerError> {
-    let registration = informer.add_event_handler(handler)?;
+    let registration = match predicate {
+        Some(predicate) => informer.add_event_handler(Filtered { handler, predicate })?,
+        None => informer.add_event_handler(handler)?,
+    };
     let informer = informer.clone();
     Ok(Registered {
+        resource: format!("{}/{}", T::API_VERSION, T::KIND),
         registration,
         remove: Box::new(move |registration| informer.remove_event_handler(registration)),
     })
@@ -40,20 +51,30 @@ fn register<T: FactoryResource>(
 /// (controller-runtime's `builder.ControllerManagedBy(mgr).For(&K{}).Owns(..).Watches(..)`).
 ///
 /// Handlers are registered on the factory's shared informers by [`build`](Self::build); a
-/// factory that already started replays its caches to them (late handlers), and informers
-/// created by the build need another [`SharedInformerFactory::start`].
+/// factory that already started replays its caches to them (late handlers), and
+/// [`Controller::run`] starts the informers the build created.
 ///
 /// # Examples
 ///
 /// ```no_run
+/// use std::sync::Arc;
 /// use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kubeclient::controller::{Action, Controller};
+/// use kubeclient::controller::{Action, Controller, ReconcileRequest, retry_with_backoff};
 /// use kubeclient::informers::SharedInformerFactory;
 /// use kubeclient::{CancellationToken, Client};
 ///
+/// async fn reconcile(request: ReconcileRequest<Deployment>, client: Arc<Client>) -> Result<Action, kubeclient::Error> {
+///     match request.object {
+///         Some(_deployment) => println!("reconcile {}", request.key),
+///         None => println!("{} is gone", request.key),
+///     }
+///     Ok(Action::done())
+/// }
+///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let factory = SharedInformerFactory::new(Client::try_default().await?);
+/// let client = Client::try_default().await?;
+/// let factory = SharedInformerFactory::new(client.clone());
 /// let controller = Controller::<Deployment>::builder("deployments", &factory)
 ///     .owns::<ReplicaSet>()
 ///     // a ConfigMap change reconciles the Deployment named in its `app` label
@@ -63,17 +84,8 @@ fn register<T: FactoryResource>(
 ///     })
 ///     .workers(2)
 ///     .build()?;
-/// factory.start();
 /// let stop = CancellationToken::new();
-/// controller
-///     .run(|request| async move {
-///         match request.object {
-///             Some(deployment) => println!("reconcile {}", request.key),
-///             None => println!("{} is gone", request.key),
-///         }
-///         Ok::<_, std::io::Error>(Action::done())
-///     }, stop)
-///     .await;
+/// controller.run(reconcile, retry_with_backoff, Arc::new(client), stop).await?;
 /// # Ok(()) }
 /// ```
 #[doc(alias = "Builder", alias = "ControllerManagedBy")]
@@ -85,15 +97,27 @@ pub struct ControllerBuilder<'f, K> {
     limiter: Option<Arc<dyn RateLimiter<String>>>,
     metrics: Option<Arc<dyn MetricsProvider>>,
     watches: Vec<Watch>,
-    primary: PhantomData<fn() -> K>,
+    predicate: Option<Arc<dyn Predicate<K>>>,
 }
 
 impl<'f, K: FactoryResource> ControllerBuilder<'f, K> {
     /// Owned objects of type `C`: an event on one enqueues the key of its controller owner
     /// (the owner reference with `controller: true`) when that owner is a `K`.
-    pub fn owns<C: FactoryResource>(mut self) -> Self {
-        let factory = self.factory;
-        let informer = factory.informer::<C>();
+    pub fn owns<C: FactoryResource>(self) -> Self {
+        self.owns_filtered::<C>(None)
+    }
+
+    /// [`owns`](Self::owns), for the events of owned objects that pass `predicate`
+    /// (controller-runtime's `Owns(obj, builder.WithPredicates(..))`).
+    pub fn owns_with<C: FactoryResource>(self, predicate: impl Predicate<C>) -> Self {
+        self.owns_filtered::<C>(Some(Arc::new(predicate)))
+    }
+
+    fn owns_filtered<C: FactoryResource>(
+        mut self,
+        predicate: Option<Arc<dyn Predicate<C>>>,
+    ) -> Self {
+        let informer = self.factory.informer::<C>();
         self.watches.push(Box::new(move |queue| {
             register(
                 &informer,
@@ -101,6 +125,7 @@ impl<'f, K: FactoryResource> ControllerBuilder<'f, K> {
                     queue: queue.clone(),
                     owner: PhantomData,
                 },
+                predicate,
             )
         }));
         self
@@ -109,11 +134,27 @@ impl<'f, K: FactoryResource> ControllerBuilder<'f, K> {
     /// Objects of type `O` mapped to the keys (`namespace/name`) of primary objects to
     /// reconcile; on an update both the old and the new object are mapped.
     pub fn watches<O: FactoryResource>(
-        mut self,
+        self,
         map: impl Fn(&O) -> Vec<String> + Send + Sync + 'static,
     ) -> Self {
+        self.watches_filtered(Arc::new(map), None)
+    }
+
+    /// [`watches`](Self::watches), for the events that pass `predicate`.
+    pub fn watches_with<O: FactoryResource>(
+        self,
+        map: impl Fn(&O) -> Vec<String> + Send + Sync + 'static,
+        predicate: impl Predicate<O>,
+    ) -> Self {
+        self.watches_filtered(Arc::new(map), Some(Arc::new(predicate)))
+    }
+
+    fn watches_filtered<O: FactoryResource>(
+        mut self,
+        map: MapFn<O>,
+        predicate: Option<Arc<dyn Predicate<O>>>,
+    ) -> Self {
         let informer = self.factory.informer::<O>();
-        let map: MapFn<O> = Arc::new(map);
         self.watches.push(Box::new(move |queue| {
             register(
                 &informer,
@@ -121,8 +162,35 @@ impl<'f, K: FactoryResource> ControllerBuilder<'f, K> {
                     queue: queue.clone(),
                     map,
                 },
+                predicate,
             )
         }));
+        self
+    }
+
+    /// Only events of primary objects that pass `predicate` enqueue them
+    /// (controller-runtime's `For(obj, builder.WithPredicates(..))`); several calls must
+    /// all pass. A requeue asked by a reconcile is not filtered.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn build(factory: &kubeclient::informers::SharedInformerFactory) -> Result<(), kubeclient::cache::InformerError> {
+    /// use k8s_openapi::api::apps::v1::Deployment;
+    /// use kubeclient::controller::Controller;
+    /// use kubeclient::controller::predicate::{GenerationChanged, LabelsChanged, PredicateExt};
+    ///
+    /// // Status writes (which do not move the generation) do not reconcile.
+    /// let controller = Controller::<Deployment>::builder("deployments", factory)
+    ///     .predicate(GenerationChanged.or(LabelsChanged))
+    ///     .build()?;
+    /// # drop(controller); Ok(()) }
+    /// ```
+    pub fn predicate(mut self, predicate: impl Predicate<K>) -> Self {
+        self.predicate = Some(match self.predicate.take() {
+            None => Arc::new(predicate),
+            Some(before) => Arc::new(before.and(predicate)),
+        });
         self
     }
 
@@ -171,6 +239,7 @@ impl<'f, K: FactoryResource> ControllerBuilder<'f, K> {
             EnqueueObject {
                 queue: queue.clone(),
             },
+            self.predicate,
         )?];
         for watch in self.watches {
             match watch(&queue) {
@@ -185,11 +254,13 @@ impl<'f, K: FactoryResource> ControllerBuilder<'f, K> {
             }
         }
         Ok(Controller {
+            reporter: Arc::new(Reporter::new(&self.name)),
             name: self.name,
             workers: self.workers,
             queue,
             lister: self.factory.lister::<K>(),
             registrations,
+            factory: self.factory.handle(),
         })
     }
 }
@@ -203,6 +274,8 @@ pub struct Controller<K: FactoryResource> {
     pub(super) queue: RateLimitingQueue<String>,
     pub(super) lister: Lister<K>,
     pub(super) registrations: Vec<Registered>,
+    pub(super) factory: FactoryHandle,
+    pub(super) reporter: Arc<Reporter>,
 }
 
 impl<K: FactoryResource> Controller<K> {
@@ -216,7 +289,7 @@ impl<K: FactoryResource> Controller<K> {
             limiter: None,
             metrics: None,
             watches: Vec::new(),
-            primary: PhantomData,
+            predicate: None,
         }
     }
 
@@ -233,6 +306,14 @@ impl<K: FactoryResource> Controller<K> {
     /// A lister over the primary objects' shared cache.
     pub fn lister(&self) -> &Lister<K> {
         &self.lister
+    }
+
+    /// A stream of every reconcile's outcome from now on, until [`run`](Self::run) returns.
+    /// It never slows the workers: a subscriber that falls more than 1024 outcomes behind
+    /// misses the oldest (and a warning says how many).
+    #[must_use]
+    pub fn outcomes(&self) -> BoxStream<'static, ReconcileOutcome> {
+        self.reporter.subscribe()
     }
 
     /// Whether every handler of this controller has handled its informer's initial list.

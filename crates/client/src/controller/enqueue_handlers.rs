@@ -12,6 +12,8 @@ use kubeclient_machinery::{DeletedObject, Object, meta_namespace_key};
 use crate::cache::ResourceEventHandler;
 use crate::workqueue::RateLimitingQueue;
 
+use super::predicate::Predicate;
+
 /// Maps a watched object to the keys of the primary objects to reconcile.
 pub(super) type MapFn<O> = Arc<dyn Fn(&O) -> Vec<String> + Send + Sync>;
 
@@ -124,6 +126,36 @@ impl<O: Object> ResourceEventHandler<O> for EnqueueMapped<O> {
     fn on_delete(&self, obj: &DeletedObject<O>) {
         if let Some(obj) = obj.object() {
             self.enqueue(obj.as_ref());
+        }
+    }
+}
+
+/// Passes an event on to `handler` when `predicate` lets it through (controller-runtime's
+/// predicates on a `source.Kind`). A tombstone without its last state always passes.
+pub(super) struct Filtered<H, K> {
+    pub(super) handler: H,
+    pub(super) predicate: Arc<dyn Predicate<K>>,
+}
+
+impl<H: ResourceEventHandler<K>, K: Object + 'static> ResourceEventHandler<K> for Filtered<H, K> {
+    fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
+        if self.predicate.create(obj.as_ref()) {
+            self.handler.on_add(obj, is_in_initial_list);
+        }
+    }
+
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        if self.predicate.update(old.as_ref(), new.as_ref()) {
+            self.handler.on_update(old, new);
+        }
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<K>) {
+        if obj
+            .object()
+            .is_none_or(|o| self.predicate.delete(o.as_ref()))
+        {
+            self.handler.on_delete(obj);
         }
     }
 }

@@ -54,6 +54,63 @@ struct Entry {
     started: bool,
 }
 
+/// The factory's informers and the tasks running them, shared with the controllers built
+/// on the factory so that a controller's `run` can start what nobody started.
+///
+/// Invariants: an entry is `started` iff its task was pushed to `tasks` (or the factory
+/// had been shut down, after which nothing starts); `stop` is the parent of every task's
+/// token.
+#[derive(Default)]
+struct Informers {
+    /// Guards the informer of each key and whether it runs.
+    entries: Mutex<HashMap<InformerKey, Entry>>,
+    /// Guards the tasks of started informers, awaited by `shutdown`.
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    stop: CancellationToken,
+}
+
+impl Informers {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<InformerKey, Entry>> {
+        crate::sync::lock(&self.entries)
+    }
+
+    fn start(&self) {
+        if self.stop.is_cancelled() {
+            return;
+        }
+        let mut spawned = Vec::new();
+        for entry in self.entries().values_mut().filter(|e| !e.started) {
+            entry.started = true;
+            spawned.push(entry.runnable.spawn(self.stop.child_token()));
+        }
+        crate::sync::lock(&self.tasks).extend(spawned);
+    }
+
+    fn has_synced(&self) -> bool {
+        self.entries()
+            .values()
+            .filter(|e| e.started)
+            .all(|e| e.runnable.synced())
+    }
+}
+
+/// A handle on a factory's informers that outlives borrows of the factory: what a
+/// [`Controller`](crate::controller::Controller) keeps to start the informers it needs.
+#[derive(Clone)]
+pub(crate) struct FactoryHandle(Arc<Informers>);
+
+impl FactoryHandle {
+    /// [`SharedInformerFactory::start`].
+    pub(crate) fn start(&self) {
+        self.0.start();
+    }
+
+    /// A token cancelled when the factory shuts down.
+    pub(crate) fn stopped(&self) -> CancellationToken {
+        self.0.stop.clone()
+    }
+}
+
 /// A `k8s-openapi` type (or a typed custom resource) the factory makes informers and
 /// listers for. Implemented for every type with the bounds below; never implement it by
 /// hand.
@@ -94,9 +151,7 @@ pub struct SharedInformerFactory {
     compact_cache: bool,
     use_watch_list: bool,
     metrics: Option<Arc<dyn InformerMetricsProvider>>,
-    entries: Mutex<HashMap<InformerKey, Entry>>,
-    tasks: Mutex<Vec<JoinHandle<()>>>,
-    stop: CancellationToken,
+    informers: Arc<Informers>,
 }
 
 impl SharedInformerFactory {
@@ -113,9 +168,7 @@ impl SharedInformerFactory {
             compact_cache: false,
             use_watch_list: true,
             metrics: None,
-            entries: Mutex::new(HashMap::new()),
-            tasks: Mutex::new(Vec::new()),
-            stop: CancellationToken::new(),
+            informers: Arc::default(),
         }
     }
 
@@ -198,7 +251,12 @@ impl SharedInformerFactory {
     }
 
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<InformerKey, Entry>> {
-        crate::sync::lock(&self.entries)
+        self.informers.entries()
+    }
+
+    /// A handle that starts this factory's informers from wherever it is kept.
+    pub(crate) fn handle(&self) -> FactoryHandle {
+        FactoryHandle(self.informers.clone())
     }
 
     fn get_or_create<K>(
@@ -263,6 +321,13 @@ impl SharedInformerFactory {
             },
         );
         informer
+    }
+
+    /// Whether the factory has made the typed informer of `K` (without making it).
+    #[must_use]
+    pub fn has_informer<K: FactoryResource>(&self) -> bool {
+        self.entries()
+            .contains_key(&InformerKey::Typed(TypeId::of::<K>()))
     }
 
     /// The shared informer of a `k8s-openapi` type (the same instance on every call).
@@ -334,15 +399,13 @@ impl SharedInformerFactory {
     /// Starts every informer not started yet (non-blocking). Informers created later need
     /// another call. Does nothing after [`shutdown`](Self::shutdown).
     pub fn start(&self) {
-        if self.stop.is_cancelled() {
-            return;
-        }
-        let mut spawned = Vec::new();
-        for entry in self.entries().values_mut().filter(|e| !e.started) {
-            entry.started = true;
-            spawned.push(entry.runnable.spawn(self.stop.child_token()));
-        }
-        crate::sync::lock(&self.tasks).extend(spawned);
+        self.informers.start();
+    }
+
+    /// Whether every started informer has synced (what a readiness probe asks).
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
+        self.informers.has_synced()
     }
 
     /// Waits until every started informer has synced; `false` if the factory shuts down first.
@@ -352,15 +415,10 @@ impl SharedInformerFactory {
     /// Cancel safe.
     pub async fn wait_for_cache_sync(&self) -> bool {
         loop {
-            let all_synced = self
-                .entries()
-                .values()
-                .filter(|e| e.started)
-                .all(|e| e.runnable.synced());
-            if all_synced {
+            if self.informers.has_synced() {
                 return true;
             }
-            if self.stop.is_cancelled() {
+            if self.informers.stop.is_cancelled() {
                 return false;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -369,8 +427,9 @@ impl SharedInformerFactory {
 
     /// Stops every informer and waits for them to finish. Later `start` calls do nothing.
     pub async fn shutdown(&self) {
-        self.stop.cancel();
-        let tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *crate::sync::lock(&self.tasks));
+        self.informers.stop.cancel();
+        let tasks: Vec<JoinHandle<()>> =
+            std::mem::take(&mut *crate::sync::lock(&self.informers.tasks));
         for task in tasks {
             let _ = task.await;
         }

@@ -25,5 +25,6 @@
 mod factory;
 mod informer_metrics;
 
+pub(crate) use factory::FactoryHandle;
 pub use factory::{FactoryResource, SharedInformerFactory};
 pub use informer_metrics::InformerMetricsProvider;

@@ -5,6 +5,8 @@
 //! - `typed`: every verb of the typed client, pagination, watch resume, Status errors.
 //! - `certificates`: CertificateSigningRequests, and client certificates rotated on disk
 //!   and by an exec plugin.
+//! - `cached_client`: reads from lazily started informers with field indexes, writes to
+//!   the server.
 //! - `controller`: the controller builder: owned objects, finalizers, backoff, panics, drain.
 //! - `custom_resource`: a typed custom resource from the derive: CRD, Api, informer, status, validation.
 //! - `dynamic`: the dynamic client on a custom resource, and discovery.
@@ -15,6 +17,8 @@
 //! - `events`: the event recorder: counts, aggregation, the spam filter.
 //! - `metadata_informer`: metadata-only informers keep `PartialObjectMetadata`, also from a
 //!   server that ignores `as=` and sends whole objects.
+//! - `manager`: the controller manager: probes, caches, controllers, leader election
+//!   between two managers, graceful shutdown, a failing runnable.
 //! - `metrics`: the Prometheus registry and the /metrics, /healthz, /readyz server.
 //! - `hangs`: a server that never answers ends in a timeout, discovery included.
 //! - `informer_pipeline`: undecodable objects, relists sharing unchanged objects, per-handler
@@ -38,6 +42,7 @@
 mod apply_configuration;
 mod atomic_informer;
 mod auth;
+mod cached_client;
 mod certificates;
 mod controller;
 mod custom_resource;
@@ -47,6 +52,7 @@ mod hangs;
 mod informer_pipeline;
 mod informers;
 mod leader_election;
+mod manager;
 mod metadata_informer;
 mod metrics;
 mod mutation_cache;

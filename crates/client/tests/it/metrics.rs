@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kubeclient::controller::{Action, Controller};
+use kubeclient::controller::{Action, Controller, retry_with_backoff};
 use kubeclient::informers::SharedInformerFactory;
 use kubeclient::leaderelection::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock};
 use kubeclient::metrics::{Metrics, MetricsServer};
@@ -20,7 +20,12 @@ use crate::support::{config_of, start, until};
 
 /// `GET path` on the metrics server: (status code, body).
 pub(crate) async fn get(server: &MetricsServer, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(server.local_addr())
+    get_at(server.local_addr(), path).await
+}
+
+/// `GET path` on a metrics server at `address`: (status code, body).
+pub(crate) async fn get_at(address: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(address)
         .await
         .expect("connects");
     stream
@@ -99,16 +104,18 @@ async fn metrics_text_reports_client_queue_informer_and_leader_with_client_go_na
     let counter = attempts.clone();
     let stop = CancellationToken::new();
     let run = tokio::spawn(controller.run(
-        move |_request| {
+        move |_request, _ctx: Arc<()>| {
             let attempt = counter.fetch_add(1, Ordering::SeqCst);
             async move {
                 if attempt == 0 {
-                    Err("first attempt fails")
+                    Err(std::io::Error::other("first attempt fails"))
                 } else {
                     Ok(Action::done())
                 }
             }
         },
+        retry_with_backoff,
+        Arc::new(()),
         stop.clone(),
     ));
     let cm: ConfigMap =
@@ -225,7 +232,7 @@ async fn metrics_text_reports_client_queue_informer_and_leader_with_client_go_na
         0.0
     );
     stop.cancel();
-    run.await.expect("stopped");
+    run.await.expect("stopped").expect("the caches synced");
     factory.shutdown().await;
     server.shutdown().await;
 }

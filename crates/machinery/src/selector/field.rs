@@ -252,6 +252,12 @@ impl FieldSelector {
         }
     }
 
+    /// A selector of these terms, all of which must hold.
+    #[must_use]
+    pub fn from_terms(terms: Vec<FieldTerm>) -> Self {
+        FieldSelector { terms }
+    }
+
     /// The terms.
     #[must_use]
     pub fn terms(&self) -> &[FieldTerm] {
