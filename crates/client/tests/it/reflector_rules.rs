@@ -513,16 +513,19 @@ impl Front {
         let down = CancellationToken::new();
         let (upstream, token) = (self.upstream, down.clone());
         let accepting = tokio::spawn(async move {
+            // The connections, so that `down` returns only once every one is closed (a
+            // request must not race a connection still being cut).
+            let mut connections = tokio::task::JoinSet::new();
             loop {
                 let accepted = tokio::select! {
-                    () = token.cancelled() => return,
+                    () = token.cancelled() => break,
                     accepted = listener.accept() => accepted,
                 };
                 let Ok((mut client, _)) = accepted else {
-                    return;
+                    break;
                 };
                 let token = token.clone();
-                tokio::spawn(async move {
+                connections.spawn(async move {
                     let Ok(mut server) = tokio::net::TcpStream::connect(upstream).await else {
                         return;
                     };
@@ -532,6 +535,8 @@ impl Front {
                     }
                 });
             }
+            drop(listener);
+            while connections.join_next().await.is_some() {}
         });
         *self.running.lock().unwrap() = Some((down, accepting));
     }
