@@ -73,9 +73,11 @@ pub enum FinalizerError<E: std::error::Error + 'static> {
     UnnamedObject,
 }
 
-/// Runs `reconcile` behind the finalizer `finalizer` of `object` (see the
-/// [module](self) for the four cases), writing through `api` (an `Api` whose namespace
-/// is the object's).
+/// Runs `reconcile` behind the finalizer `finalizer` of `object`, writing through `api`
+/// (an `Api` whose namespace is the object's). Four cases: not being deleted and holding
+/// the finalizer, [`FinalizerEvent::Apply`]; not holding it, the finalizer is added first;
+/// being deleted and holding it, [`FinalizerEvent::Cleanup`], then the finalizer is
+/// removed; being deleted without it, nothing ([`Action::done`]).
 ///
 /// # Errors
 ///

@@ -112,8 +112,7 @@ impl CachedListOptions {
     }
 }
 
-/// Reads from the shared informers of a factory, writes through [`Api`]
-/// (see the [module](self)).
+/// Reads from the shared informers of a factory, writes through [`Api`].
 ///
 /// # Examples
 ///
