@@ -449,6 +449,36 @@ async fn generation_tracks_spec_changes_and_status_goes_through_its_subresource(
         .json();
     assert_eq!(rescaled["spec"]["replicas"], 4);
     assert_eq!(t.get(path).await.json()["spec"]["replicas"], 4);
+    // A negative count is refused as kube-apiserver's ValidateScale refuses it, by PUT and
+    // by PATCH, and the object keeps its replicas.
+    let mut negative = t.get(&format!("{path}/scale")).await.json();
+    negative["spec"]["replicas"] = json!(-1);
+    negative["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
+    for refused in [
+        t.put(&format!("{path}/scale"), &negative).await,
+        t.patch(
+            &format!("{path}/scale"),
+            "application/merge-patch+json",
+            r#"{"spec":{"replicas":-1}}"#,
+        )
+        .await,
+    ] {
+        let body = refused.json();
+        assert_eq!(refused.status, 422, "{body}");
+        let message = body["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with("Scale.autoscaling \"")
+                && message.ends_with(
+                    "\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+                ),
+            "{message}"
+        );
+        assert_eq!(body["details"]["causes"][0]["field"], "spec.replicas");
+    }
+    assert_eq!(t.get(path).await.json()["spec"]["replicas"], 4);
 }
 
 /// The generation bumps measured on kube-apiserver: a Deployment's annotations count (they

@@ -26,7 +26,7 @@ pub(crate) use token_request::token_request;
 pub(crate) use update::update;
 
 use create::create_object;
-use scale::with_replicas;
+use scale::{validate_scale_replicas, with_replicas};
 
 use http::{Response, StatusCode};
 use kubeclient_machinery::{GroupResource, Status, StatusCause, StatusDetails, StatusReason};

@@ -90,6 +90,7 @@ fn write_patched(
                 .and_then(|s| s.get("replicas"))
                 .cloned()
                 .unwrap_or(json!(0));
+            validate_scale_replicas(call, &replicas)?;
             return Ok(with_replicas(call, &current.value, replicas));
         }
         let mut patched = as_object(apply_patch(&current.value)?)?;

@@ -8,6 +8,24 @@ fn value_at<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
         .try_fold(object, |value, segment| value.get(segment))
 }
 
+/// kube-apiserver's `ValidateScale` on a written Scale: `spec.replicas` must not be
+/// negative (422 naming the Scale, whatever the scaled resource).
+pub(super) fn validate_scale_replicas(call: &Call, replicas: &Value) -> HandlerResult<()> {
+    match replicas.as_i64() {
+        Some(count) if count < 0 => Err(fail(Status::invalid(
+            "autoscaling",
+            "Scale",
+            call.name(),
+            vec![StatusCause::new(
+                "FieldValueInvalid",
+                &format!("Invalid value: {count}: must be greater than or equal to 0"),
+                "spec.replicas",
+            )],
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The object with `replicas` written at the resource's spec replicas path.
 pub(super) fn with_replicas(call: &Call, object: &Value, replicas: Value) -> Map<String, Value> {
     let mut result = object.clone();

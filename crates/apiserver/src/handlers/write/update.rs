@@ -14,6 +14,7 @@ pub(crate) fn update(call: &Call) -> HandlerResult<Response<Body>> {
             .and_then(|s| s.get("replicas"))
             .cloned()
             .unwrap_or(json!(0));
+        validate_scale_replicas(call, &replicas)?;
         // A Scale carrying a resourceVersion is a precondition on the object's, as in
         // kube-apiserver (a stale `kubectl scale --resource-version` gets 409).
         let scale_rv = meta_str(&Value::Object(body.clone()), "resourceVersion").to_owned();
