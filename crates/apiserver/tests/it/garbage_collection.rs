@@ -307,6 +307,12 @@ async fn a_deleted_namespace_terminates_until_its_objects_are_gone() {
     assert_eq!(answer["kind"], "Namespace");
     assert_eq!(answer["status"]["phase"], "Terminating");
     assert_eq!(answer["spec"]["finalizers"], json!(["kubernetes"]));
+    // kube-apiserver's namespace registry sets the deletionTimestamp only.
+    assert!(answer["metadata"]["deletionTimestamp"].is_string());
+    assert!(
+        answer["metadata"].get("deletionGracePeriodSeconds").is_none(),
+        "{answer}"
+    );
 
     eventually_status(&t, &format!("{team_cm}/plain"), 404).await;
     let refused = t.post(team_cm, &json!({"metadata": {"name": "new"}})).await;

@@ -54,6 +54,8 @@ impl Strategy for NamespaceStrategy {
     }
 
     fn prepare_for_deletion(&self, marked: &mut Map<String, Value>) {
+        // The namespace registry's own Delete sets the deletionTimestamp only.
+        metadata_mut(marked).remove("deletionGracePeriodSeconds");
         marked.insert("status".to_owned(), json!({"phase": "Terminating"}));
         let spec = marked.entry("spec").or_insert_with(|| json!({}));
         if let Value::Object(spec) = spec {
