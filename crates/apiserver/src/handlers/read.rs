@@ -300,6 +300,18 @@ fn expired(start_after: Option<String>) -> Status {
     }
 }
 
+/// An object's JSON without its `kind` and `apiVersion` (unchanged if it does not parse).
+fn without_type_meta(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(mut fields)) => {
+            fields.remove("kind");
+            fields.remove("apiVersion");
+            serde_json::to_vec(&fields).map_or(std::borrow::Cow::Borrowed(bytes), Into::into)
+        }
+        _ => std::borrow::Cow::Borrowed(bytes),
+    }
+}
+
 /// A list page in the negotiated form: the stored bytes spliced into a JSON list,
 /// PartialObjectMetadata, or a Table.
 fn list_response(
@@ -344,15 +356,17 @@ fn list_response(
                     body.put_u8(b',');
                 }
                 let bytes = version_conversion::served_bytes(resource, object);
-                match type_meta
-                    .as_deref()
-                    .and_then(|prefix| bytes.strip_prefix(prefix.as_bytes()))
-                {
-                    Some(rest) => {
-                        body.put_u8(b'{');
-                        body.put_slice(rest);
-                    }
+                match type_meta.as_deref() {
                     None => body.put_slice(&bytes),
+                    Some(prefix) => match bytes.strip_prefix(prefix.as_bytes()) {
+                        Some(rest) => {
+                            body.put_u8(b'{');
+                            body.put_slice(rest);
+                        }
+                        // Converted objects (events.k8s.io Events) have their fields in
+                        // another order: the slow path.
+                        None => body.put_slice(&without_type_meta(&bytes)),
+                    },
                 }
             }
             body.put_slice(b"]}\n");

@@ -39,6 +39,19 @@ async fn both_event_apis_share_one_storage_and_convert_fields() {
         "{seen}"
     );
     assert!(seen.get("message").is_none() && seen.get("involvedObject").is_none());
+    // Listed through events.k8s.io, its item carries no kind or apiVersion (built-in list
+    // items never do), and the list names them once.
+    let listed = t.get(events_v1).await.json();
+    assert_eq!(
+        (listed["kind"].as_str(), listed["apiVersion"].as_str()),
+        (Some("EventList"), Some("events.k8s.io/v1"))
+    );
+    let item = &listed["items"][0];
+    assert_eq!(item["note"], "container started");
+    assert!(
+        item.get("kind").is_none() && item.get("apiVersion").is_none(),
+        "{item}"
+    );
     let patched = t
         .patch(
             &format!("{events_v1}/started"),

@@ -310,7 +310,9 @@ async fn a_deleted_namespace_terminates_until_its_objects_are_gone() {
     // kube-apiserver's namespace registry sets the deletionTimestamp only.
     assert!(answer["metadata"]["deletionTimestamp"].is_string());
     assert!(
-        answer["metadata"].get("deletionGracePeriodSeconds").is_none(),
+        answer["metadata"]
+            .get("deletionGracePeriodSeconds")
+            .is_none(),
         "{answer}"
     );
 

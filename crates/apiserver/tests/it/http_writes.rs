@@ -815,6 +815,13 @@ async fn delete_collection_removes_the_selected_objects() {
         .json();
     assert_eq!(reply["kind"], "ConfigMapList");
     assert_eq!(reply["items"].as_array().unwrap().len(), 2);
+    // As in a list, the items of a built-in kind carry no kind or apiVersion.
+    for item in reply["items"].as_array().unwrap() {
+        assert!(
+            item.get("kind").is_none() && item.get("apiVersion").is_none(),
+            "{item}"
+        );
+    }
     let left = t.get("/api/v1/namespaces/default/configmaps").await.json();
     assert_eq!(left["items"].as_array().unwrap().len(), 1);
 }

@@ -155,9 +155,20 @@ pub(crate) fn delete_collection(call: &Call) -> HandlerResult<Response<Body>> {
         |object| filter.matches(object),
         &options,
     )?;
+    // As in a list, items of built-in kinds carry no kind or apiVersion.
     let items: Vec<Value> = deleted
         .iter()
-        .map(|object| version_conversion::served_value(&call.resource, &object.value).into_owned())
+        .map(|object| {
+            let mut item =
+                version_conversion::served_value(&call.resource, &object.value).into_owned();
+            if call.resource.builtin
+                && let Some(fields) = item.as_object_mut()
+            {
+                fields.remove("kind");
+                fields.remove("apiVersion");
+            }
+            item
+        })
         .collect();
     Ok(json(
         StatusCode::OK,
