@@ -61,7 +61,7 @@ fn builtin_columns(resource: &ResourceDef) -> Option<&'static [printers::Column]
 
 /// The table columns of a resource: Name, any custom printer columns, then the creation
 /// time (`Created At` for built-ins, as upstream's default convertor; `Age` for custom
-/// resources).
+/// resources whose CRD names no columns).
 pub(crate) fn column_definitions(resource: &ResourceDef) -> Value {
     if let Some(columns) = builtin_columns(resource) {
         return Value::Array(printers::column_definitions(resource, columns));
@@ -84,7 +84,9 @@ pub(crate) fn column_definitions(resource: &ResourceDef) -> Value {
             "CreationTimestamp is a timestamp representing the server time when this object was created.",
             0,
         ));
-    } else {
+    } else if resource.printer_columns.is_empty() {
+        // apiextensions-apiserver's default for a CRD without additionalPrinterColumns;
+        // a CRD that names its columns gets exactly those.
         columns.push(column(
             "Age",
             "date",
@@ -151,11 +153,11 @@ fn default_cells(resource: &ResourceDef, object: &Value, name: Value, created: &
             cell
         });
     }
-    cells.push(if resource.builtin {
-        Value::String(created.to_owned())
-    } else {
-        Value::String(age(created))
-    });
+    if resource.builtin {
+        cells.push(Value::String(created.to_owned()));
+    } else if resource.printer_columns.is_empty() {
+        cells.push(Value::String(age(created)));
+    }
     cells
 }
 
