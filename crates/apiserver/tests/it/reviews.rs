@@ -240,6 +240,10 @@ async fn the_events_certificates_and_apiregistration_groups_are_served() {
     let cells = &table["rows"][0]["cells"];
     assert_eq!(cells[2], "Created", "{table}");
     assert_eq!(cells[3], "pod/p");
+    assert_eq!(
+        cells[5], "example.com/ctl, ctl-1",
+        "the source is the reporting controller and instance when the deprecated source is empty"
+    );
 
     let core = t
         .post(

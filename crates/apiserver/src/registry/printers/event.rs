@@ -36,12 +36,17 @@ fn event_last_seen(event: &Value) -> Value {
     }
 }
 
+/// The deprecated source's component and host, else the reporting controller and
+/// instance (upstream's `formatEventSource`).
 fn event_source(event: &Value) -> Value {
     let component = match text(event, "/source/component") {
         "" => text(event, "/reportingComponent"),
         component => component,
     };
-    let host = text(event, "/source/host");
+    let host = match text(event, "/source/host") {
+        "" => text(event, "/reportingInstance"),
+        host => host,
+    };
     if host.is_empty() {
         json!(component)
     } else {
