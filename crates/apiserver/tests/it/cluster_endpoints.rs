@@ -52,6 +52,28 @@ async fn slices_of(t: &TestServer, service: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// The Service's slices once the slice controller has written `count` of them, each with
+/// endpoints (the Endpoints and EndpointSlice controllers run apart: one being done says
+/// nothing of the other).
+async fn settled_slices(t: &TestServer, service: &str, count: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let slices = slices_of(t, service).await;
+        let settled = slices.len() == count
+            && slices
+                .iter()
+                .all(|s| s["endpoints"].as_array().is_some_and(|e| !e.is_empty()));
+        if settled {
+            return slices;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{count} slices with endpoints for {service} within 10 s: {slices:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 #[tokio::test]
 async fn services_get_endpoints_and_slices_of_their_pods() {
     let t = TestServer::start_with(
@@ -164,8 +186,7 @@ async fn services_get_endpoints_and_slices_of_their_pods() {
     );
 
     // The slices: one per set of ports, owned by the Service.
-    let slices = slices_of(&t, "web").await;
-    assert_eq!(slices.len(), 2, "{slices:#?}");
+    let slices = settled_slices(&t, "web", 2).await;
     let service = t
         .get("/api/v1/namespaces/default/services/web")
         .await
@@ -359,8 +380,7 @@ async fn a_headless_service_publishing_not_ready_pods_lists_them_as_ready() {
     );
     assert_eq!(endpoints["subsets"][0]["addresses"][0]["hostname"], "db-0");
     assert!(endpoints["subsets"][0].get("ports").is_none());
-    let slices = slices_of(&t, "db").await;
-    assert_eq!(slices.len(), 1, "{slices:#?}");
+    let slices = settled_slices(&t, "db", 1).await;
     let endpoint = &slices[0]["endpoints"][0];
     assert_eq!(
         endpoint["conditions"],

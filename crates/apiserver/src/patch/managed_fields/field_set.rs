@@ -12,8 +12,8 @@ pub(crate) enum PathElement {
     /// An item of a list merged by key: `k:{"name":"c1"}`. Holds `(key field, canonical
     /// JSON of its value)` pairs sorted by field name, so equal keys compare equal.
     Key(Vec<(String, String)>),
-    /// An item of a set-like list, identified by its canonical JSON: `v:<json>`. Never
-    /// produced here; accepted so entries written by real servers or clients survive.
+    /// An item of a set-like list, identified by its canonical JSON: `v:<json>` (the
+    /// members of `metadata.finalizers`).
     Value(String),
     /// A list item identified by position: `i:<n>`. Never produced here; accepted for the
     /// same reason as [`PathElement::Value`].

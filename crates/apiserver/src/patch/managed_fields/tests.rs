@@ -620,7 +620,12 @@ fn identifying_and_server_controlled_metadata_is_never_owned() {
     let fields = fields_of(&obj, &list_key);
     assert_eq!(
         fields.to_path_strings(),
-        vec![".metadata.finalizers", ".metadata.labels.a", ".type"]
+        vec![
+            ".metadata.finalizers[=\"f\"]",
+            ".metadata.labels.a",
+            ".type"
+        ],
+        "finalizers are a set: each member is owned by value"
     );
 }
 
@@ -888,4 +893,25 @@ fn a_list_map_of_many_items_applies_as_a_small_one_does() {
             assert_eq!(owned, expected, "{manager}, {n} items");
         }
     }
+}
+
+#[test]
+fn finalizers_are_recorded_member_by_member_as_upstream_writes_them() {
+    let obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c", "finalizers": ["example.com/a", "example.com/b"]}});
+    let fields = fields_of(&obj, &list_key);
+    assert_eq!(
+        fields.to_path_strings(),
+        vec![
+            ".metadata.finalizers[=\"example.com/a\"]",
+            ".metadata.finalizers[=\"example.com/b\"]"
+        ]
+    );
+    let encoded = fields.to_fields_v1();
+    assert!(
+        encoded["f:metadata"]["f:finalizers"]
+            .get("v:\"example.com/a\"")
+            .is_some(),
+        "{encoded}"
+    );
 }

@@ -97,6 +97,16 @@ pub(super) fn walk_value<'v>(
             }
             walk_fields(fields, path, names, shape, out);
         }
+        // `metadata.finalizers` is a set (`+listType=set`): the list is a node and each
+        // member is owned as `v:<json>`, as upstream records it.
+        Value::Array(items) if names.as_slice() == ["metadata", "finalizers"] && is_set(items) => {
+            out.insert(path.clone(), (NodeKind::Object, value));
+            for item in items {
+                path.push(PathElement::Value(canonical_json(item)));
+                out.insert(path.clone(), (NodeKind::Item, item));
+                path.pop();
+            }
+        }
         Value::Array(items) => match keyed_items(items, names, shape.list_key) {
             Some(keyed) => {
                 // A keyed list is owned as a node by the write that brings it into
@@ -141,6 +151,17 @@ pub(super) fn walk_fields<'v>(
         names.pop();
         path.pop();
     }
+}
+
+/// Whether a list can be owned member by member: non-empty, scalar members, none twice
+/// (otherwise it is one atomic leaf, as a list whose keys repeat).
+fn is_set(items: &[Value]) -> bool {
+    let mut seen = BTreeSet::new();
+    !items.is_empty()
+        && items.iter().all(|item| {
+            matches!(item, Value::String(_) | Value::Number(_) | Value::Bool(_))
+                && seen.insert(canonical_json(item))
+        })
 }
 
 /// Splits a list into keyed items, or returns `None` to treat it as one atomic leaf:
