@@ -290,22 +290,34 @@ async fn the_scheduler_filters_by_selector_affinity_taints_and_requests() {
         assert_eq!(scheduled["message"], message, "{name}");
         assert!(pending["spec"].get("nodeName").is_none());
         let selector = format!("involvedObject.name={name},reason=FailedScheduling");
-        let events = t
-            .get(&format!(
+        // The scheduler writes the Event after the Pod's condition.
+        let events = eventually(
+            &t,
+            &format!(
                 "/api/v1/namespaces/default/events?fieldSelector={}",
                 selector.replace('=', "%3D").replace(',', "%2C")
-            ))
-            .await
-            .json();
+            ),
+            "a FailedScheduling event",
+            |e| e["items"].as_array().is_some_and(|i| !i.is_empty()),
+        )
+        .await;
         let event = &events["items"][0];
         assert_eq!(event["type"], "Warning", "{events:#}");
         assert_eq!(event["message"], message);
         assert_eq!(event["source"]["component"], "default-scheduler");
     }
-    let scheduled_events = t
-        .get("/api/v1/namespaces/default/events?fieldSelector=reason%3DScheduled")
-        .await
-        .json();
+    let scheduled_events = eventually(
+        &t,
+        "/api/v1/namespaces/default/events?fieldSelector=reason%3DScheduled",
+        "the Scheduled event of ssd",
+        |e| {
+            e["items"].as_array().is_some_and(|i| {
+                i.iter()
+                    .any(|e| e["message"] == "Successfully assigned default/ssd to node-1")
+            })
+        },
+    )
+    .await;
     let messages: Vec<&str> = scheduled_events["items"]
         .as_array()
         .into_iter()
@@ -699,10 +711,13 @@ async fn a_replica_set_keeps_its_replicas_and_counts_them_in_its_status() {
         rs["status"]["observedGeneration"],
         rs["metadata"]["generation"]
     );
-    let events = t
-        .get("/api/v1/namespaces/default/events?fieldSelector=reason%3DSuccessfulCreate")
-        .await
-        .json();
+    let events = eventually(
+        &t,
+        "/api/v1/namespaces/default/events?fieldSelector=reason%3DSuccessfulCreate",
+        "four SuccessfulCreate events",
+        |e| e["items"].as_array().is_some_and(|e| e.len() >= 4),
+    )
+    .await;
     assert!(
         events["items"].as_array().is_some_and(|e| e.len() >= 4),
         "{events:#}"
