@@ -182,32 +182,16 @@ fn absent(schema: &Schema, field: &Field, value: WireValue<'_>) -> bool {
         return false;
     };
     match (ty, value) {
-        (Type::Scalar(_), value) if field.omitempty && !field.pointer => match value {
-            WireValue::Varint(v) | WireValue::Fixed64(v) => v == 0,
-            WireValue::Fixed32(v) => v == 0,
-            WireValue::Len(b) => b.is_empty(),
-        },
+        (Type::Scalar(_), value) if field.omitempty && !field.pointer => value.is_zero(),
         (Type::Message(name), WireValue::Len(b)) => {
             match schema.message(name).ok().and_then(|m| m.special) {
                 Some(Special::Time | Special::MicroTime) => b.is_empty(),
-                Some(Special::RawJson) => raw_of(b).is_ok_and(<[u8]>::is_empty),
+                Some(Special::RawJson) => special::raw_of(b).is_ok_and(<[u8]>::is_empty),
                 _ => false,
             }
         }
         _ => false,
     }
-}
-
-/// The `raw = 1` bytes of a raw-JSON message.
-fn raw_of(bytes: &[u8]) -> Result<&[u8], ProtobufError> {
-    let mut raw: &[u8] = &[];
-    let mut reader = Reader::new(bytes);
-    while let Some((number, value)) = reader.field()? {
-        if let (1, WireValue::Len(b)) = (number, value) {
-            raw = b;
-        }
-    }
-    Ok(raw)
 }
 
 impl<'de> de::Deserializer<'de> for MessageDe<'de> {
@@ -453,22 +437,13 @@ impl<'de> de::Deserializer<'de> for ValueDe<'de> {
                     None => visitor.visit_unit(),
                 }
             }
-            Some(Special::Quantity) => {
-                let mut reader = Reader::new(bytes);
-                let mut text = "";
-                while let Some((number, value)) = reader.field()? {
-                    if let (1, WireValue::Len(b)) = (number, value) {
-                        text = utf8(b)?;
-                    }
-                }
-                visitor.visit_str(text)
-            }
-            Some(Special::IntOrString) => match special::read_int_or_string(bytes)? {
-                serde_json::Value::String(text) => visitor.visit_string(text),
-                other => visitor.visit_i64(other.as_i64().unwrap_or_default()),
+            Some(Special::Quantity) => visitor.visit_str(special::quantity_text(bytes)?),
+            Some(Special::IntOrString) => match special::int_or_string(bytes)? {
+                Ok(text) => visitor.visit_str(text),
+                Err(int) => visitor.visit_i64(i64::from(int)),
             },
             Some(Special::RawJson) => {
-                let raw = raw_of(bytes)?;
+                let raw = special::raw_of(bytes)?;
                 if raw.starts_with(envelope::MAGIC) {
                     let value = envelope::decode_at_depth(raw, self.depth + 1)?;
                     return de::Deserializer::deserialize_any(value, visitor)

@@ -278,18 +278,26 @@ pub(crate) fn format_duration(nanos: i64) -> String {
 }
 
 /// The one string field (`string = 1`) of a Quantity.
-pub(crate) fn read_quantity(bytes: &[u8]) -> Result<Value, ProtobufError> {
-    let mut text = String::new();
+pub(crate) fn quantity_text(bytes: &[u8]) -> Result<&str, ProtobufError> {
+    let mut text = "";
     let mut reader = Reader::new(bytes);
     while let Some((number, value)) = reader.field()? {
         if let (1, WireValue::Len(b)) = (number, value) {
-            text = utf8(b)?.to_owned();
+            text = utf8(b)?;
         }
     }
-    Ok(Value::String(text))
+    Ok(text)
 }
 
-pub(crate) fn read_int_or_string(bytes: &[u8]) -> Result<Value, ProtobufError> {
+/// [`quantity_text`] as its JSON form.
+pub(crate) fn read_quantity(bytes: &[u8]) -> Result<Value, ProtobufError> {
+    Ok(Value::String(quantity_text(bytes)?.to_owned()))
+}
+
+/// An IntOrString's value: `Ok(Err(int))` for the integer form, `Ok(Ok(text))` for the
+/// string form (`type = 1`).
+#[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+pub(crate) fn int_or_string(bytes: &[u8]) -> Result<Result<&str, i32>, ProtobufError> {
     let (mut kind, mut int, mut text) = (0_u64, 0_i32, "");
     let mut reader = Reader::new(bytes);
     while let Some((number, value)) = reader.field()? {
@@ -300,11 +308,27 @@ pub(crate) fn read_int_or_string(bytes: &[u8]) -> Result<Value, ProtobufError> {
             _ => {}
         }
     }
-    Ok(if kind == 1 {
-        Value::String(text.to_owned())
-    } else {
-        Value::from(int)
+    Ok(if kind == 1 { Ok(text) } else { Err(int) })
+}
+
+/// [`int_or_string`] as its JSON form.
+pub(crate) fn read_int_or_string(bytes: &[u8]) -> Result<Value, ProtobufError> {
+    Ok(match int_or_string(bytes)? {
+        Ok(text) => Value::String(text.to_owned()),
+        Err(int) => Value::from(int),
     })
+}
+
+/// The `raw = 1` bytes of a raw-JSON message (RawExtension, FieldsV1, apiextensions' JSON).
+pub(crate) fn raw_of(bytes: &[u8]) -> Result<&[u8], ProtobufError> {
+    let mut raw: &[u8] = &[];
+    let mut reader = Reader::new(bytes);
+    while let Some((number, value)) = reader.field()? {
+        if let (1, WireValue::Len(b)) = (number, value) {
+            raw = b;
+        }
+    }
+    Ok(raw)
 }
 
 pub(crate) fn write_int_or_string(value: &Value, out: &mut Vec<u8>) -> Result<(), ProtobufError> {

@@ -42,6 +42,18 @@ pub(crate) enum WireValue<'a> {
     Fixed32(u32),
 }
 
+impl WireValue<'_> {
+    /// Whether this is its type's zero value (0, false, "", no bytes): what `omitempty`
+    /// leaves out of JSON.
+    pub(crate) fn is_zero(self) -> bool {
+        match self {
+            WireValue::Varint(v) | WireValue::Fixed64(v) => v == 0,
+            WireValue::Fixed32(v) => v == 0,
+            WireValue::Len(b) => b.is_empty(),
+        }
+    }
+}
+
 /// Reads fields from one message's bytes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Reader<'a> {

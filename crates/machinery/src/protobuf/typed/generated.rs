@@ -9,7 +9,7 @@
     unused_variables
 )]
 
-use super::{Ctx, Message, Slot, decode_inlined, skip_zero};
+use super::{Ctx, Message, Slot, decode_inlined};
 use crate::protobuf::ProtobufError;
 use crate::protobuf::wire::{Reader, WireValue};
 
@@ -30,7 +30,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ApplyConfiguration
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.expression, value, reader, 1, ctx),
             _ => Ok(()),
         }
@@ -108,7 +108,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::JSONPatch {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.expression, value, reader, 1, ctx),
             _ => Ok(()),
         }
@@ -246,7 +246,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.policy_name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.param_ref, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.match_resources, value, reader, 3, ctx),
@@ -282,7 +282,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
             4 => Slot::fill(&mut this.mutations, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.failure_policy, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.match_conditions, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.reinvocation_policy, value, reader, 7, ctx),
             _ => Ok(()),
         }
@@ -425,9 +425,9 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ParamKind {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.api_version, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.kind, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -452,9 +452,9 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ParamRef {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.namespace, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.selector, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.parameter_not_found_action, value, reader, 4, ctx),
@@ -612,7 +612,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.policy_name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.param_ref, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.match_resources, value, reader, 3, ctx),
@@ -671,7 +671,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.observed_generation, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.type_checking, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.conditions, value, reader, 3, ctx),
@@ -758,10 +758,10 @@ impl Message for k8s_openapi::api::admissionregistration::v1::Validation {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.expression, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.message, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.reason, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.message_expression, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -812,7 +812,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::WebhookClientConfi
         let this = self;
         match number {
             1 => Slot::fill(&mut this.service, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.ca_bundle, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.url, value, reader, 3, ctx),
             _ => Ok(()),
@@ -893,9 +893,9 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetCondition {
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.last_transition_time, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.message, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -923,7 +923,7 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetSpec {
             1 => Slot::fill(&mut this.selector, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.template, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.update_strategy, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.min_ready_seconds, value, reader, 4, ctx),
             6 => Slot::fill(&mut this.revision_history_limit, value, reader, 6, ctx),
             _ => Ok(()),
@@ -953,13 +953,13 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetStatus {
             2 => Slot::fill(&mut this.number_misscheduled, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.desired_number_scheduled, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.number_ready, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.observed_generation, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.updated_number_scheduled, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.number_available, value, reader, 7, ctx),
-            8 if skip_zero(value) => Ok(()),
+            8 if value.is_zero() => Ok(()),
             8 => Slot::fill(&mut this.number_unavailable, value, reader, 8, ctx),
             9 => Slot::fill(&mut this.collision_count, value, reader, 9, ctx),
             10 => Slot::fill(&mut this.conditions, value, reader, 10, ctx),
@@ -986,7 +986,7 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.rolling_update, value, reader, 2, ctx),
             _ => Ok(()),
@@ -1040,9 +1040,9 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentCondition {
         match number {
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.message, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.last_update_time, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.last_transition_time, value, reader, 7, ctx),
@@ -1073,10 +1073,10 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentSpec {
             2 => Slot::fill(&mut this.selector, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.template, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.strategy, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.min_ready_seconds, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.revision_history_limit, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.paused, value, reader, 7, ctx),
             9 => Slot::fill(&mut this.progress_deadline_seconds, value, reader, 9, ctx),
             _ => Ok(()),
@@ -1102,18 +1102,18 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentStatus {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.observed_generation, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.replicas, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.updated_replicas, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.available_replicas, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.unavailable_replicas, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.conditions, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.ready_replicas, value, reader, 7, ctx),
             8 => Slot::fill(&mut this.collision_count, value, reader, 8, ctx),
             9 => Slot::fill(&mut this.terminating_replicas, value, reader, 9, ctx),
@@ -1140,7 +1140,7 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentStrategy {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.rolling_update, value, reader, 2, ctx),
             _ => Ok(()),
@@ -1195,9 +1195,9 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSetCondition {
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.last_transition_time, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.message, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -1225,7 +1225,7 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSetSpec {
             1 => Slot::fill(&mut this.replicas, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.selector, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.template, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.min_ready_seconds, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -1251,13 +1251,13 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSetStatus {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.replicas, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.fully_labeled_replicas, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.observed_generation, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.ready_replicas, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.available_replicas, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.conditions, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.terminating_replicas, value, reader, 7, ctx),
@@ -1388,9 +1388,9 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetCondition {
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.last_transition_time, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.message, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -1439,9 +1439,9 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetPersistentVolumeClaimRet
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.when_deleted, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.when_scaled, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -1471,11 +1471,11 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetSpec {
             3 => Slot::fill(&mut this.template, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.volume_claim_templates, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.service_name, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.pod_management_policy, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.update_strategy, value, reader, 7, ctx),
             8 => Slot::fill(&mut this.revision_history_limit, value, reader, 8, ctx),
-            9 if skip_zero(value) => Ok(()),
+            9 if value.is_zero() => Ok(()),
             9 => Slot::fill(&mut this.min_ready_seconds, value, reader, 9, ctx),
             10 => Slot::fill(
                 &mut this.persistent_volume_claim_retention_policy,
@@ -1508,18 +1508,18 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetStatus {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.observed_generation, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.replicas, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.ready_replicas, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.current_replicas, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.updated_replicas, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.current_revision, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.update_revision, value, reader, 7, ctx),
             9 => Slot::fill(&mut this.collision_count, value, reader, 9, ctx),
             10 => Slot::fill(&mut this.conditions, value, reader, 10, ctx),
@@ -1547,7 +1547,7 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetUpdateStrategy {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.rolling_update, value, reader, 2, ctx),
             _ => Ok(()),
@@ -1573,13 +1573,13 @@ impl Message for k8s_openapi::api::authentication::v1::BoundObjectReference {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.kind, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.api_version, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.name, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.uid, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -1777,7 +1777,7 @@ impl Message for k8s_openapi::api::authentication::v1::TokenReviewSpec {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.token, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.audiences, value, reader, 2, ctx),
             _ => Ok(()),
@@ -1803,10 +1803,10 @@ impl Message for k8s_openapi::api::authentication::v1::TokenReviewStatus {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.authenticated, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.user, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.error, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.audiences, value, reader, 4, ctx),
             _ => Ok(()),
@@ -1832,9 +1832,9 @@ impl Message for k8s_openapi::api::authentication::v1::UserInfo {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.username, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.uid, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.groups, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.extra, value, reader, 4, ctx),
@@ -1861,7 +1861,7 @@ impl Message for k8s_openapi::api::authorization::v1::FieldSelectorAttributes {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.raw_selector, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.requirements, value, reader, 2, ctx),
             _ => Ok(()),
@@ -1887,7 +1887,7 @@ impl Message for k8s_openapi::api::authorization::v1::LabelSelectorAttributes {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.raw_selector, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.requirements, value, reader, 2, ctx),
             _ => Ok(()),
@@ -1939,9 +1939,9 @@ impl Message for k8s_openapi::api::authorization::v1::NonResourceAttributes {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.path, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.verb, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -1991,19 +1991,19 @@ impl Message for k8s_openapi::api::authorization::v1::ResourceAttributes {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.namespace, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.verb, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.group, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.version, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.resource, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.subresource, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.name, value, reader, 7, ctx),
             8 => Slot::fill(&mut this.field_selector, value, reader, 8, ctx),
             9 => Slot::fill(&mut this.label_selector, value, reader, 9, ctx),
@@ -2134,7 +2134,7 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.namespace, value, reader, 1, ctx),
             _ => Ok(()),
         }
@@ -2187,11 +2187,11 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec {
         match number {
             1 => Slot::fill(&mut this.resource_attributes, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.non_resource_attributes, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.user, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.groups, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.extra, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.uid, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -2217,11 +2217,11 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus 
         let this = self;
         match number {
             1 => Slot::fill(&mut this.allowed, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.reason, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.evaluation_error, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.denied, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -2249,7 +2249,7 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus {
             1 => Slot::fill(&mut this.resource_rules, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.non_resource_rules, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.incomplete, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.evaluation_error, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -2276,7 +2276,7 @@ impl Message for k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference 
         match number {
             1 => Slot::fill(&mut this.kind, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.name, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.api_version, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -2420,7 +2420,7 @@ impl Message for k8s_openapi::api::autoscaling::v1::ScaleSpec {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.replicas, value, reader, 1, ctx),
             _ => Ok(()),
         }
@@ -2446,7 +2446,7 @@ impl Message for k8s_openapi::api::autoscaling::v1::ScaleStatus {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.replicas, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.selector, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -2525,7 +2525,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference 
         match number {
             1 => Slot::fill(&mut this.kind, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.name, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.api_version, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -2713,9 +2713,9 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondi
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.last_transition_time, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.message, value, reader, 5, ctx),
             #[cfg(kubeclient_k8s_minor = "37")]
             6 => Slot::fill(&mut this.observed_generation, value, reader, 6, ctx),
@@ -2772,7 +2772,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatu
         match number {
             1 => Slot::fill(&mut this.observed_generation, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.last_scale_time, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.current_replicas, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.desired_replicas, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.current_metrics, value, reader, 5, ctx),
@@ -3116,7 +3116,7 @@ impl Message for k8s_openapi::api::batch::v1::CronJobSpec {
         match number {
             1 => Slot::fill(&mut this.schedule, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.starting_deadline_seconds, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.concurrency_policy, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.suspend, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.job_template, value, reader, 5, ctx),
@@ -3208,9 +3208,9 @@ impl Message for k8s_openapi::api::batch::v1::JobCondition {
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.last_probe_time, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.last_transition_time, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.reason, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.message, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -3309,13 +3309,13 @@ impl Message for k8s_openapi::api::batch::v1::JobStatus {
             1 => Slot::fill(&mut this.conditions, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.start_time, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.completion_time, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.active, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.succeeded, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.failed, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.completed_indexes, value, reader, 7, ctx),
             8 => Slot::fill(&mut this.uncounted_terminated_pods, value, reader, 8, ctx),
             9 => Slot::fill(&mut this.ready, value, reader, 9, ctx),
@@ -3571,9 +3571,9 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestCo
         let this = self;
         match number {
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.reason, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.message, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.last_update_time, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.last_transition_time, value, reader, 5, ctx),
@@ -3602,9 +3602,9 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSp
         let this = self;
         match number {
             1 => Slot::fill(&mut this.request, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.username, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.uid, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.groups, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.usages, value, reader, 5, ctx),
@@ -3635,7 +3635,7 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSt
         let this = self;
         match number {
             1 => Slot::fill(&mut this.conditions, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.certificate, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -3689,7 +3689,7 @@ impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.signer_name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.trust_bundle, value, reader, 2, ctx),
             _ => Ok(()),
@@ -3790,7 +3790,7 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus
         let this = self;
         match number {
             1 => Slot::fill(&mut this.conditions, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.certificate_chain, value, reader, 2, ctx),
             4 => Slot::fill(&mut this.not_before, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.begin_refresh_at, value, reader, 5, ctx),
@@ -3876,11 +3876,11 @@ impl Message for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.volume_id, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.fs_type, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.partition, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.read_only, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -4012,7 +4012,7 @@ impl Message for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
         match number {
             1 => Slot::fill(&mut this.secret_name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.share_name, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.read_only, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.secret_namespace, value, reader, 4, ctx),
             _ => Ok(()),
@@ -4040,7 +4040,7 @@ impl Message for k8s_openapi::api::core::v1::AzureFileVolumeSource {
         match number {
             1 => Slot::fill(&mut this.secret_name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.share_name, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.read_only, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -4092,9 +4092,9 @@ impl Message for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
         match number {
             1 => Slot::fill(&mut this.driver, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.volume_handle, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.read_only, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.fs_type, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.volume_attributes, value, reader, 5, ctx),
             6 => Slot::fill(
@@ -4191,14 +4191,14 @@ impl Message for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.monitors, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.path, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.user, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.secret_file, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.secret_ref, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.read_only, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -4224,14 +4224,14 @@ impl Message for k8s_openapi::api::core::v1::CephFSVolumeSource {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.monitors, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.path, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.user, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.secret_file, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.secret_ref, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.read_only, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -4257,9 +4257,9 @@ impl Message for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.volume_id, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.fs_type, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.read_only, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.secret_ref, value, reader, 4, ctx),
             _ => Ok(()),
@@ -4286,9 +4286,9 @@ impl Message for k8s_openapi::api::core::v1::CinderVolumeSource {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.volume_id, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.fs_type, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.read_only, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.secret_ref, value, reader, 4, ctx),
             _ => Ok(()),
@@ -4370,9 +4370,9 @@ impl Message for k8s_openapi::api::core::v1::ComponentCondition {
         match number {
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.message, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.error, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -4510,9 +4510,9 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
         match number {
             1 => Slot::fill(&mut this.namespace, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.name, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.uid, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.resource_version, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.kubelet_config_key, value, reader, 5, ctx),
             _ => Ok(()),
@@ -4602,11 +4602,11 @@ impl Message for k8s_openapi::api::core::v1::Container {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.image, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.command, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.args, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.working_dir, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.ports, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.env, value, reader, 7, ctx),
@@ -4615,19 +4615,19 @@ impl Message for k8s_openapi::api::core::v1::Container {
             10 => Slot::fill(&mut this.liveness_probe, value, reader, 10, ctx),
             11 => Slot::fill(&mut this.readiness_probe, value, reader, 11, ctx),
             12 => Slot::fill(&mut this.lifecycle, value, reader, 12, ctx),
-            13 if skip_zero(value) => Ok(()),
+            13 if value.is_zero() => Ok(()),
             13 => Slot::fill(&mut this.termination_message_path, value, reader, 13, ctx),
-            14 if skip_zero(value) => Ok(()),
+            14 if value.is_zero() => Ok(()),
             14 => Slot::fill(&mut this.image_pull_policy, value, reader, 14, ctx),
             15 => Slot::fill(&mut this.security_context, value, reader, 15, ctx),
-            16 if skip_zero(value) => Ok(()),
+            16 if value.is_zero() => Ok(()),
             16 => Slot::fill(&mut this.stdin, value, reader, 16, ctx),
-            17 if skip_zero(value) => Ok(()),
+            17 if value.is_zero() => Ok(()),
             17 => Slot::fill(&mut this.stdin_once, value, reader, 17, ctx),
-            18 if skip_zero(value) => Ok(()),
+            18 if value.is_zero() => Ok(()),
             18 => Slot::fill(&mut this.tty, value, reader, 18, ctx),
             19 => Slot::fill(&mut this.env_from, value, reader, 19, ctx),
-            20 if skip_zero(value) => Ok(()),
+            20 if value.is_zero() => Ok(()),
             20 => Slot::fill(&mut this.termination_message_policy, value, reader, 20, ctx),
             21 => Slot::fill(&mut this.volume_devices, value, reader, 21, ctx),
             22 => Slot::fill(&mut this.startup_probe, value, reader, 22, ctx),
@@ -4708,7 +4708,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerImage {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.names, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.size_bytes, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -4733,14 +4733,14 @@ impl Message for k8s_openapi::api::core::v1::ContainerPort {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.host_port, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.container_port, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.protocol, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.host_ip, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -4796,7 +4796,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerRestartRule {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.action, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.exit_codes, value, reader, 2, ctx),
             _ => Ok(()),
@@ -4840,7 +4840,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.operator, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.values, value, reader, 2, ctx),
             _ => Ok(()),
@@ -4929,15 +4929,15 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateTerminated {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.exit_code, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.signal, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.reason, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.message, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.started_at, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.finished_at, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.container_id, value, reader, 7, ctx),
             _ => Ok(()),
         }
@@ -4962,9 +4962,9 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateWaiting {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.reason, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.message, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -4996,7 +4996,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerStatus {
             5 => Slot::fill(&mut this.restart_count, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.image, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.image_id, value, reader, 7, ctx),
-            8 if skip_zero(value) => Ok(()),
+            8 if value.is_zero() => Ok(()),
             8 => Slot::fill(&mut this.container_id, value, reader, 8, ctx),
             9 => Slot::fill(&mut this.started, value, reader, 9, ctx),
             10 => Slot::fill(&mut this.allocated_resources, value, reader, 10, ctx),
@@ -5156,7 +5156,7 @@ impl Message for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.medium, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.size_limit, value, reader, 2, ctx),
             #[cfg(kubeclient_k8s_minor = "37")]
@@ -5186,7 +5186,7 @@ impl Message for k8s_openapi::api::core::v1::EndpointAddress {
         match number {
             1 => Slot::fill(&mut this.ip, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.target_ref, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.hostname, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.node_name, value, reader, 4, ctx),
             _ => Ok(()),
@@ -5212,10 +5212,10 @@ impl Message for k8s_openapi::api::core::v1::EndpointPort {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.port, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.protocol, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.app_protocol, value, reader, 4, ctx),
             _ => Ok(()),
@@ -5292,7 +5292,7 @@ impl Message for k8s_openapi::api::core::v1::EnvFromSource {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.prefix, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.config_map_ref, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.secret_ref, value, reader, 3, ctx),
@@ -5320,7 +5320,7 @@ impl Message for k8s_openapi::api::core::v1::EnvVar {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.value, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.value_from, value, reader, 3, ctx),
             _ => Ok(()),
@@ -5385,7 +5385,7 @@ impl Message for k8s_openapi::api::core::v1::EphemeralContainer {
                     this, number, value, reader, ctx,
                 )
             }),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.target_container_name, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -5436,20 +5436,20 @@ impl Message for k8s_openapi::api::core::v1::Event {
         match number {
             1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.involved_object, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.reason, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.message, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.source, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.first_timestamp, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.last_timestamp, value, reader, 7, ctx),
-            8 if skip_zero(value) => Ok(()),
+            8 if value.is_zero() => Ok(()),
             8 => Slot::fill(&mut this.count, value, reader, 8, ctx),
-            9 if skip_zero(value) => Ok(()),
+            9 if value.is_zero() => Ok(()),
             9 => Slot::fill(&mut this.type_, value, reader, 9, ctx),
             10 => Slot::fill(&mut this.event_time, value, reader, 10, ctx),
             11 => Slot::fill(&mut this.series, value, reader, 11, ctx),
-            12 if skip_zero(value) => Ok(()),
+            12 if value.is_zero() => Ok(()),
             12 => Slot::fill(&mut this.action, value, reader, 12, ctx),
             13 => Slot::fill(&mut this.related, value, reader, 13, ctx),
             14 => Slot::fill(&mut this.reporting_component, value, reader, 14, ctx),
@@ -5477,7 +5477,7 @@ impl Message for k8s_openapi::api::core::v1::EventSeries {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.count, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.last_observed_time, value, reader, 2, ctx),
             _ => Ok(()),
@@ -5503,9 +5503,9 @@ impl Message for k8s_openapi::api::core::v1::EventSource {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.component, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.host, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -5584,9 +5584,9 @@ impl Message for k8s_openapi::api::core::v1::FCVolumeSource {
         match number {
             1 => Slot::fill(&mut this.target_wwns, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.lun, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.fs_type, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.read_only, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.wwids, value, reader, 5, ctx),
             _ => Ok(()),
@@ -5658,10 +5658,10 @@ impl Message for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.driver, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.fs_type, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.secret_ref, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.read_only, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.options, value, reader, 5, ctx),
             _ => Ok(()),
@@ -5688,10 +5688,10 @@ impl Message for k8s_openapi::api::core::v1::FlexVolumeSource {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.driver, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.fs_type, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.secret_ref, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.read_only, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.options, value, reader, 5, ctx),
             _ => Ok(()),
@@ -5717,9 +5717,9 @@ impl Message for k8s_openapi::api::core::v1::FlockerVolumeSource {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.dataset_name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.dataset_uuid, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -5745,11 +5745,11 @@ impl Message for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.pd_name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.fs_type, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.partition, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.read_only, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -5802,9 +5802,9 @@ impl Message for k8s_openapi::api::core::v1::GitRepoVolumeSource {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.repository, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.revision, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.directory, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -5831,7 +5831,7 @@ impl Message for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
         match number {
             1 => Slot::fill(&mut this.endpoints, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.path, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.read_only, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.endpoints_namespace, value, reader, 4, ctx),
             _ => Ok(()),
@@ -5859,7 +5859,7 @@ impl Message for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
         match number {
             1 => Slot::fill(&mut this.endpoints, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.path, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.read_only, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -5884,12 +5884,12 @@ impl Message for k8s_openapi::api::core::v1::HTTPGetAction {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.path, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.port, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.host, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.scheme, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.http_headers, value, reader, 5, ctx),
             #[cfg(kubeclient_k8s_minor = "37")]
@@ -6019,17 +6019,17 @@ impl Message for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
             1 => Slot::fill(&mut this.target_portal, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.iqn, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.lun, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.iscsi_interface, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.fs_type, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.read_only, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.portals, value, reader, 7, ctx),
-            8 if skip_zero(value) => Ok(()),
+            8 if value.is_zero() => Ok(()),
             8 => Slot::fill(&mut this.chap_auth_discovery, value, reader, 8, ctx),
             10 => Slot::fill(&mut this.secret_ref, value, reader, 10, ctx),
-            11 if skip_zero(value) => Ok(()),
+            11 if value.is_zero() => Ok(()),
             11 => Slot::fill(&mut this.chap_auth_session, value, reader, 11, ctx),
             12 => Slot::fill(&mut this.initiator_name, value, reader, 12, ctx),
             _ => Ok(()),
@@ -6058,17 +6058,17 @@ impl Message for k8s_openapi::api::core::v1::ISCSIVolumeSource {
             1 => Slot::fill(&mut this.target_portal, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.iqn, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.lun, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.iscsi_interface, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.fs_type, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.read_only, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.portals, value, reader, 7, ctx),
-            8 if skip_zero(value) => Ok(()),
+            8 if value.is_zero() => Ok(()),
             8 => Slot::fill(&mut this.chap_auth_discovery, value, reader, 8, ctx),
             10 => Slot::fill(&mut this.secret_ref, value, reader, 10, ctx),
-            11 if skip_zero(value) => Ok(()),
+            11 if value.is_zero() => Ok(()),
             11 => Slot::fill(&mut this.chap_auth_session, value, reader, 11, ctx),
             12 => Slot::fill(&mut this.initiator_name, value, reader, 12, ctx),
             _ => Ok(()),
@@ -6094,9 +6094,9 @@ impl Message for k8s_openapi::api::core::v1::ImageVolumeSource {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.reference, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.pull_policy, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -6122,7 +6122,7 @@ impl Message for k8s_openapi::api::core::v1::ImageVolumeStatus {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.image_ref, value, reader, 1, ctx),
             _ => Ok(()),
         }
@@ -6334,9 +6334,9 @@ impl Message for k8s_openapi::api::core::v1::LoadBalancerIngress {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.ip, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.hostname, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.ip_mode, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.ports, value, reader, 4, ctx),
@@ -6387,7 +6387,7 @@ impl Message for k8s_openapi::api::core::v1::LocalObjectReference {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
             _ => Ok(()),
         }
@@ -6437,7 +6437,7 @@ impl Message for k8s_openapi::api::core::v1::ModifyVolumeStatus {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(
                 &mut this.target_volume_attributes_class_name,
                 value,
@@ -6471,7 +6471,7 @@ impl Message for k8s_openapi::api::core::v1::NFSVolumeSource {
         match number {
             1 => Slot::fill(&mut this.server, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.path, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.read_only, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -6525,9 +6525,9 @@ impl Message for k8s_openapi::api::core::v1::NamespaceCondition {
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             4 => Slot::fill(&mut this.last_transition_time, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.reason, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.message, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -6576,7 +6576,7 @@ impl Message for k8s_openapi::api::core::v1::NamespaceStatus {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.phase, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.conditions, value, reader, 2, ctx),
             _ => Ok(()),
@@ -6783,9 +6783,9 @@ impl Message for k8s_openapi::api::core::v1::NodeCondition {
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.last_heartbeat_time, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.last_transition_time, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.reason, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.message, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -6837,7 +6837,7 @@ impl Message for k8s_openapi::api::core::v1::NodeConfigStatus {
             1 => Slot::fill(&mut this.assigned, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.active, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.last_known_good, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.error, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -7062,13 +7062,13 @@ impl Message for k8s_openapi::api::core::v1::NodeSpec {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.pod_cidr, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.external_id, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.provider_id, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.unschedulable, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.taints, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.config_source, value, reader, 6, ctx),
@@ -7100,7 +7100,7 @@ impl Message for k8s_openapi::api::core::v1::NodeStatus {
         match number {
             1 => Slot::fill(&mut this.capacity, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.allocatable, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.phase, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.conditions, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.addresses, value, reader, 5, ctx),
@@ -7199,7 +7199,7 @@ impl Message for k8s_openapi::api::core::v1::ObjectFieldSelector {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.api_version, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.field_path, value, reader, 2, ctx),
             _ => Ok(()),
@@ -7225,19 +7225,19 @@ impl Message for k8s_openapi::api::core::v1::ObjectReference {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.kind, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.namespace, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.name, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.uid, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.api_version, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.resource_version, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.field_path, value, reader, 7, ctx),
             _ => Ok(()),
         }
@@ -7318,9 +7318,9 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.last_probe_time, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.last_transition_time, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.reason, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.message, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -7347,7 +7347,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
         match number {
             1 => Slot::fill(&mut this.access_modes, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.resources, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.volume_name, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.selector, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.storage_class_name, value, reader, 5, ctx),
@@ -7384,7 +7384,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.phase, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.access_modes, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.capacity, value, reader, 3, ctx),
@@ -7450,7 +7450,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.claim_name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.read_only, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -7483,7 +7483,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeSpec {
             }),
             3 => Slot::fill(&mut this.access_modes, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.claim_ref, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(
                 &mut this.persistent_volume_reclaim_policy,
                 value,
@@ -7491,7 +7491,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeSpec {
                 5,
                 ctx,
             ),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.storage_class_name, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.mount_options, value, reader, 7, ctx),
             8 => Slot::fill(&mut this.volume_mode, value, reader, 8, ctx),
@@ -7526,11 +7526,11 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeStatus {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.phase, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.message, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.reason, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.last_phase_transition_time, value, reader, 4, ctx),
             _ => Ok(()),
@@ -7557,7 +7557,7 @@ impl Message for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.pd_id, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.fs_type, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -7717,16 +7717,16 @@ impl Message for k8s_openapi::api::core::v1::PodCertificateProjection {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.signer_name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.key_type, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.max_expiration_seconds, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.credential_bundle_path, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.key_path, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.certificate_chain_path, value, reader, 6, ctx),
             #[cfg(any(
                 kubeclient_k8s_minor = "35",
@@ -7775,11 +7775,11 @@ impl Message for k8s_openapi::api::core::v1::PodCondition {
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.last_probe_time, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.last_transition_time, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.reason, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.message, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.observed_generation, value, reader, 7, ctx),
             _ => Ok(()),
         }
@@ -7830,7 +7830,7 @@ impl Message for k8s_openapi::api::core::v1::PodDNSConfigOption {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.value, value, reader, 2, ctx),
             _ => Ok(()),
@@ -8117,7 +8117,7 @@ impl Message for k8s_openapi::api::core::v1::PodSpec {
         match number {
             1 => Slot::fill(&mut this.volumes, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.containers, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.restart_policy, value, reader, 3, ctx),
             4 => Slot::fill(
                 &mut this.termination_grace_period_seconds,
@@ -8127,29 +8127,29 @@ impl Message for k8s_openapi::api::core::v1::PodSpec {
                 ctx,
             ),
             5 => Slot::fill(&mut this.active_deadline_seconds, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.dns_policy, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.node_selector, value, reader, 7, ctx),
-            8 if skip_zero(value) => Ok(()),
+            8 if value.is_zero() => Ok(()),
             8 => Slot::fill(&mut this.service_account_name, value, reader, 8, ctx),
-            9 if skip_zero(value) => Ok(()),
+            9 if value.is_zero() => Ok(()),
             9 => Slot::fill(&mut this.service_account, value, reader, 9, ctx),
-            10 if skip_zero(value) => Ok(()),
+            10 if value.is_zero() => Ok(()),
             10 => Slot::fill(&mut this.node_name, value, reader, 10, ctx),
-            11 if skip_zero(value) => Ok(()),
+            11 if value.is_zero() => Ok(()),
             11 => Slot::fill(&mut this.host_network, value, reader, 11, ctx),
-            12 if skip_zero(value) => Ok(()),
+            12 if value.is_zero() => Ok(()),
             12 => Slot::fill(&mut this.host_pid, value, reader, 12, ctx),
-            13 if skip_zero(value) => Ok(()),
+            13 if value.is_zero() => Ok(()),
             13 => Slot::fill(&mut this.host_ipc, value, reader, 13, ctx),
             14 => Slot::fill(&mut this.security_context, value, reader, 14, ctx),
             15 => Slot::fill(&mut this.image_pull_secrets, value, reader, 15, ctx),
-            16 if skip_zero(value) => Ok(()),
+            16 if value.is_zero() => Ok(()),
             16 => Slot::fill(&mut this.hostname, value, reader, 16, ctx),
-            17 if skip_zero(value) => Ok(()),
+            17 if value.is_zero() => Ok(()),
             17 => Slot::fill(&mut this.subdomain, value, reader, 17, ctx),
             18 => Slot::fill(&mut this.affinity, value, reader, 18, ctx),
-            19 if skip_zero(value) => Ok(()),
+            19 if value.is_zero() => Ok(()),
             19 => Slot::fill(&mut this.scheduler_name, value, reader, 19, ctx),
             20 => Slot::fill(&mut this.init_containers, value, reader, 20, ctx),
             21 => Slot::fill(
@@ -8161,7 +8161,7 @@ impl Message for k8s_openapi::api::core::v1::PodSpec {
             ),
             22 => Slot::fill(&mut this.tolerations, value, reader, 22, ctx),
             23 => Slot::fill(&mut this.host_aliases, value, reader, 23, ctx),
-            24 if skip_zero(value) => Ok(()),
+            24 if value.is_zero() => Ok(()),
             24 => Slot::fill(&mut this.priority_class_name, value, reader, 24, ctx),
             25 => Slot::fill(&mut this.priority, value, reader, 25, ctx),
             26 => Slot::fill(&mut this.dns_config, value, reader, 26, ctx),
@@ -8219,23 +8219,23 @@ impl Message for k8s_openapi::api::core::v1::PodStatus {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.phase, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.conditions, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.message, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.host_ip, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.pod_ip, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.start_time, value, reader, 7, ctx),
             8 => Slot::fill(&mut this.container_statuses, value, reader, 8, ctx),
-            9 if skip_zero(value) => Ok(()),
+            9 if value.is_zero() => Ok(()),
             9 => Slot::fill(&mut this.qos_class, value, reader, 9, ctx),
             10 => Slot::fill(&mut this.init_container_statuses, value, reader, 10, ctx),
-            11 if skip_zero(value) => Ok(()),
+            11 if value.is_zero() => Ok(()),
             11 => Slot::fill(&mut this.nominated_node_name, value, reader, 11, ctx),
             12 => Slot::fill(&mut this.pod_ips, value, reader, 12, ctx),
             13 => Slot::fill(
@@ -8245,11 +8245,11 @@ impl Message for k8s_openapi::api::core::v1::PodStatus {
                 13,
                 ctx,
             ),
-            14 if skip_zero(value) => Ok(()),
+            14 if value.is_zero() => Ok(()),
             14 => Slot::fill(&mut this.resize, value, reader, 14, ctx),
             15 => Slot::fill(&mut this.resource_claim_statuses, value, reader, 15, ctx),
             16 => Slot::fill(&mut this.host_ips, value, reader, 16, ctx),
-            17 if skip_zero(value) => Ok(()),
+            17 if value.is_zero() => Ok(()),
             17 => Slot::fill(&mut this.observed_generation, value, reader, 17, ctx),
             #[cfg(any(
                 kubeclient_k8s_minor = "34",
@@ -8415,9 +8415,9 @@ impl Message for k8s_openapi::api::core::v1::PortworxVolumeSource {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.volume_id, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.fs_type, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.read_only, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -8470,15 +8470,15 @@ impl Message for k8s_openapi::api::core::v1::Probe {
             1 => decode_inlined(value, ctx, |number, value, reader, ctx| {
                 inline_api_core_v1_probe_api_core_v1_probe_1(this, number, value, reader, ctx)
             }),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.initial_delay_seconds, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.timeout_seconds, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.period_seconds, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.success_threshold, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.failure_threshold, value, reader, 6, ctx),
             7 => Slot::fill(
                 &mut this.termination_grace_period_seconds,
@@ -8539,13 +8539,13 @@ impl Message for k8s_openapi::api::core::v1::QuobyteVolumeSource {
         match number {
             1 => Slot::fill(&mut this.registry, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.volume, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.read_only, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.user, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.group, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.tenant, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -8572,16 +8572,16 @@ impl Message for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
         match number {
             1 => Slot::fill(&mut this.monitors, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.image, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.fs_type, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.pool, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.user, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.keyring, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.secret_ref, value, reader, 7, ctx),
-            8 if skip_zero(value) => Ok(()),
+            8 if value.is_zero() => Ok(()),
             8 => Slot::fill(&mut this.read_only, value, reader, 8, ctx),
             _ => Ok(()),
         }
@@ -8608,16 +8608,16 @@ impl Message for k8s_openapi::api::core::v1::RBDVolumeSource {
         match number {
             1 => Slot::fill(&mut this.monitors, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.image, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.fs_type, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.pool, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.user, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.keyring, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.secret_ref, value, reader, 7, ctx),
-            8 if skip_zero(value) => Ok(()),
+            8 if value.is_zero() => Ok(()),
             8 => Slot::fill(&mut this.read_only, value, reader, 8, ctx),
             _ => Ok(()),
         }
@@ -8671,9 +8671,9 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerCondition {
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.last_transition_time, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.message, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -8701,7 +8701,7 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerSpec {
             1 => Slot::fill(&mut this.replicas, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.selector, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.template, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.min_ready_seconds, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -8727,13 +8727,13 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerStatus {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.replicas, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.fully_labeled_replicas, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.observed_generation, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.ready_replicas, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.available_replicas, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.conditions, value, reader, 6, ctx),
             _ => Ok(()),
@@ -8760,7 +8760,7 @@ impl Message for k8s_openapi::api::core::v1::ResourceClaim {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.request, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -8785,7 +8785,7 @@ impl Message for k8s_openapi::api::core::v1::ResourceFieldSelector {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.container_name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.resource, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.divisor, value, reader, 3, ctx),
@@ -8813,7 +8813,7 @@ impl Message for k8s_openapi::api::core::v1::ResourceHealth {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.resource_id, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.health, value, reader, 2, ctx),
             #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
             6 => Slot::fill(&mut this.message, value, reader, 6, ctx),
@@ -8968,13 +8968,13 @@ impl Message for k8s_openapi::api::core::v1::SELinuxOptions {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.user, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.role, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.type_, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.level, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -9002,19 +9002,19 @@ impl Message for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
             1 => Slot::fill(&mut this.gateway, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.system, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.secret_ref, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.ssl_enabled, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.protection_domain, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.storage_pool, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.storage_mode, value, reader, 7, ctx),
-            8 if skip_zero(value) => Ok(()),
+            8 if value.is_zero() => Ok(()),
             8 => Slot::fill(&mut this.volume_name, value, reader, 8, ctx),
-            9 if skip_zero(value) => Ok(()),
+            9 if value.is_zero() => Ok(()),
             9 => Slot::fill(&mut this.fs_type, value, reader, 9, ctx),
-            10 if skip_zero(value) => Ok(()),
+            10 if value.is_zero() => Ok(()),
             10 => Slot::fill(&mut this.read_only, value, reader, 10, ctx),
             _ => Ok(()),
         }
@@ -9042,19 +9042,19 @@ impl Message for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
             1 => Slot::fill(&mut this.gateway, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.system, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.secret_ref, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.ssl_enabled, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.protection_domain, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.storage_pool, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.storage_mode, value, reader, 7, ctx),
-            8 if skip_zero(value) => Ok(()),
+            8 if value.is_zero() => Ok(()),
             8 => Slot::fill(&mut this.volume_name, value, reader, 8, ctx),
-            9 if skip_zero(value) => Ok(()),
+            9 if value.is_zero() => Ok(()),
             9 => Slot::fill(&mut this.fs_type, value, reader, 9, ctx),
-            10 if skip_zero(value) => Ok(()),
+            10 if value.is_zero() => Ok(()),
             10 => Slot::fill(&mut this.read_only, value, reader, 10, ctx),
             _ => Ok(()),
         }
@@ -9156,7 +9156,7 @@ impl Message for k8s_openapi::api::core::v1::Secret {
         match number {
             1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.data, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.type_, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.string_data, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.immutable, value, reader, 5, ctx),
@@ -9272,9 +9272,9 @@ impl Message for k8s_openapi::api::core::v1::SecretReference {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.namespace, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -9299,7 +9299,7 @@ impl Message for k8s_openapi::api::core::v1::SecretVolumeSource {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.secret_name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.items, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.default_mode, value, reader, 3, ctx),
@@ -9423,7 +9423,7 @@ impl Message for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.audience, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.expiration_seconds, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.path, value, reader, 3, ctx),
@@ -9452,13 +9452,13 @@ impl Message for k8s_openapi::api::core::v1::ServicePort {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.protocol, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.port, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.target_port, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.node_port, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.app_protocol, value, reader, 6, ctx),
             _ => Ok(()),
@@ -9486,23 +9486,23 @@ impl Message for k8s_openapi::api::core::v1::ServiceSpec {
         match number {
             1 => Slot::fill(&mut this.ports, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.selector, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.cluster_ip, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.type_, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.external_ips, value, reader, 5, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.session_affinity, value, reader, 7, ctx),
-            8 if skip_zero(value) => Ok(()),
+            8 if value.is_zero() => Ok(()),
             8 => Slot::fill(&mut this.load_balancer_ip, value, reader, 8, ctx),
             9 => Slot::fill(&mut this.load_balancer_source_ranges, value, reader, 9, ctx),
-            10 if skip_zero(value) => Ok(()),
+            10 if value.is_zero() => Ok(()),
             10 => Slot::fill(&mut this.external_name, value, reader, 10, ctx),
-            11 if skip_zero(value) => Ok(()),
+            11 if value.is_zero() => Ok(()),
             11 => Slot::fill(&mut this.external_traffic_policy, value, reader, 11, ctx),
-            12 if skip_zero(value) => Ok(()),
+            12 if value.is_zero() => Ok(()),
             12 => Slot::fill(&mut this.health_check_node_port, value, reader, 12, ctx),
-            13 if skip_zero(value) => Ok(()),
+            13 if value.is_zero() => Ok(()),
             13 => Slot::fill(
                 &mut this.publish_not_ready_addresses,
                 value,
@@ -9620,13 +9620,13 @@ impl Message for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.volume_name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.volume_namespace, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.fs_type, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.read_only, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.secret_ref, value, reader, 5, ctx),
             _ => Ok(()),
@@ -9652,13 +9652,13 @@ impl Message for k8s_openapi::api::core::v1::StorageOSVolumeSource {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.volume_name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.volume_namespace, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.fs_type, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.read_only, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.secret_ref, value, reader, 5, ctx),
             _ => Ok(()),
@@ -9710,7 +9710,7 @@ impl Message for k8s_openapi::api::core::v1::TCPSocketAction {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.port, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.host, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -9736,7 +9736,7 @@ impl Message for k8s_openapi::api::core::v1::Taint {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.key, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.value, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.effect, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.time_added, value, reader, 4, ctx),
@@ -9763,13 +9763,13 @@ impl Message for k8s_openapi::api::core::v1::Toleration {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.key, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.operator, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.value, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.effect, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.toleration_seconds, value, reader, 5, ctx),
             _ => Ok(()),
@@ -9983,7 +9983,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeHealthCondition {
         match number {
             1 => Slot::fill(&mut this.status, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.reason, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.message, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -10039,13 +10039,13 @@ impl Message for k8s_openapi::api::core::v1::VolumeMount {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.read_only, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.mount_path, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.sub_path, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.mount_propagation, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.sub_path_expr, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.recursive_read_only, value, reader, 7, ctx),
             #[cfg(kubeclient_k8s_minor = "37")]
@@ -10075,7 +10075,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeMountStatus {
         match number {
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.mount_path, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.read_only, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.recursive_read_only, value, reader, 4, ctx),
             #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -10215,11 +10215,11 @@ impl Message for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.volume_path, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.fs_type, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.storage_policy_name, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.storage_policy_id, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -10483,24 +10483,24 @@ impl Message for k8s_openapi::api::events::v1::Event {
             1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.event_time, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.series, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.reporting_controller, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.reporting_instance, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.action, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.reason, value, reader, 7, ctx),
             8 => Slot::fill(&mut this.regarding, value, reader, 8, ctx),
             9 => Slot::fill(&mut this.related, value, reader, 9, ctx),
-            10 if skip_zero(value) => Ok(()),
+            10 if value.is_zero() => Ok(()),
             10 => Slot::fill(&mut this.note, value, reader, 10, ctx),
-            11 if skip_zero(value) => Ok(()),
+            11 if value.is_zero() => Ok(()),
             11 => Slot::fill(&mut this.type_, value, reader, 11, ctx),
             12 => Slot::fill(&mut this.deprecated_source, value, reader, 12, ctx),
             13 => Slot::fill(&mut this.deprecated_first_timestamp, value, reader, 13, ctx),
             14 => Slot::fill(&mut this.deprecated_last_timestamp, value, reader, 14, ctx),
-            15 if skip_zero(value) => Ok(()),
+            15 if value.is_zero() => Ok(()),
             15 => Slot::fill(&mut this.deprecated_count, value, reader, 15, ctx),
             _ => Ok(()),
         }
@@ -10630,14 +10630,14 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaCondition {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.last_transition_time, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.message, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -10872,14 +10872,14 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationCo
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.last_transition_time, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.message, value, reader, 5, ctx),
             _ => Ok(()),
         }
@@ -11007,7 +11007,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::ResourcePolicyRule {
             1 => Slot::fill(&mut this.verbs, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.api_groups, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.resources, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.cluster_scope, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.namespaces, value, reader, 5, ctx),
             _ => Ok(()),
@@ -11109,7 +11109,7 @@ impl Message for k8s_openapi::api::networking::v1::HTTPIngressPath {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.path, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.backend, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.path_type, value, reader, 3, ctx),
@@ -11338,7 +11338,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressClassSpec {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.controller, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.parameters, value, reader, 2, ctx),
             _ => Ok(()),
@@ -11364,9 +11364,9 @@ impl Message for k8s_openapi::api::networking::v1::IngressLoadBalancerIngress {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.ip, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.hostname, value, reader, 2, ctx),
             4 => Slot::fill(&mut this.ports, value, reader, 4, ctx),
             _ => Ok(()),
@@ -11442,7 +11442,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressRule {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.host, value, reader, 1, ctx),
             2 => decode_inlined(value, ctx, |number, value, reader, ctx| {
                 inline_api_networking_v1_ingressrule_api_networking_v1_ingressrule_2(
@@ -11549,7 +11549,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressTLS {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.hosts, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.secret_name, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -11728,13 +11728,13 @@ impl Message for k8s_openapi::api::networking::v1::ParentReference {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.group, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.resource, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.namespace, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.name, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -11759,9 +11759,9 @@ impl Message for k8s_openapi::api::networking::v1::ServiceBackendPort {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.number, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -12020,7 +12020,7 @@ impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.observed_generation, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.disrupted_pods, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.disruptions_allowed, value, reader, 3, ctx),
@@ -12233,10 +12233,10 @@ impl Message for k8s_openapi::api::rbac::v1::Subject {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.kind, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.api_group, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.name, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.namespace, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -13305,9 +13305,9 @@ impl Message for k8s_openapi::api::resource::v1::DeviceSubRequest {
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.device_class_name, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.selectors, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.allocation_mode, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.count, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.tolerations, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.capacity, value, reader, 7, ctx),
@@ -13353,7 +13353,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaint {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.key, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.value, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.effect, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.time_added, value, reader, 4, ctx),
@@ -13511,13 +13511,13 @@ impl Message for k8s_openapi::api::resource::v1::DeviceToleration {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.key, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.operator, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.value, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.effect, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.toleration_seconds, value, reader, 5, ctx),
             _ => Ok(()),
@@ -13563,9 +13563,9 @@ impl Message for k8s_openapi::api::resource::v1::ExactDeviceRequest {
         match number {
             1 => Slot::fill(&mut this.device_class_name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.selectors, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.allocation_mode, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.count, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.admin_access, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.tolerations, value, reader, 6, ctx),
@@ -13611,10 +13611,10 @@ impl Message for k8s_openapi::api::resource::v1::NetworkDeviceData {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.interface_name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.ips, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.hardware_address, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -13829,7 +13829,7 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimConsumerReference 
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.api_group, value, reader, 1, ctx),
             3 => Slot::fill(&mut this.resource, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.name, value, reader, 4, ctx),
@@ -14183,9 +14183,9 @@ impl Message for k8s_openapi::api::scheduling::v1::PriorityClass {
         match number {
             1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.value, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.global_default, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.description, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.preemption_policy, value, reader, 5, ctx),
             _ => Ok(()),
@@ -14375,7 +14375,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec {
             3 => Slot::fill(&mut this.scheduling_policy, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.scheduling_constraints, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.disruption_mode, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.priority_class_name, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.priority, value, reader, 7, ctx),
             8 => Slot::fill(&mut this.preemption_policy, value, reader, 8, ctx),
@@ -14436,7 +14436,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTempla
             2 => Slot::fill(&mut this.scheduling_policy, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.scheduling_constraints, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.disruption_mode, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.priority_class_name, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.priority, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.preemption_policy, value, reader, 7, ctx),
@@ -14688,7 +14688,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec {
             4 => Slot::fill(&mut this.scheduling_constraints, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.resource_claims, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.disruption_mode, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.priority_class_name, value, reader, 7, ctx),
             8 => Slot::fill(&mut this.priority, value, reader, 8, ctx),
             9 => Slot::fill(&mut this.preemption_policy, value, reader, 9, ctx),
@@ -14751,7 +14751,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
             3 => Slot::fill(&mut this.scheduling_constraints, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.resource_claims, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.disruption_mode, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.priority_class_name, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.priority, value, reader, 7, ctx),
             8 => Slot::fill(&mut this.preemption_policy, value, reader, 8, ctx),
@@ -14814,7 +14814,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReferen
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.api_group, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.kind, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.name, value, reader, 3, ctx),
@@ -15368,7 +15368,7 @@ impl Message for k8s_openapi::api::storage::v1::StorageHealthCondition {
         match number {
             1 => Slot::fill(&mut this.status, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.reason, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.message, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.access_mode, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.volume_mode, value, reader, 5, ctx),
@@ -15572,7 +15572,7 @@ impl Message for k8s_openapi::api::storage::v1::VolumeError {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.time, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.message, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.error_code, value, reader, 3, ctx),
             _ => Ok(()),
@@ -15680,7 +15680,7 @@ impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration
         let this = self;
         match number {
             1 => Slot::fill(&mut this.conditions, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.resource_version, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -15709,11 +15709,11 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
         match number {
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.type_, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.format, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.description, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.priority, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.json_path, value, reader, 6, ctx),
             _ => Ok(()),
@@ -15774,11 +15774,11 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.last_transition_time, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.message, value, reader, 5, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "35", kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))] 6 if skip_zero(value) => Ok(()),
+            #[cfg(any(kubeclient_k8s_minor = "35", kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))] 6 if value.is_zero() => Ok(()),
             #[cfg(any(kubeclient_k8s_minor = "35", kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))] 6 => Slot::fill(&mut this.observed_generation, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -15804,11 +15804,11 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
         let this = self;
         match number {
             1 => Slot::fill(&mut this.plural, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.singular, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.short_names, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.kind, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.list_kind, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.categories, value, reader, 6, ctx),
             _ => Ok(()),
@@ -15837,7 +15837,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
             1 => Slot::fill(&mut this.conditions, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.accepted_names, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.stored_versions, value, reader, 3, ctx),
-            #[cfg(any(kubeclient_k8s_minor = "35", kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))] 4 if skip_zero(value) => Ok(()),
+            #[cfg(any(kubeclient_k8s_minor = "35", kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))] 4 if value.is_zero() => Ok(()),
             #[cfg(any(kubeclient_k8s_minor = "35", kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))] 4 => Slot::fill(&mut this.observed_generation, value, reader, 4, ctx),
             _ => Ok(()),
         }
@@ -15922,9 +15922,9 @@ impl Message
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.description, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.url, value, reader, 2, ctx),
             _ => Ok(()),
         }
@@ -16018,12 +16018,12 @@ impl Message
         let this = self;
         match number {
             1 => Slot::fill(&mut this.rule, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.message, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.message_expression, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.field_path, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.optional_old_self, value, reader, 6, ctx),
             _ => Ok(()),
@@ -16053,7 +16053,7 @@ impl Message
         let this = self;
         match number {
             1 => Slot::fill(&mut this.service, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.ca_bundle, value, reader, 2, ctx),
             3 => Slot::fill(&mut this.url, value, reader, 3, ctx),
             _ => Ok(()),
@@ -16179,11 +16179,11 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
             5 => Slot::fill(&mut this.short_names, value, reader, 5, ctx),
             6 => Slot::fill(&mut this.singular_name, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.categories, value, reader, 7, ctx),
-            8 if skip_zero(value) => Ok(()),
+            8 if value.is_zero() => Ok(()),
             8 => Slot::fill(&mut this.group, value, reader, 8, ctx),
-            9 if skip_zero(value) => Ok(()),
+            9 if value.is_zero() => Ok(()),
             9 => Slot::fill(&mut this.version, value, reader, 9, ctx),
-            10 if skip_zero(value) => Ok(()),
+            10 if value.is_zero() => Ok(()),
             10 => Slot::fill(&mut this.storage_version_hash, value, reader, 10, ctx),
             _ => Ok(()),
         }
@@ -16275,7 +16275,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
         match number {
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.observed_generation, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.last_transition_time, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.reason, value, reader, 5, ctx),
@@ -16480,11 +16480,11 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.self_link, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.resource_version, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.continue_, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.remaining_item_count, value, reader, 4, ctx),
             #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -16512,17 +16512,17 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEn
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.manager, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.operation, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.api_version, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.time, value, reader, 4, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.fields_type, value, reader, 6, ctx),
             7 => Slot::fill(&mut this.fields_v1, value, reader, 7, ctx),
-            8 if skip_zero(value) => Ok(()),
+            8 if value.is_zero() => Ok(()),
             8 => Slot::fill(&mut this.subresource, value, reader, 8, ctx),
             _ => Ok(()),
         }
@@ -16547,19 +16547,19 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.generate_name, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.namespace, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.self_link, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.uid, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.resource_version, value, reader, 6, ctx),
-            7 if skip_zero(value) => Ok(()),
+            7 if value.is_zero() => Ok(()),
             7 => Slot::fill(&mut this.generation, value, reader, 7, ctx),
             8 => Slot::fill(&mut this.creation_timestamp, value, reader, 8, ctx),
             9 => Slot::fill(&mut this.deletion_timestamp, value, reader, 9, ctx),
@@ -16706,14 +16706,14 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
         let this = self;
         match number {
             1 => Slot::fill(&mut this.metadata, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.message, value, reader, 3, ctx),
-            4 if skip_zero(value) => Ok(()),
+            4 if value.is_zero() => Ok(()),
             4 => Slot::fill(&mut this.reason, value, reader, 4, ctx),
             5 => Slot::fill(&mut this.details, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.code, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -16738,11 +16738,11 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.reason, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.message, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.field, value, reader, 3, ctx),
             _ => Ok(()),
         }
@@ -16767,16 +16767,16 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
     ) -> Result<(), ProtobufError> {
         let this = self;
         match number {
-            1 if skip_zero(value) => Ok(()),
+            1 if value.is_zero() => Ok(()),
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
-            2 if skip_zero(value) => Ok(()),
+            2 if value.is_zero() => Ok(()),
             2 => Slot::fill(&mut this.group, value, reader, 2, ctx),
-            3 if skip_zero(value) => Ok(()),
+            3 if value.is_zero() => Ok(()),
             3 => Slot::fill(&mut this.kind, value, reader, 3, ctx),
             4 => Slot::fill(&mut this.causes, value, reader, 4, ctx),
-            5 if skip_zero(value) => Ok(()),
+            5 if value.is_zero() => Ok(()),
             5 => Slot::fill(&mut this.retry_after_seconds, value, reader, 5, ctx),
-            6 if skip_zero(value) => Ok(()),
+            6 if value.is_zero() => Ok(()),
             6 => Slot::fill(&mut this.uid, value, reader, 6, ctx),
             _ => Ok(()),
         }
@@ -16829,7 +16829,7 @@ fn inline_api_core_v1_configmapenvsource_api_core_v1_configmapenvsource_1<'a>(
     ctx: &mut Ctx,
 ) -> Result<(), ProtobufError> {
     match number {
-        1 if skip_zero(value) => Ok(()),
+        1 if value.is_zero() => Ok(()),
         1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
         _ => Ok(()),
     }
@@ -16843,7 +16843,7 @@ fn inline_api_core_v1_configmapkeyselector_api_core_v1_configmapkeyselector_1<'a
     ctx: &mut Ctx,
 ) -> Result<(), ProtobufError> {
     match number {
-        1 if skip_zero(value) => Ok(()),
+        1 if value.is_zero() => Ok(()),
         1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
         _ => Ok(()),
     }
@@ -16857,7 +16857,7 @@ fn inline_api_core_v1_configmapprojection_api_core_v1_configmapprojection_1<'a>(
     ctx: &mut Ctx,
 ) -> Result<(), ProtobufError> {
     match number {
-        1 if skip_zero(value) => Ok(()),
+        1 if value.is_zero() => Ok(()),
         1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
         _ => Ok(()),
     }
@@ -16871,7 +16871,7 @@ fn inline_api_core_v1_configmapvolumesource_api_core_v1_configmapvolumesource_1<
     ctx: &mut Ctx,
 ) -> Result<(), ProtobufError> {
     match number {
-        1 if skip_zero(value) => Ok(()),
+        1 if value.is_zero() => Ok(()),
         1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
         _ => Ok(()),
     }
@@ -16886,11 +16886,11 @@ fn inline_api_core_v1_ephemeralcontainer_api_core_v1_ephemeralcontainer_1<'a>(
 ) -> Result<(), ProtobufError> {
     match number {
         1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
-        2 if skip_zero(value) => Ok(()),
+        2 if value.is_zero() => Ok(()),
         2 => Slot::fill(&mut this.image, value, reader, 2, ctx),
         3 => Slot::fill(&mut this.command, value, reader, 3, ctx),
         4 => Slot::fill(&mut this.args, value, reader, 4, ctx),
-        5 if skip_zero(value) => Ok(()),
+        5 if value.is_zero() => Ok(()),
         5 => Slot::fill(&mut this.working_dir, value, reader, 5, ctx),
         6 => Slot::fill(&mut this.ports, value, reader, 6, ctx),
         7 => Slot::fill(&mut this.env, value, reader, 7, ctx),
@@ -16899,19 +16899,19 @@ fn inline_api_core_v1_ephemeralcontainer_api_core_v1_ephemeralcontainer_1<'a>(
         10 => Slot::fill(&mut this.liveness_probe, value, reader, 10, ctx),
         11 => Slot::fill(&mut this.readiness_probe, value, reader, 11, ctx),
         12 => Slot::fill(&mut this.lifecycle, value, reader, 12, ctx),
-        13 if skip_zero(value) => Ok(()),
+        13 if value.is_zero() => Ok(()),
         13 => Slot::fill(&mut this.termination_message_path, value, reader, 13, ctx),
-        14 if skip_zero(value) => Ok(()),
+        14 if value.is_zero() => Ok(()),
         14 => Slot::fill(&mut this.image_pull_policy, value, reader, 14, ctx),
         15 => Slot::fill(&mut this.security_context, value, reader, 15, ctx),
-        16 if skip_zero(value) => Ok(()),
+        16 if value.is_zero() => Ok(()),
         16 => Slot::fill(&mut this.stdin, value, reader, 16, ctx),
-        17 if skip_zero(value) => Ok(()),
+        17 if value.is_zero() => Ok(()),
         17 => Slot::fill(&mut this.stdin_once, value, reader, 17, ctx),
-        18 if skip_zero(value) => Ok(()),
+        18 if value.is_zero() => Ok(()),
         18 => Slot::fill(&mut this.tty, value, reader, 18, ctx),
         19 => Slot::fill(&mut this.env_from, value, reader, 19, ctx),
-        20 if skip_zero(value) => Ok(()),
+        20 if value.is_zero() => Ok(()),
         20 => Slot::fill(&mut this.termination_message_policy, value, reader, 20, ctx),
         21 => Slot::fill(&mut this.volume_devices, value, reader, 21, ctx),
         22 => Slot::fill(&mut this.startup_probe, value, reader, 22, ctx),
@@ -16986,7 +16986,7 @@ fn inline_api_core_v1_secretenvsource_api_core_v1_secretenvsource_1<'a>(
     ctx: &mut Ctx,
 ) -> Result<(), ProtobufError> {
     match number {
-        1 if skip_zero(value) => Ok(()),
+        1 if value.is_zero() => Ok(()),
         1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
         _ => Ok(()),
     }
@@ -17000,7 +17000,7 @@ fn inline_api_core_v1_secretkeyselector_api_core_v1_secretkeyselector_1<'a>(
     ctx: &mut Ctx,
 ) -> Result<(), ProtobufError> {
     match number {
-        1 if skip_zero(value) => Ok(()),
+        1 if value.is_zero() => Ok(()),
         1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
         _ => Ok(()),
     }
@@ -17014,7 +17014,7 @@ fn inline_api_core_v1_secretprojection_api_core_v1_secretprojection_1<'a>(
     ctx: &mut Ctx,
 ) -> Result<(), ProtobufError> {
     match number {
-        1 if skip_zero(value) => Ok(()),
+        1 if value.is_zero() => Ok(()),
         1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
         _ => Ok(()),
     }

@@ -22,7 +22,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, MicroTime, Time};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::special::{read_timestamp, utf8};
+use super::special::{int_or_string, quantity_text, raw_of, read_timestamp, utf8};
 use super::wire::{Reader, WireValue};
 use super::{MAX_DEPTH, ProtobufError, envelope, schema};
 
@@ -107,15 +107,6 @@ pub(crate) fn decode_inlined<'a>(
         return Err(ProtobufError::WrongWireType);
     };
     each_field(bytes, ctx, f)
-}
-
-/// Whether a value is its type's zero value (left out of JSON by `omitempty`).
-pub(crate) fn skip_zero(value: WireValue<'_>) -> bool {
-    match value {
-        WireValue::Varint(v) | WireValue::Fixed64(v) => v == 0,
-        WireValue::Fixed32(v) => v == 0,
-        WireValue::Len(b) => b.is_empty(),
-    }
 }
 
 /// A value read from the wire: a scalar, a special type or a generated message.
@@ -577,34 +568,15 @@ impl Decode for ByteString {
 
 impl Decode for Quantity {
     fn decode(value: WireValue<'_>, _: &mut Ctx) -> Result<Option<Self>, ProtobufError> {
-        let mut text = "";
-        let mut reader = Reader::new(len(value)?);
-        while let Some((number, value)) = reader.field()? {
-            if let (1, WireValue::Len(b)) = (number, value) {
-                text = utf8(b)?;
-            }
-        }
-        Ok(Some(Quantity(text.to_owned())))
+        Ok(Some(Quantity(quantity_text(len(value)?)?.to_owned())))
     }
 }
 
 impl Decode for IntOrString {
-    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
     fn decode(value: WireValue<'_>, _: &mut Ctx) -> Result<Option<Self>, ProtobufError> {
-        let (mut kind, mut int, mut text) = (0_u64, 0_i32, "");
-        let mut reader = Reader::new(len(value)?);
-        while let Some((number, value)) = reader.field()? {
-            match (number, value) {
-                (1, WireValue::Varint(v)) => kind = v,
-                (2, WireValue::Varint(v)) => int = v as i64 as i32,
-                (3, WireValue::Len(b)) => text = utf8(b)?,
-                _ => {}
-            }
-        }
-        Ok(Some(if kind == 1 {
-            IntOrString::String(text.to_owned())
-        } else {
-            IntOrString::Int(int)
+        Ok(Some(match int_or_string(len(value)?)? {
+            Ok(text) => IntOrString::String(text.to_owned()),
+            Err(int) => IntOrString::Int(int),
         }))
     }
 }
@@ -645,13 +617,7 @@ impl Decode for MicroTime {
 /// The JSON held by a raw-JSON message (`raw = 1`); `None` when it is empty. A raw value
 /// that is itself an enveloped protobuf object is decoded to its JSON form.
 fn raw_json(value: WireValue<'_>, ctx: &Ctx) -> Result<Option<serde_json::Value>, ProtobufError> {
-    let mut raw: &[u8] = &[];
-    let mut reader = Reader::new(len(value)?);
-    while let Some((number, value)) = reader.field()? {
-        if let (1, WireValue::Len(b)) = (number, value) {
-            raw = b;
-        }
-    }
+    let raw = raw_of(len(value)?)?;
     if raw.is_empty() {
         return Ok(None);
     }
