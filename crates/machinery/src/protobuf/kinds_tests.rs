@@ -3,7 +3,8 @@
 //! objects are synthesized from the schema, so a field whose JSON name or type the schema
 //! gets wrong shows up as a difference, and a JSON name k8s-openapi does not know fails
 //! the test. The direct decoder ([`from_protobuf`](super::from_protobuf)) must build the
-//! same struct.
+//! same struct, and the generated encoder ([`encode_message`](super::encode_message)) must
+//! write bytes that decode to it.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -130,6 +131,20 @@ where
     // The direct decoder fills the same struct.
     let direct: K = super::from_protobuf(&bytes).unwrap_or_else(|e| panic!("{}: {e:?}", K::KIND));
     assert_eq!(direct, typed, "{}: the direct decoder differs", K::KIND);
+    // The generated encoder writes every field, and its bytes decode to the same struct.
+    let mut message = Vec::new();
+    if let Some(fidelity) = super::encode_message(&typed, &mut message) {
+        assert_eq!(fidelity, super::Fidelity::Exact, "{}", K::KIND);
+        let again: K = super::decode_message(&message)
+            .expect("a kind with an encoder has a decoder")
+            .unwrap_or_else(|e| panic!("{}: {e:?}", K::KIND));
+        assert_eq!(
+            again,
+            typed,
+            "{}: the generated encoder's bytes differ",
+            K::KIND
+        );
+    }
 }
 
 fn missing(expected: &Value, actual: &Value, path: String, out: &mut Vec<String>) {

@@ -9,6 +9,7 @@
     unused_variables
 )]
 
+use super::encode::{Out, Put};
 use super::{Ctx, Message, Slot, decode_inlined};
 use crate::protobuf::ProtobufError;
 use crate::protobuf::wire::{Reader, WireValue};
@@ -34,6 +35,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ApplyConfiguration
             1 => Slot::fill(&mut this.expression, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.expression, 1, out);
     }
 }
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -62,6 +68,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::AuditAnnotation {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.key, 1, out);
+        Put::put(&this.value_expression, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::AuditAnnotation);
 super::message!(k8s_openapi::api::admissionregistration::v1::AuditAnnotation);
@@ -86,6 +98,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ExpressionWarning 
             3 => Slot::fill(&mut this.warning, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.field_ref, 2, out);
+        Put::put(&this.warning, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::ExpressionWarning);
@@ -113,6 +131,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::JSONPatch {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.expression, 1, out);
+    }
 }
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
 super::slots!(k8s_openapi::api::admissionregistration::v1::JSONPatch);
@@ -139,6 +162,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MatchCondition {
             2 => Slot::fill(&mut this.expression, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.expression, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::MatchCondition);
@@ -168,6 +197,15 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MatchResources {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.namespace_selector, 1, out);
+        Put::put(&this.object_selector, 2, out);
+        Put::put(&this.resource_rules, 3, out);
+        Put::put(&this.exclude_resource_rules, 4, out);
+        Put::put(&this.match_policy, 7, out);
+    }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::MatchResources);
 super::message!(k8s_openapi::api::admissionregistration::v1::MatchResources);
@@ -193,6 +231,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -221,6 +265,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -252,6 +302,13 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
             3 => Slot::fill(&mut this.match_resources, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.policy_name, 1, out);
+        Put::put(&this.param_ref, 2, out);
+        Put::put(&this.match_resources, 3, out);
     }
 }
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -286,6 +343,17 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
             7 => Slot::fill(&mut this.reinvocation_policy, value, reader, 7, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.param_kind, 1, out);
+        Put::put(&this.match_constraints, 2, out);
+        Put::put(&this.variables, 3, out);
+        Put::put(&this.mutations, 4, out);
+        Put::put(&this.failure_policy, 5, out);
+        Put::put(&this.match_conditions, 6, out);
+        Put::put_nonzero(&this.reinvocation_policy, 7, out);
     }
 }
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -324,6 +392,22 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.client_config, 2, out);
+        Put::put(&this.rules, 3, out);
+        Put::put(&this.failure_policy, 4, out);
+        Put::put(&this.namespace_selector, 5, out);
+        Put::put(&this.side_effects, 6, out);
+        Put::put(&this.timeout_seconds, 7, out);
+        Put::put(&this.admission_review_versions, 8, out);
+        Put::put(&this.match_policy, 9, out);
+        Put::put(&this.reinvocation_policy, 10, out);
+        Put::put(&this.object_selector, 11, out);
+        Put::put(&this.match_conditions, 12, out);
+    }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::MutatingWebhook);
 super::message!(k8s_openapi::api::admissionregistration::v1::MutatingWebhook);
@@ -348,6 +432,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingWebhookCon
             2 => Slot::fill(&mut this.webhooks, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.webhooks, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration);
@@ -375,6 +465,13 @@ impl Message for k8s_openapi::api::admissionregistration::v1::Mutation {
             4 => Slot::fill(&mut this.json_patch, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.patch_type, 2, out);
+        Put::put(&this.apply_configuration, 3, out);
+        Put::put(&this.json_patch, 4, out);
     }
 }
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -405,6 +502,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOpera
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.resource_names, 1, out);
+        out.message(2, |out| encode_inline_api_admissionregistration_v1_namedrulewithoperations_api_admissionregistration_v1_namedrulewithoperations_2(this, out));
+    }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations);
 super::message!(k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations);
@@ -431,6 +534,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ParamKind {
             2 => Slot::fill(&mut this.kind, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.api_version, 1, out);
+        Put::put_nonzero(&this.kind, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::ParamKind);
@@ -461,6 +570,14 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ParamRef {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.name, 1, out);
+        Put::put_nonzero(&this.namespace, 2, out);
+        Put::put(&this.selector, 3, out);
+        Put::put(&this.parameter_not_found_action, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::ParamRef);
 super::message!(k8s_openapi::api::admissionregistration::v1::ParamRef);
@@ -487,6 +604,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::RuleWithOperations
             }),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.operations, 1, out);
+        out.message(2, |out| encode_inline_api_admissionregistration_v1_rulewithoperations_api_admissionregistration_v1_rulewithoperations_2(this, out));
     }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::RuleWithOperations);
@@ -515,6 +638,14 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ServiceReference {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.namespace, 1, out);
+        Put::put(&this.name, 2, out);
+        Put::put(&this.path, 3, out);
+        Put::put(&this.port, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::ServiceReference);
 super::message!(k8s_openapi::api::admissionregistration::v1::ServiceReference);
@@ -538,6 +669,11 @@ impl Message for k8s_openapi::api::admissionregistration::v1::TypeChecking {
             1 => Slot::fill(&mut this.expression_warnings, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.expression_warnings, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::TypeChecking);
@@ -565,6 +701,13 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy);
 super::message!(k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy);
@@ -590,6 +733,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding);
@@ -619,6 +768,14 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
             4 => Slot::fill(&mut this.validation_actions, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.policy_name, 1, out);
+        Put::put(&this.param_ref, 2, out);
+        Put::put(&this.match_resources, 3, out);
+        Put::put(&this.validation_actions, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBindingSpec);
@@ -650,6 +807,17 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.param_kind, 1, out);
+        Put::put(&this.match_constraints, 2, out);
+        Put::put(&this.validations, 3, out);
+        Put::put(&this.failure_policy, 4, out);
+        Put::put(&this.audit_annotations, 5, out);
+        Put::put(&this.match_conditions, 6, out);
+        Put::put(&this.variables, 7, out);
+    }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicySpec);
 super::message!(k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicySpec);
@@ -677,6 +845,13 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
             3 => Slot::fill(&mut this.conditions, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.observed_generation, 1, out);
+        Put::put(&this.type_checking, 2, out);
+        Put::put(&this.conditions, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyStatus);
@@ -712,6 +887,21 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook 
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.client_config, 2, out);
+        Put::put(&this.rules, 3, out);
+        Put::put(&this.failure_policy, 4, out);
+        Put::put(&this.namespace_selector, 5, out);
+        Put::put(&this.side_effects, 6, out);
+        Put::put(&this.timeout_seconds, 7, out);
+        Put::put(&this.admission_review_versions, 8, out);
+        Put::put(&this.match_policy, 9, out);
+        Put::put(&this.object_selector, 10, out);
+        Put::put(&this.match_conditions, 11, out);
+    }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::ValidatingWebhook);
 super::message!(k8s_openapi::api::admissionregistration::v1::ValidatingWebhook);
@@ -736,6 +926,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookC
             2 => Slot::fill(&mut this.webhooks, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.webhooks, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration);
@@ -766,6 +962,14 @@ impl Message for k8s_openapi::api::admissionregistration::v1::Validation {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.expression, 1, out);
+        Put::put_nonzero(&this.message, 2, out);
+        Put::put(&this.reason, 3, out);
+        Put::put_nonzero(&this.message_expression, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::Validation);
 super::message!(k8s_openapi::api::admissionregistration::v1::Validation);
@@ -790,6 +994,12 @@ impl Message for k8s_openapi::api::admissionregistration::v1::Variable {
             2 => Slot::fill(&mut this.expression, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.expression, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::Variable);
@@ -818,6 +1028,13 @@ impl Message for k8s_openapi::api::admissionregistration::v1::WebhookClientConfi
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.service, 1, out);
+        Put::put_nonzero(&this.ca_bundle, 2, out);
+        Put::put(&this.url, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::admissionregistration::v1::WebhookClientConfig);
 super::message!(k8s_openapi::api::admissionregistration::v1::WebhookClientConfig);
@@ -844,6 +1061,13 @@ impl Message for k8s_openapi::api::apps::v1::ControllerRevision {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.data, 2, out);
+        Put::put(&this.revision, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::apps::v1::ControllerRevision);
 super::message!(k8s_openapi::api::apps::v1::ControllerRevision);
@@ -869,6 +1093,13 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSet {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::apps::v1::DaemonSet);
@@ -900,6 +1131,15 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetCondition {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put(&this.last_transition_time, 3, out);
+        Put::put_nonzero(&this.reason, 4, out);
+        Put::put_nonzero(&this.message, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::apps::v1::DaemonSetCondition);
 super::message!(k8s_openapi::api::apps::v1::DaemonSetCondition);
@@ -928,6 +1168,15 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetSpec {
             6 => Slot::fill(&mut this.revision_history_limit, value, reader, 6, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.selector, 1, out);
+        Put::put(&this.template, 2, out);
+        Put::put(&this.update_strategy, 3, out);
+        Put::put_nonzero(&this.min_ready_seconds, 4, out);
+        Put::put(&this.revision_history_limit, 6, out);
     }
 }
 super::slots!(k8s_openapi::api::apps::v1::DaemonSetSpec);
@@ -966,6 +1215,20 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.current_number_scheduled, 1, out);
+        Put::put(&this.number_misscheduled, 2, out);
+        Put::put(&this.desired_number_scheduled, 3, out);
+        Put::put(&this.number_ready, 4, out);
+        Put::put_nonzero(&this.observed_generation, 5, out);
+        Put::put_nonzero(&this.updated_number_scheduled, 6, out);
+        Put::put_nonzero(&this.number_available, 7, out);
+        Put::put_nonzero(&this.number_unavailable, 8, out);
+        Put::put(&this.collision_count, 9, out);
+        Put::put(&this.conditions, 10, out);
+    }
 }
 super::slots!(k8s_openapi::api::apps::v1::DaemonSetStatus);
 super::message!(k8s_openapi::api::apps::v1::DaemonSetStatus);
@@ -992,6 +1255,12 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.type_, 1, out);
+        Put::put(&this.rolling_update, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy);
 super::message!(k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy);
@@ -1017,6 +1286,13 @@ impl Message for k8s_openapi::api::apps::v1::Deployment {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::apps::v1::Deployment);
@@ -1048,6 +1324,16 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentCondition {
             7 => Slot::fill(&mut this.last_transition_time, value, reader, 7, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put_nonzero(&this.reason, 4, out);
+        Put::put_nonzero(&this.message, 5, out);
+        Put::put(&this.last_update_time, 6, out);
+        Put::put(&this.last_transition_time, 7, out);
     }
 }
 super::slots!(k8s_openapi::api::apps::v1::DeploymentCondition);
@@ -1081,6 +1367,18 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentSpec {
             9 => Slot::fill(&mut this.progress_deadline_seconds, value, reader, 9, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.replicas, 1, out);
+        Put::put(&this.selector, 2, out);
+        Put::put(&this.template, 3, out);
+        Put::put(&this.strategy, 4, out);
+        Put::put_nonzero(&this.min_ready_seconds, 5, out);
+        Put::put(&this.revision_history_limit, 6, out);
+        Put::put_nonzero(&this.paused, 7, out);
+        Put::put(&this.progress_deadline_seconds, 9, out);
     }
 }
 super::slots!(k8s_openapi::api::apps::v1::DeploymentSpec);
@@ -1120,6 +1418,19 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.observed_generation, 1, out);
+        Put::put_nonzero(&this.replicas, 2, out);
+        Put::put_nonzero(&this.updated_replicas, 3, out);
+        Put::put_nonzero(&this.available_replicas, 4, out);
+        Put::put_nonzero(&this.unavailable_replicas, 5, out);
+        Put::put(&this.conditions, 6, out);
+        Put::put_nonzero(&this.ready_replicas, 7, out);
+        Put::put(&this.collision_count, 8, out);
+        Put::put(&this.terminating_replicas, 9, out);
+    }
 }
 super::slots!(k8s_openapi::api::apps::v1::DeploymentStatus);
 super::message!(k8s_openapi::api::apps::v1::DeploymentStatus);
@@ -1146,6 +1457,12 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentStrategy {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.type_, 1, out);
+        Put::put(&this.rolling_update, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::apps::v1::DeploymentStrategy);
 super::message!(k8s_openapi::api::apps::v1::DeploymentStrategy);
@@ -1171,6 +1488,13 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSet {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::apps::v1::ReplicaSet);
@@ -1202,6 +1526,15 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSetCondition {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put(&this.last_transition_time, 3, out);
+        Put::put_nonzero(&this.reason, 4, out);
+        Put::put_nonzero(&this.message, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::apps::v1::ReplicaSetCondition);
 super::message!(k8s_openapi::api::apps::v1::ReplicaSetCondition);
@@ -1229,6 +1562,14 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSetSpec {
             4 => Slot::fill(&mut this.min_ready_seconds, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.replicas, 1, out);
+        Put::put(&this.selector, 2, out);
+        Put::put(&this.template, 3, out);
+        Put::put_nonzero(&this.min_ready_seconds, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::apps::v1::ReplicaSetSpec);
@@ -1264,6 +1605,17 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSetStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.replicas, 1, out);
+        Put::put_nonzero(&this.fully_labeled_replicas, 2, out);
+        Put::put_nonzero(&this.observed_generation, 3, out);
+        Put::put_nonzero(&this.ready_replicas, 4, out);
+        Put::put_nonzero(&this.available_replicas, 5, out);
+        Put::put(&this.conditions, 6, out);
+        Put::put(&this.terminating_replicas, 7, out);
+    }
 }
 super::slots!(k8s_openapi::api::apps::v1::ReplicaSetStatus);
 super::message!(k8s_openapi::api::apps::v1::ReplicaSetStatus);
@@ -1288,6 +1640,12 @@ impl Message for k8s_openapi::api::apps::v1::RollingUpdateDaemonSet {
             2 => Slot::fill(&mut this.max_surge, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.max_unavailable, 1, out);
+        Put::put(&this.max_surge, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::apps::v1::RollingUpdateDaemonSet);
@@ -1314,6 +1672,12 @@ impl Message for k8s_openapi::api::apps::v1::RollingUpdateDeployment {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.max_unavailable, 1, out);
+        Put::put(&this.max_surge, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::apps::v1::RollingUpdateDeployment);
 super::message!(k8s_openapi::api::apps::v1::RollingUpdateDeployment);
@@ -1338,6 +1702,12 @@ impl Message for k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy {
             2 => Slot::fill(&mut this.max_unavailable, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.partition, 1, out);
+        Put::put(&this.max_unavailable, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy);
@@ -1364,6 +1734,13 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSet {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::apps::v1::StatefulSet);
@@ -1395,6 +1772,15 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetCondition {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put(&this.last_transition_time, 3, out);
+        Put::put_nonzero(&this.reason, 4, out);
+        Put::put_nonzero(&this.message, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::apps::v1::StatefulSetCondition);
 super::message!(k8s_openapi::api::apps::v1::StatefulSetCondition);
@@ -1418,6 +1804,11 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetOrdinals {
             1 => Slot::fill(&mut this.start, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.start, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::apps::v1::StatefulSetOrdinals);
@@ -1445,6 +1836,12 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetPersistentVolumeClaimRet
             2 => Slot::fill(&mut this.when_scaled, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.when_deleted, 1, out);
+        Put::put_nonzero(&this.when_scaled, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::apps::v1::StatefulSetPersistentVolumeClaimRetentionPolicy);
@@ -1488,6 +1885,21 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.replicas, 1, out);
+        Put::put(&this.selector, 2, out);
+        Put::put(&this.template, 3, out);
+        Put::put(&this.volume_claim_templates, 4, out);
+        Put::put(&this.service_name, 5, out);
+        Put::put_nonzero(&this.pod_management_policy, 6, out);
+        Put::put(&this.update_strategy, 7, out);
+        Put::put(&this.revision_history_limit, 8, out);
+        Put::put_nonzero(&this.min_ready_seconds, 9, out);
+        Put::put(&this.persistent_volume_claim_retention_policy, 10, out);
+        Put::put(&this.ordinals, 11, out);
+    }
 }
 super::slots!(k8s_openapi::api::apps::v1::StatefulSetSpec);
 super::message!(k8s_openapi::api::apps::v1::StatefulSetSpec);
@@ -1527,6 +1939,20 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.observed_generation, 1, out);
+        Put::put(&this.replicas, 2, out);
+        Put::put_nonzero(&this.ready_replicas, 3, out);
+        Put::put_nonzero(&this.current_replicas, 4, out);
+        Put::put_nonzero(&this.updated_replicas, 5, out);
+        Put::put_nonzero(&this.current_revision, 6, out);
+        Put::put_nonzero(&this.update_revision, 7, out);
+        Put::put(&this.collision_count, 9, out);
+        Put::put(&this.conditions, 10, out);
+        Put::put(&this.available_replicas, 11, out);
+    }
 }
 super::slots!(k8s_openapi::api::apps::v1::StatefulSetStatus);
 super::message!(k8s_openapi::api::apps::v1::StatefulSetStatus);
@@ -1552,6 +1978,12 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetUpdateStrategy {
             2 => Slot::fill(&mut this.rolling_update, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.type_, 1, out);
+        Put::put(&this.rolling_update, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::apps::v1::StatefulSetUpdateStrategy);
@@ -1584,6 +2016,14 @@ impl Message for k8s_openapi::api::authentication::v1::BoundObjectReference {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.kind, 1, out);
+        Put::put_nonzero(&this.api_version, 2, out);
+        Put::put_nonzero(&this.name, 3, out);
+        Put::put_nonzero(&this.uid, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::authentication::v1::BoundObjectReference);
 super::message!(k8s_openapi::api::authentication::v1::BoundObjectReference);
@@ -1609,6 +2049,12 @@ impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReview {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.status, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::authentication::v1::SelfSubjectReview);
 super::message!(k8s_openapi::api::authentication::v1::SelfSubjectReview);
@@ -1632,6 +2078,11 @@ impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus {
             1 => Slot::fill(&mut this.user_info, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.user_info, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus);
@@ -1658,6 +2109,13 @@ impl Message for k8s_openapi::api::authentication::v1::TokenRequest {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::authentication::v1::TokenRequest);
@@ -1686,6 +2144,15 @@ impl Message for k8s_openapi::api::authentication::v1::TokenRequestSpec {
             5 => Slot::fill(&mut this.attestations, value, reader, 5, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.audiences, 1, out);
+        Put::put(&this.bound_object_ref, 3, out);
+        Put::put(&this.expiration_seconds, 4, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.attestations, 5, out);
     }
 }
 super::slots!(k8s_openapi::api::authentication::v1::TokenRequestSpec);
@@ -1731,6 +2198,12 @@ impl Message for k8s_openapi::api::authentication::v1::TokenRequestStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.token, 1, out);
+        Put::put(&this.expiration_timestamp, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::authentication::v1::TokenRequestStatus);
 super::message!(k8s_openapi::api::authentication::v1::TokenRequestStatus);
@@ -1757,6 +2230,13 @@ impl Message for k8s_openapi::api::authentication::v1::TokenReview {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::authentication::v1::TokenReview);
 super::message!(k8s_openapi::api::authentication::v1::TokenReview);
@@ -1782,6 +2262,12 @@ impl Message for k8s_openapi::api::authentication::v1::TokenReviewSpec {
             2 => Slot::fill(&mut this.audiences, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.token, 1, out);
+        Put::put(&this.audiences, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::authentication::v1::TokenReviewSpec);
@@ -1812,6 +2298,14 @@ impl Message for k8s_openapi::api::authentication::v1::TokenReviewStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.authenticated, 1, out);
+        Put::put(&this.user, 2, out);
+        Put::put_nonzero(&this.error, 3, out);
+        Put::put(&this.audiences, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::authentication::v1::TokenReviewStatus);
 super::message!(k8s_openapi::api::authentication::v1::TokenReviewStatus);
@@ -1841,6 +2335,14 @@ impl Message for k8s_openapi::api::authentication::v1::UserInfo {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.username, 1, out);
+        Put::put_nonzero(&this.uid, 2, out);
+        Put::put(&this.groups, 3, out);
+        Put::put(&this.extra, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::authentication::v1::UserInfo);
 super::message!(k8s_openapi::api::authentication::v1::UserInfo);
@@ -1866,6 +2368,12 @@ impl Message for k8s_openapi::api::authorization::v1::FieldSelectorAttributes {
             2 => Slot::fill(&mut this.requirements, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.raw_selector, 1, out);
+        Put::put(&this.requirements, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::authorization::v1::FieldSelectorAttributes);
@@ -1893,6 +2401,12 @@ impl Message for k8s_openapi::api::authorization::v1::LabelSelectorAttributes {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.raw_selector, 1, out);
+        Put::put(&this.requirements, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::authorization::v1::LabelSelectorAttributes);
 super::message!(k8s_openapi::api::authorization::v1::LabelSelectorAttributes);
@@ -1918,6 +2432,13 @@ impl Message for k8s_openapi::api::authorization::v1::LocalSubjectAccessReview {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::authorization::v1::LocalSubjectAccessReview);
@@ -1946,6 +2467,12 @@ impl Message for k8s_openapi::api::authorization::v1::NonResourceAttributes {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.path, 1, out);
+        Put::put_nonzero(&this.verb, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::authorization::v1::NonResourceAttributes);
 super::message!(k8s_openapi::api::authorization::v1::NonResourceAttributes);
@@ -1970,6 +2497,12 @@ impl Message for k8s_openapi::api::authorization::v1::NonResourceRule {
             2 => Slot::fill(&mut this.non_resource_urls, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.verbs, 1, out);
+        Put::put(&this.non_resource_urls, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::authorization::v1::NonResourceRule);
@@ -2010,6 +2543,19 @@ impl Message for k8s_openapi::api::authorization::v1::ResourceAttributes {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.namespace, 1, out);
+        Put::put_nonzero(&this.verb, 2, out);
+        Put::put_nonzero(&this.group, 3, out);
+        Put::put_nonzero(&this.version, 4, out);
+        Put::put_nonzero(&this.resource, 5, out);
+        Put::put_nonzero(&this.subresource, 6, out);
+        Put::put_nonzero(&this.name, 7, out);
+        Put::put(&this.field_selector, 8, out);
+        Put::put(&this.label_selector, 9, out);
+    }
 }
 super::slots!(k8s_openapi::api::authorization::v1::ResourceAttributes);
 super::message!(k8s_openapi::api::authorization::v1::ResourceAttributes);
@@ -2037,6 +2583,14 @@ impl Message for k8s_openapi::api::authorization::v1::ResourceRule {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.verbs, 1, out);
+        Put::put(&this.api_groups, 2, out);
+        Put::put(&this.resources, 3, out);
+        Put::put(&this.resource_names, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::authorization::v1::ResourceRule);
 super::message!(k8s_openapi::api::authorization::v1::ResourceRule);
@@ -2063,6 +2617,13 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectAccessReview {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::authorization::v1::SelfSubjectAccessReview);
 super::message!(k8s_openapi::api::authorization::v1::SelfSubjectAccessReview);
@@ -2087,6 +2648,12 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectAccessReviewSpe
             2 => Slot::fill(&mut this.non_resource_attributes, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.resource_attributes, 1, out);
+        Put::put(&this.non_resource_attributes, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::authorization::v1::SelfSubjectAccessReviewSpec);
@@ -2114,6 +2681,13 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectRulesReview {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::authorization::v1::SelfSubjectRulesReview);
 super::message!(k8s_openapi::api::authorization::v1::SelfSubjectRulesReview);
@@ -2138,6 +2712,11 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec
             1 => Slot::fill(&mut this.namespace, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.namespace, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec);
@@ -2164,6 +2743,13 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReview {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::authorization::v1::SubjectAccessReview);
@@ -2196,6 +2782,16 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.resource_attributes, 1, out);
+        Put::put(&this.non_resource_attributes, 2, out);
+        Put::put_nonzero(&this.user, 3, out);
+        Put::put(&this.groups, 4, out);
+        Put::put(&this.extra, 5, out);
+        Put::put_nonzero(&this.uid, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec);
 super::message!(k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec);
@@ -2226,6 +2822,14 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus 
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.allowed, 1, out);
+        Put::put_nonzero(&this.reason, 2, out);
+        Put::put_nonzero(&this.evaluation_error, 3, out);
+        Put::put_nonzero(&this.denied, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus);
 super::message!(k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus);
@@ -2254,6 +2858,14 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.resource_rules, 1, out);
+        Put::put(&this.non_resource_rules, 2, out);
+        Put::put(&this.incomplete, 3, out);
+        Put::put_nonzero(&this.evaluation_error, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus);
 super::message!(k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus);
@@ -2281,6 +2893,13 @@ impl Message for k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference 
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.kind, 1, out);
+        Put::put(&this.name, 2, out);
+        Put::put_nonzero(&this.api_version, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference);
 super::message!(k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference);
@@ -2306,6 +2925,13 @@ impl Message for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler);
@@ -2339,6 +2965,14 @@ impl Message for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerSpec 
             ),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.scale_target_ref, 1, out);
+        Put::put(&this.min_replicas, 2, out);
+        Put::put(&this.max_replicas, 3, out);
+        Put::put(&this.target_cpu_utilization_percentage, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerSpec);
@@ -2374,6 +3008,15 @@ impl Message for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerStatu
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.observed_generation, 1, out);
+        Put::put(&this.last_scale_time, 2, out);
+        Put::put(&this.current_replicas, 3, out);
+        Put::put(&this.desired_replicas, 4, out);
+        Put::put(&this.current_cpu_utilization_percentage, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerStatus);
 super::message!(k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerStatus);
@@ -2400,6 +3043,13 @@ impl Message for k8s_openapi::api::autoscaling::v1::Scale {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v1::Scale);
 super::message!(k8s_openapi::api::autoscaling::v1::Scale);
@@ -2424,6 +3074,11 @@ impl Message for k8s_openapi::api::autoscaling::v1::ScaleSpec {
             1 => Slot::fill(&mut this.replicas, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.replicas, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::autoscaling::v1::ScaleSpec);
@@ -2451,6 +3106,12 @@ impl Message for k8s_openapi::api::autoscaling::v1::ScaleStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.replicas, 1, out);
+        Put::put_nonzero(&this.selector, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v1::ScaleStatus);
 super::message!(k8s_openapi::api::autoscaling::v1::ScaleStatus);
@@ -2477,6 +3138,13 @@ impl Message for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSourc
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.target, 2, out);
+        Put::put(&this.container, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSource);
 super::message!(k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSource);
@@ -2502,6 +3170,13 @@ impl Message for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricStatu
             3 => Slot::fill(&mut this.container, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.current, 2, out);
+        Put::put(&this.container, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::ContainerResourceMetricStatus);
@@ -2530,6 +3205,13 @@ impl Message for k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference 
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.kind, 1, out);
+        Put::put(&this.name, 2, out);
+        Put::put_nonzero(&this.api_version, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference);
 super::message!(k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference);
@@ -2554,6 +3236,12 @@ impl Message for k8s_openapi::api::autoscaling::v2::ExternalMetricSource {
             2 => Slot::fill(&mut this.target, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metric, 1, out);
+        Put::put(&this.target, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::ExternalMetricSource);
@@ -2580,6 +3268,12 @@ impl Message for k8s_openapi::api::autoscaling::v2::ExternalMetricStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metric, 1, out);
+        Put::put(&this.current, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::ExternalMetricStatus);
 super::message!(k8s_openapi::api::autoscaling::v2::ExternalMetricStatus);
@@ -2605,6 +3299,13 @@ impl Message for k8s_openapi::api::autoscaling::v2::HPAScalingPolicy {
             3 => Slot::fill(&mut this.period_seconds, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.value, 2, out);
+        Put::put(&this.period_seconds, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::HPAScalingPolicy);
@@ -2639,6 +3340,14 @@ impl Message for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.select_policy, 1, out);
+        Put::put(&this.policies, 2, out);
+        Put::put(&this.stabilization_window_seconds, 3, out);
+        Put::put(&this.tolerance, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::HPAScalingRules);
 super::message!(k8s_openapi::api::autoscaling::v2::HPAScalingRules);
@@ -2665,6 +3374,13 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler);
 super::message!(k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler);
@@ -2689,6 +3405,12 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehav
             2 => Slot::fill(&mut this.scale_down, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.scale_up, 1, out);
+        Put::put(&this.scale_down, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavior);
@@ -2722,6 +3444,17 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondi
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put(&this.last_transition_time, 3, out);
+        Put::put_nonzero(&this.reason, 4, out);
+        Put::put_nonzero(&this.message, 5, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.observed_generation, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondition);
 super::message!(k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondition);
@@ -2749,6 +3482,15 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec 
             5 => Slot::fill(&mut this.behavior, value, reader, 5, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.scale_target_ref, 1, out);
+        Put::put(&this.min_replicas, 2, out);
+        Put::put(&this.max_replicas, 3, out);
+        Put::put(&this.metrics, 4, out);
+        Put::put(&this.behavior, 5, out);
     }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec);
@@ -2780,6 +3522,16 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatu
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.observed_generation, 1, out);
+        Put::put(&this.last_scale_time, 2, out);
+        Put::put_nonzero(&this.current_replicas, 3, out);
+        Put::put(&this.desired_replicas, 4, out);
+        Put::put(&this.current_metrics, 5, out);
+        Put::put(&this.conditions, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus);
 super::message!(k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus);
@@ -2804,6 +3556,12 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricIdentifier {
             2 => Slot::fill(&mut this.selector, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.selector, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::MetricIdentifier);
@@ -2834,6 +3592,16 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.object, 2, out);
+        Put::put(&this.pods, 3, out);
+        Put::put(&this.resource, 4, out);
+        Put::put(&this.external, 5, out);
+        Put::put(&this.container_resource, 7, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::MetricSpec);
 super::message!(k8s_openapi::api::autoscaling::v2::MetricSpec);
@@ -2863,6 +3631,16 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.object, 2, out);
+        Put::put(&this.pods, 3, out);
+        Put::put(&this.resource, 4, out);
+        Put::put(&this.external, 5, out);
+        Put::put(&this.container_resource, 7, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::MetricStatus);
 super::message!(k8s_openapi::api::autoscaling::v2::MetricStatus);
@@ -2890,6 +3668,14 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricTarget {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.value, 2, out);
+        Put::put(&this.average_value, 3, out);
+        Put::put(&this.average_utilization, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::MetricTarget);
 super::message!(k8s_openapi::api::autoscaling::v2::MetricTarget);
@@ -2915,6 +3701,13 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricValueStatus {
             3 => Slot::fill(&mut this.average_utilization, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.value, 1, out);
+        Put::put(&this.average_value, 2, out);
+        Put::put(&this.average_utilization, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::MetricValueStatus);
@@ -2942,6 +3735,13 @@ impl Message for k8s_openapi::api::autoscaling::v2::ObjectMetricSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.described_object, 1, out);
+        Put::put(&this.target, 2, out);
+        Put::put(&this.metric, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::ObjectMetricSource);
 super::message!(k8s_openapi::api::autoscaling::v2::ObjectMetricSource);
@@ -2968,6 +3768,13 @@ impl Message for k8s_openapi::api::autoscaling::v2::ObjectMetricStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metric, 1, out);
+        Put::put(&this.current, 2, out);
+        Put::put(&this.described_object, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::ObjectMetricStatus);
 super::message!(k8s_openapi::api::autoscaling::v2::ObjectMetricStatus);
@@ -2992,6 +3799,12 @@ impl Message for k8s_openapi::api::autoscaling::v2::PodsMetricSource {
             2 => Slot::fill(&mut this.target, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metric, 1, out);
+        Put::put(&this.target, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::PodsMetricSource);
@@ -3018,6 +3831,12 @@ impl Message for k8s_openapi::api::autoscaling::v2::PodsMetricStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metric, 1, out);
+        Put::put(&this.current, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::PodsMetricStatus);
 super::message!(k8s_openapi::api::autoscaling::v2::PodsMetricStatus);
@@ -3042,6 +3861,12 @@ impl Message for k8s_openapi::api::autoscaling::v2::ResourceMetricSource {
             2 => Slot::fill(&mut this.target, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.target, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::ResourceMetricSource);
@@ -3068,6 +3893,12 @@ impl Message for k8s_openapi::api::autoscaling::v2::ResourceMetricStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.current, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::autoscaling::v2::ResourceMetricStatus);
 super::message!(k8s_openapi::api::autoscaling::v2::ResourceMetricStatus);
@@ -3093,6 +3924,13 @@ impl Message for k8s_openapi::api::batch::v1::CronJob {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::batch::v1::CronJob);
@@ -3132,6 +3970,18 @@ impl Message for k8s_openapi::api::batch::v1::CronJobSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.schedule, 1, out);
+        Put::put(&this.starting_deadline_seconds, 2, out);
+        Put::put_nonzero(&this.concurrency_policy, 3, out);
+        Put::put(&this.suspend, 4, out);
+        Put::put(&this.job_template, 5, out);
+        Put::put(&this.successful_jobs_history_limit, 6, out);
+        Put::put(&this.failed_jobs_history_limit, 7, out);
+        Put::put(&this.time_zone, 8, out);
+    }
 }
 super::slots!(k8s_openapi::api::batch::v1::CronJobSpec);
 super::message!(k8s_openapi::api::batch::v1::CronJobSpec);
@@ -3158,6 +4008,13 @@ impl Message for k8s_openapi::api::batch::v1::CronJobStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.active, 1, out);
+        Put::put(&this.last_schedule_time, 4, out);
+        Put::put(&this.last_successful_time, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::batch::v1::CronJobStatus);
 super::message!(k8s_openapi::api::batch::v1::CronJobStatus);
@@ -3183,6 +4040,13 @@ impl Message for k8s_openapi::api::batch::v1::Job {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::batch::v1::Job);
@@ -3215,6 +4079,16 @@ impl Message for k8s_openapi::api::batch::v1::JobCondition {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put(&this.last_probe_time, 3, out);
+        Put::put(&this.last_transition_time, 4, out);
+        Put::put_nonzero(&this.reason, 5, out);
+        Put::put_nonzero(&this.message, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::batch::v1::JobCondition);
 super::message!(k8s_openapi::api::batch::v1::JobCondition);
@@ -3242,6 +4116,14 @@ impl Message for k8s_openapi::api::batch::v1::JobSchedulingConfiguration {
             4 => Slot::fill(&mut this.resource_claims, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.scheduling_policy, 1, out);
+        Put::put(&this.scheduling_constraints, 2, out);
+        Put::put(&this.disruption_mode, 3, out);
+        Put::put(&this.resource_claims, 4, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -3286,6 +4168,28 @@ impl Message for k8s_openapi::api::batch::v1::JobSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.parallelism, 1, out);
+        Put::put(&this.completions, 2, out);
+        Put::put(&this.active_deadline_seconds, 3, out);
+        Put::put(&this.selector, 4, out);
+        Put::put(&this.manual_selector, 5, out);
+        Put::put(&this.template, 6, out);
+        Put::put(&this.backoff_limit, 7, out);
+        Put::put(&this.ttl_seconds_after_finished, 8, out);
+        Put::put(&this.completion_mode, 9, out);
+        Put::put(&this.suspend, 10, out);
+        Put::put(&this.pod_failure_policy, 11, out);
+        Put::put(&this.backoff_limit_per_index, 12, out);
+        Put::put(&this.max_failed_indexes, 13, out);
+        Put::put(&this.pod_replacement_policy, 14, out);
+        Put::put(&this.managed_by, 15, out);
+        Put::put(&this.success_policy, 16, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.scheduling, 17, out);
+    }
 }
 super::slots!(k8s_openapi::api::batch::v1::JobSpec);
 super::message!(k8s_openapi::api::batch::v1::JobSpec);
@@ -3324,6 +4228,21 @@ impl Message for k8s_openapi::api::batch::v1::JobStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.conditions, 1, out);
+        Put::put(&this.start_time, 2, out);
+        Put::put(&this.completion_time, 3, out);
+        Put::put_nonzero(&this.active, 4, out);
+        Put::put_nonzero(&this.succeeded, 5, out);
+        Put::put_nonzero(&this.failed, 6, out);
+        Put::put_nonzero(&this.completed_indexes, 7, out);
+        Put::put(&this.uncounted_terminated_pods, 8, out);
+        Put::put(&this.ready, 9, out);
+        Put::put(&this.failed_indexes, 10, out);
+        Put::put(&this.terminating, 11, out);
+    }
 }
 super::slots!(k8s_openapi::api::batch::v1::JobStatus);
 super::message!(k8s_openapi::api::batch::v1::JobStatus);
@@ -3349,6 +4268,12 @@ impl Message for k8s_openapi::api::batch::v1::JobTemplateSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::batch::v1::JobTemplateSpec);
 super::message!(k8s_openapi::api::batch::v1::JobTemplateSpec);
@@ -3372,6 +4297,11 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicy {
             1 => Slot::fill(&mut this.rules, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.rules, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::batch::v1::PodFailurePolicy);
@@ -3399,6 +4329,13 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequire
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.container_name, 1, out);
+        Put::put(&this.operator, 2, out);
+        Put::put(&this.values, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirement);
 super::message!(k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirement);
@@ -3423,6 +4360,12 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyOnPodConditionsPat
             2 => Slot::fill(&mut this.status, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::batch::v1::PodFailurePolicyOnPodConditionsPattern);
@@ -3450,6 +4393,13 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.action, 1, out);
+        Put::put(&this.on_exit_codes, 2, out);
+        Put::put(&this.on_pod_conditions, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::batch::v1::PodFailurePolicyRule);
 super::message!(k8s_openapi::api::batch::v1::PodFailurePolicyRule);
@@ -3473,6 +4423,11 @@ impl Message for k8s_openapi::api::batch::v1::SuccessPolicy {
             1 => Slot::fill(&mut this.rules, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.rules, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::batch::v1::SuccessPolicy);
@@ -3499,6 +4454,12 @@ impl Message for k8s_openapi::api::batch::v1::SuccessPolicyRule {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.succeeded_indexes, 1, out);
+        Put::put(&this.succeeded_count, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::batch::v1::SuccessPolicyRule);
 super::message!(k8s_openapi::api::batch::v1::SuccessPolicyRule);
@@ -3523,6 +4484,12 @@ impl Message for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
             2 => Slot::fill(&mut this.failed, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.succeeded, 1, out);
+        Put::put(&this.failed, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::batch::v1::UncountedTerminatedPods);
@@ -3549,6 +4516,13 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequest {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::certificates::v1::CertificateSigningRequest);
@@ -3580,6 +4554,16 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestCo
             6 => Slot::fill(&mut this.status, value, reader, 6, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put_nonzero(&this.reason, 2, out);
+        Put::put_nonzero(&this.message, 3, out);
+        Put::put(&this.last_update_time, 4, out);
+        Put::put(&this.last_transition_time, 5, out);
+        Put::put(&this.status, 6, out);
     }
 }
 super::slots!(k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition);
@@ -3614,6 +4598,18 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSp
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.request, 1, out);
+        Put::put_nonzero(&this.username, 2, out);
+        Put::put_nonzero(&this.uid, 3, out);
+        Put::put(&this.groups, 4, out);
+        Put::put(&this.usages, 5, out);
+        Put::put(&this.extra, 6, out);
+        Put::put(&this.signer_name, 7, out);
+        Put::put(&this.expiration_seconds, 8, out);
+    }
 }
 super::slots!(k8s_openapi::api::certificates::v1::CertificateSigningRequestSpec);
 super::message!(k8s_openapi::api::certificates::v1::CertificateSigningRequestSpec);
@@ -3640,6 +4636,12 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSt
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.conditions, 1, out);
+        Put::put_nonzero(&this.certificate, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::certificates::v1::CertificateSigningRequestStatus);
 super::message!(k8s_openapi::api::certificates::v1::CertificateSigningRequestStatus);
@@ -3665,6 +4667,12 @@ impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundle {
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -3695,6 +4703,12 @@ impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.signer_name, 1, out);
+        Put::put(&this.trust_bundle, 2, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec);
@@ -3723,6 +4737,13 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequest {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -3766,6 +4787,20 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.signer_name, 1, out);
+        Put::put(&this.pod_name, 2, out);
+        Put::put(&this.pod_uid, 3, out);
+        Put::put(&this.service_account_name, 4, out);
+        Put::put(&this.service_account_uid, 5, out);
+        Put::put(&this.node_name, 6, out);
+        Put::put(&this.node_uid, 7, out);
+        Put::put(&this.max_expiration_seconds, 8, out);
+        Put::put(&this.unverified_user_annotations, 11, out);
+        Put::put(&this.stub_pkc_s10_request, 12, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::certificates::v1::PodCertificateRequestSpec);
@@ -3798,6 +4833,15 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.conditions, 1, out);
+        Put::put_nonzero(&this.certificate_chain, 2, out);
+        Put::put(&this.not_before, 4, out);
+        Put::put(&this.begin_refresh_at, 5, out);
+        Put::put(&this.not_after, 6, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::certificates::v1::PodCertificateRequestStatus);
@@ -3824,6 +4868,12 @@ impl Message for k8s_openapi::api::coordination::v1::Lease {
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::coordination::v1::Lease);
@@ -3855,6 +4905,17 @@ impl Message for k8s_openapi::api::coordination::v1::LeaseSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.holder_identity, 1, out);
+        Put::put(&this.lease_duration_seconds, 2, out);
+        Put::put(&this.acquire_time, 3, out);
+        Put::put(&this.renew_time, 4, out);
+        Put::put(&this.lease_transitions, 5, out);
+        Put::put(&this.strategy, 6, out);
+        Put::put(&this.preferred_holder, 7, out);
+    }
 }
 super::slots!(k8s_openapi::api::coordination::v1::LeaseSpec);
 super::message!(k8s_openapi::api::coordination::v1::LeaseSpec);
@@ -3885,6 +4946,14 @@ impl Message for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.volume_id, 1, out);
+        Put::put_nonzero(&this.fs_type, 2, out);
+        Put::put_nonzero(&this.partition, 3, out);
+        Put::put_nonzero(&this.read_only, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource);
 super::message!(k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource);
@@ -3911,6 +4980,13 @@ impl Message for k8s_openapi::api::core::v1::Affinity {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.node_affinity, 1, out);
+        Put::put(&this.pod_affinity, 2, out);
+        Put::put(&this.pod_anti_affinity, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::Affinity);
 super::message!(k8s_openapi::api::core::v1::Affinity);
@@ -3936,6 +5012,12 @@ impl Message for k8s_openapi::api::core::v1::AppArmorProfile {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.localhost_profile, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::AppArmorProfile);
 super::message!(k8s_openapi::api::core::v1::AppArmorProfile);
@@ -3960,6 +5042,12 @@ impl Message for k8s_openapi::api::core::v1::AttachedVolume {
             2 => Slot::fill(&mut this.device_path, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.device_path, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::AttachedVolume);
@@ -3990,6 +5078,16 @@ impl Message for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.disk_name, 1, out);
+        Put::put(&this.disk_uri, 2, out);
+        Put::put(&this.caching_mode, 3, out);
+        Put::put(&this.fs_type, 4, out);
+        Put::put(&this.read_only, 5, out);
+        Put::put(&this.kind, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::AzureDiskVolumeSource);
 super::message!(k8s_openapi::api::core::v1::AzureDiskVolumeSource);
@@ -4018,6 +5116,14 @@ impl Message for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.secret_name, 1, out);
+        Put::put(&this.share_name, 2, out);
+        Put::put_nonzero(&this.read_only, 3, out);
+        Put::put(&this.secret_namespace, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource);
 super::message!(k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource);
@@ -4045,6 +5151,13 @@ impl Message for k8s_openapi::api::core::v1::AzureFileVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.secret_name, 1, out);
+        Put::put(&this.share_name, 2, out);
+        Put::put_nonzero(&this.read_only, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::AzureFileVolumeSource);
 super::message!(k8s_openapi::api::core::v1::AzureFileVolumeSource);
@@ -4069,6 +5182,12 @@ impl Message for k8s_openapi::api::core::v1::Binding {
             2 => Slot::fill(&mut this.target, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.target, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::Binding);
@@ -4117,6 +5236,20 @@ impl Message for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.driver, 1, out);
+        Put::put(&this.volume_handle, 2, out);
+        Put::put_nonzero(&this.read_only, 3, out);
+        Put::put_nonzero(&this.fs_type, 4, out);
+        Put::put(&this.volume_attributes, 5, out);
+        Put::put(&this.controller_publish_secret_ref, 6, out);
+        Put::put(&this.node_stage_secret_ref, 7, out);
+        Put::put(&this.node_publish_secret_ref, 8, out);
+        Put::put(&this.controller_expand_secret_ref, 9, out);
+        Put::put(&this.node_expand_secret_ref, 10, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::CSIPersistentVolumeSource);
 super::message!(k8s_openapi::api::core::v1::CSIPersistentVolumeSource);
@@ -4145,6 +5278,15 @@ impl Message for k8s_openapi::api::core::v1::CSIVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.driver, 1, out);
+        Put::put(&this.read_only, 2, out);
+        Put::put(&this.fs_type, 3, out);
+        Put::put(&this.volume_attributes, 4, out);
+        Put::put(&this.node_publish_secret_ref, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::CSIVolumeSource);
 super::message!(k8s_openapi::api::core::v1::CSIVolumeSource);
@@ -4169,6 +5311,12 @@ impl Message for k8s_openapi::api::core::v1::Capabilities {
             2 => Slot::fill(&mut this.drop, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.add, 1, out);
+        Put::put(&this.drop, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::Capabilities);
@@ -4203,6 +5351,16 @@ impl Message for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.monitors, 1, out);
+        Put::put_nonzero(&this.path, 2, out);
+        Put::put_nonzero(&this.user, 3, out);
+        Put::put_nonzero(&this.secret_file, 4, out);
+        Put::put(&this.secret_ref, 5, out);
+        Put::put_nonzero(&this.read_only, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::CephFSPersistentVolumeSource);
 super::message!(k8s_openapi::api::core::v1::CephFSPersistentVolumeSource);
@@ -4236,6 +5394,16 @@ impl Message for k8s_openapi::api::core::v1::CephFSVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.monitors, 1, out);
+        Put::put_nonzero(&this.path, 2, out);
+        Put::put_nonzero(&this.user, 3, out);
+        Put::put_nonzero(&this.secret_file, 4, out);
+        Put::put(&this.secret_ref, 5, out);
+        Put::put_nonzero(&this.read_only, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::CephFSVolumeSource);
 super::message!(k8s_openapi::api::core::v1::CephFSVolumeSource);
@@ -4264,6 +5432,14 @@ impl Message for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
             4 => Slot::fill(&mut this.secret_ref, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.volume_id, 1, out);
+        Put::put_nonzero(&this.fs_type, 2, out);
+        Put::put_nonzero(&this.read_only, 3, out);
+        Put::put(&this.secret_ref, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::CinderPersistentVolumeSource);
@@ -4294,6 +5470,14 @@ impl Message for k8s_openapi::api::core::v1::CinderVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.volume_id, 1, out);
+        Put::put_nonzero(&this.fs_type, 2, out);
+        Put::put_nonzero(&this.read_only, 3, out);
+        Put::put(&this.secret_ref, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::CinderVolumeSource);
 super::message!(k8s_openapi::api::core::v1::CinderVolumeSource);
@@ -4317,6 +5501,11 @@ impl Message for k8s_openapi::api::core::v1::ClientIPConfig {
             1 => Slot::fill(&mut this.timeout_seconds, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.timeout_seconds, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ClientIPConfig);
@@ -4348,6 +5537,17 @@ impl Message for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.signer_name, 2, out);
+        Put::put(&this.label_selector, 3, out);
+        Put::put(&this.path, 4, out);
+        Put::put(&this.optional, 5, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.user, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ClusterTrustBundleProjection);
 super::message!(k8s_openapi::api::core::v1::ClusterTrustBundleProjection);
@@ -4377,6 +5577,14 @@ impl Message for k8s_openapi::api::core::v1::ComponentCondition {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put_nonzero(&this.message, 3, out);
+        Put::put_nonzero(&this.error, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ComponentCondition);
 super::message!(k8s_openapi::api::core::v1::ComponentCondition);
@@ -4401,6 +5609,12 @@ impl Message for k8s_openapi::api::core::v1::ComponentStatus {
             2 => Slot::fill(&mut this.conditions, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.conditions, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ComponentStatus);
@@ -4428,6 +5642,14 @@ impl Message for k8s_openapi::api::core::v1::ConfigMap {
             4 => Slot::fill(&mut this.immutable, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.data, 2, out);
+        Put::put(&this.binary_data, 3, out);
+        Put::put(&this.immutable, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ConfigMap);
@@ -4457,6 +5679,14 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapEnvSource {
             2 => Slot::fill(&mut this.optional, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        out.message(1, |out| {
+            encode_inline_api_core_v1_configmapenvsource_api_core_v1_configmapenvsource_1(this, out)
+        });
+        Put::put(&this.optional, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ConfigMapEnvSource);
@@ -4488,6 +5718,17 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapKeySelector {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        out.message(1, |out| {
+            encode_inline_api_core_v1_configmapkeyselector_api_core_v1_configmapkeyselector_1(
+                this, out,
+            )
+        });
+        Put::put(&this.key, 2, out);
+        Put::put(&this.optional, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ConfigMapKeySelector);
 super::message!(k8s_openapi::api::core::v1::ConfigMapKeySelector);
@@ -4518,6 +5759,15 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.namespace, 1, out);
+        Put::put(&this.name, 2, out);
+        Put::put_nonzero(&this.uid, 3, out);
+        Put::put_nonzero(&this.resource_version, 4, out);
+        Put::put(&this.kubelet_config_key, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ConfigMapNodeConfigSource);
 super::message!(k8s_openapi::api::core::v1::ConfigMapNodeConfigSource);
@@ -4547,6 +5797,17 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapProjection {
             4 => Slot::fill(&mut this.optional, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        out.message(1, |out| {
+            encode_inline_api_core_v1_configmapprojection_api_core_v1_configmapprojection_1(
+                this, out,
+            )
+        });
+        Put::put(&this.items, 2, out);
+        Put::put(&this.optional, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ConfigMapProjection);
@@ -4580,6 +5841,20 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
             5 => Slot::fill(&mut this.default_user, value, reader, 5, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        out.message(1, |out| {
+            encode_inline_api_core_v1_configmapvolumesource_api_core_v1_configmapvolumesource_1(
+                this, out,
+            )
+        });
+        Put::put(&this.items, 2, out);
+        Put::put(&this.default_mode, 3, out);
+        Put::put(&this.optional, 4, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.default_user, 5, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ConfigMapVolumeSource);
@@ -4643,6 +5918,41 @@ impl Message for k8s_openapi::api::core::v1::Container {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put_nonzero(&this.image, 2, out);
+        Put::put(&this.command, 3, out);
+        Put::put(&this.args, 4, out);
+        Put::put_nonzero(&this.working_dir, 5, out);
+        Put::put(&this.ports, 6, out);
+        Put::put(&this.env, 7, out);
+        Put::put(&this.resources, 8, out);
+        Put::put(&this.volume_mounts, 9, out);
+        Put::put(&this.liveness_probe, 10, out);
+        Put::put(&this.readiness_probe, 11, out);
+        Put::put(&this.lifecycle, 12, out);
+        Put::put_nonzero(&this.termination_message_path, 13, out);
+        Put::put_nonzero(&this.image_pull_policy, 14, out);
+        Put::put(&this.security_context, 15, out);
+        Put::put_nonzero(&this.stdin, 16, out);
+        Put::put_nonzero(&this.stdin_once, 17, out);
+        Put::put_nonzero(&this.tty, 18, out);
+        Put::put(&this.env_from, 19, out);
+        Put::put_nonzero(&this.termination_message_policy, 20, out);
+        Put::put(&this.volume_devices, 21, out);
+        Put::put(&this.startup_probe, 22, out);
+        Put::put(&this.resize_policy, 23, out);
+        Put::put(&this.restart_policy, 24, out);
+        #[cfg(any(
+            kubeclient_k8s_minor = "34",
+            kubeclient_k8s_minor = "35",
+            kubeclient_k8s_minor = "36",
+            kubeclient_k8s_minor = "37"
+        ))]
+        Put::put(&this.restart_policy_rules, 25, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::Container);
 super::message!(k8s_openapi::api::core::v1::Container);
@@ -4674,6 +5984,13 @@ impl Message for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
             3 => Slot::fill(&mut this.request_name, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.container_name, 1, out);
+        Put::put(&this.resource_name, 2, out);
+        Put::put(&this.request_name, 3, out);
     }
 }
 #[cfg(any(
@@ -4713,6 +6030,12 @@ impl Message for k8s_openapi::api::core::v1::ContainerImage {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.names, 1, out);
+        Put::put_nonzero(&this.size_bytes, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ContainerImage);
 super::message!(k8s_openapi::api::core::v1::ContainerImage);
@@ -4745,6 +6068,15 @@ impl Message for k8s_openapi::api::core::v1::ContainerPort {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.name, 1, out);
+        Put::put_nonzero(&this.host_port, 2, out);
+        Put::put(&this.container_port, 3, out);
+        Put::put_nonzero(&this.protocol, 4, out);
+        Put::put_nonzero(&this.host_ip, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ContainerPort);
 super::message!(k8s_openapi::api::core::v1::ContainerPort);
@@ -4769,6 +6101,12 @@ impl Message for k8s_openapi::api::core::v1::ContainerResizePolicy {
             2 => Slot::fill(&mut this.restart_policy, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.resource_name, 1, out);
+        Put::put(&this.restart_policy, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ContainerResizePolicy);
@@ -4801,6 +6139,12 @@ impl Message for k8s_openapi::api::core::v1::ContainerRestartRule {
             2 => Slot::fill(&mut this.exit_codes, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.action, 1, out);
+        Put::put(&this.exit_codes, 2, out);
     }
 }
 #[cfg(any(
@@ -4846,6 +6190,12 @@ impl Message for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.operator, 1, out);
+        Put::put(&this.values, 2, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -4884,6 +6234,13 @@ impl Message for k8s_openapi::api::core::v1::ContainerState {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.waiting, 1, out);
+        Put::put(&this.running, 2, out);
+        Put::put(&this.terminated, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ContainerState);
 super::message!(k8s_openapi::api::core::v1::ContainerState);
@@ -4907,6 +6264,11 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateRunning {
             1 => Slot::fill(&mut this.started_at, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.started_at, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ContainerStateRunning);
@@ -4942,6 +6304,17 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateTerminated {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.exit_code, 1, out);
+        Put::put_nonzero(&this.signal, 2, out);
+        Put::put_nonzero(&this.reason, 3, out);
+        Put::put_nonzero(&this.message, 4, out);
+        Put::put(&this.started_at, 5, out);
+        Put::put(&this.finished_at, 6, out);
+        Put::put_nonzero(&this.container_id, 7, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ContainerStateTerminated);
 super::message!(k8s_openapi::api::core::v1::ContainerStateTerminated);
@@ -4968,6 +6341,12 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateWaiting {
             2 => Slot::fill(&mut this.message, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.reason, 1, out);
+        Put::put_nonzero(&this.message, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ContainerStateWaiting);
@@ -5008,6 +6387,25 @@ impl Message for k8s_openapi::api::core::v1::ContainerStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.state, 2, out);
+        Put::put(&this.last_state, 3, out);
+        Put::put(&this.ready, 4, out);
+        Put::put(&this.restart_count, 5, out);
+        Put::put(&this.image, 6, out);
+        Put::put(&this.image_id, 7, out);
+        Put::put_nonzero(&this.container_id, 8, out);
+        Put::put(&this.started, 9, out);
+        Put::put(&this.allocated_resources, 10, out);
+        Put::put(&this.resources, 11, out);
+        Put::put(&this.volume_mounts, 12, out);
+        Put::put(&this.user, 13, out);
+        Put::put(&this.allocated_resources_status, 14, out);
+        Put::put(&this.stop_signal, 15, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ContainerStatus);
 super::message!(k8s_openapi::api::core::v1::ContainerStatus);
@@ -5031,6 +6429,11 @@ impl Message for k8s_openapi::api::core::v1::ContainerUser {
             1 => Slot::fill(&mut this.linux, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.linux, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ContainerUser);
@@ -5056,6 +6459,11 @@ impl Message for k8s_openapi::api::core::v1::DaemonEndpoint {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.port, 1, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::DaemonEndpoint);
 super::message!(k8s_openapi::api::core::v1::DaemonEndpoint);
@@ -5079,6 +6487,11 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIProjection {
             1 => Slot::fill(&mut this.items, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.items, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::DownwardAPIProjection);
@@ -5109,6 +6522,16 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.path, 1, out);
+        Put::put(&this.field_ref, 2, out);
+        Put::put(&this.resource_field_ref, 3, out);
+        Put::put(&this.mode, 4, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.user, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::DownwardAPIVolumeFile);
 super::message!(k8s_openapi::api::core::v1::DownwardAPIVolumeFile);
@@ -5135,6 +6558,14 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
             3 => Slot::fill(&mut this.default_user, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.items, 1, out);
+        Put::put(&this.default_mode, 2, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.default_user, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::DownwardAPIVolumeSource);
@@ -5164,6 +6595,14 @@ impl Message for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.medium, 1, out);
+        Put::put(&this.size_limit, 2, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.mode, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::EmptyDirVolumeSource);
 super::message!(k8s_openapi::api::core::v1::EmptyDirVolumeSource);
@@ -5191,6 +6630,14 @@ impl Message for k8s_openapi::api::core::v1::EndpointAddress {
             4 => Slot::fill(&mut this.node_name, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.ip, 1, out);
+        Put::put(&this.target_ref, 2, out);
+        Put::put_nonzero(&this.hostname, 3, out);
+        Put::put(&this.node_name, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::EndpointAddress);
@@ -5221,6 +6668,14 @@ impl Message for k8s_openapi::api::core::v1::EndpointPort {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.name, 1, out);
+        Put::put(&this.port, 2, out);
+        Put::put_nonzero(&this.protocol, 3, out);
+        Put::put(&this.app_protocol, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::EndpointPort);
 super::message!(k8s_openapi::api::core::v1::EndpointPort);
@@ -5247,6 +6702,13 @@ impl Message for k8s_openapi::api::core::v1::EndpointSubset {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.addresses, 1, out);
+        Put::put(&this.not_ready_addresses, 2, out);
+        Put::put(&this.ports, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::EndpointSubset);
 super::message!(k8s_openapi::api::core::v1::EndpointSubset);
@@ -5271,6 +6733,12 @@ impl Message for k8s_openapi::api::core::v1::Endpoints {
             2 => Slot::fill(&mut this.subsets, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.subsets, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::Endpoints);
@@ -5299,6 +6767,13 @@ impl Message for k8s_openapi::api::core::v1::EnvFromSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.prefix, 1, out);
+        Put::put(&this.config_map_ref, 2, out);
+        Put::put(&this.secret_ref, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::EnvFromSource);
 super::message!(k8s_openapi::api::core::v1::EnvFromSource);
@@ -5325,6 +6800,13 @@ impl Message for k8s_openapi::api::core::v1::EnvVar {
             3 => Slot::fill(&mut this.value_from, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put_nonzero(&this.value, 2, out);
+        Put::put(&this.value_from, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::EnvVar);
@@ -5360,6 +6842,21 @@ impl Message for k8s_openapi::api::core::v1::EnvVarSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.field_ref, 1, out);
+        Put::put(&this.resource_field_ref, 2, out);
+        Put::put(&this.config_map_key_ref, 3, out);
+        Put::put(&this.secret_key_ref, 4, out);
+        #[cfg(any(
+            kubeclient_k8s_minor = "34",
+            kubeclient_k8s_minor = "35",
+            kubeclient_k8s_minor = "36",
+            kubeclient_k8s_minor = "37"
+        ))]
+        Put::put(&this.file_key_ref, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::EnvVarSource);
 super::message!(k8s_openapi::api::core::v1::EnvVarSource);
@@ -5390,6 +6887,14 @@ impl Message for k8s_openapi::api::core::v1::EphemeralContainer {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        out.message(1, |out| {
+            encode_inline_api_core_v1_ephemeralcontainer_api_core_v1_ephemeralcontainer_1(this, out)
+        });
+        Put::put_nonzero(&this.target_container_name, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::EphemeralContainer);
 super::message!(k8s_openapi::api::core::v1::EphemeralContainer);
@@ -5413,6 +6918,11 @@ impl Message for k8s_openapi::api::core::v1::EphemeralVolumeSource {
             1 => Slot::fill(&mut this.volume_claim_template, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.volume_claim_template, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::EphemeralVolumeSource);
@@ -5457,6 +6967,25 @@ impl Message for k8s_openapi::api::core::v1::Event {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.involved_object, 2, out);
+        Put::put_nonzero(&this.reason, 3, out);
+        Put::put_nonzero(&this.message, 4, out);
+        Put::put(&this.source, 5, out);
+        Put::put(&this.first_timestamp, 6, out);
+        Put::put(&this.last_timestamp, 7, out);
+        Put::put_nonzero(&this.count, 8, out);
+        Put::put_nonzero(&this.type_, 9, out);
+        Put::put(&this.event_time, 10, out);
+        Put::put(&this.series, 11, out);
+        Put::put_nonzero(&this.action, 12, out);
+        Put::put(&this.related, 13, out);
+        Put::put(&this.reporting_component, 14, out);
+        Put::put(&this.reporting_instance, 15, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::Event);
 super::message!(k8s_openapi::api::core::v1::Event);
@@ -5482,6 +7011,12 @@ impl Message for k8s_openapi::api::core::v1::EventSeries {
             2 => Slot::fill(&mut this.last_observed_time, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.count, 1, out);
+        Put::put(&this.last_observed_time, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::EventSeries);
@@ -5510,6 +7045,12 @@ impl Message for k8s_openapi::api::core::v1::EventSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.component, 1, out);
+        Put::put_nonzero(&this.host, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::EventSource);
 super::message!(k8s_openapi::api::core::v1::EventSource);
@@ -5536,6 +7077,12 @@ impl Message for k8s_openapi::api::core::v1::EvictionResponder {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.priority, 2, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::EvictionResponder);
@@ -5561,6 +7108,11 @@ impl Message for k8s_openapi::api::core::v1::ExecAction {
             1 => Slot::fill(&mut this.command, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.command, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ExecAction);
@@ -5591,6 +7143,15 @@ impl Message for k8s_openapi::api::core::v1::FCVolumeSource {
             5 => Slot::fill(&mut this.wwids, value, reader, 5, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.target_wwns, 1, out);
+        Put::put(&this.lun, 2, out);
+        Put::put_nonzero(&this.fs_type, 3, out);
+        Put::put_nonzero(&this.read_only, 4, out);
+        Put::put(&this.wwids, 5, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::FCVolumeSource);
@@ -5624,6 +7185,14 @@ impl Message for k8s_openapi::api::core::v1::FileKeySelector {
             4 => Slot::fill(&mut this.optional, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.volume_name, 1, out);
+        Put::put(&this.path, 2, out);
+        Put::put(&this.key, 3, out);
+        Put::put(&this.optional, 4, out);
     }
 }
 #[cfg(any(
@@ -5667,6 +7236,15 @@ impl Message for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.driver, 1, out);
+        Put::put_nonzero(&this.fs_type, 2, out);
+        Put::put(&this.secret_ref, 3, out);
+        Put::put_nonzero(&this.read_only, 4, out);
+        Put::put(&this.options, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::FlexPersistentVolumeSource);
 super::message!(k8s_openapi::api::core::v1::FlexPersistentVolumeSource);
@@ -5697,6 +7275,15 @@ impl Message for k8s_openapi::api::core::v1::FlexVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.driver, 1, out);
+        Put::put_nonzero(&this.fs_type, 2, out);
+        Put::put(&this.secret_ref, 3, out);
+        Put::put_nonzero(&this.read_only, 4, out);
+        Put::put(&this.options, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::FlexVolumeSource);
 super::message!(k8s_openapi::api::core::v1::FlexVolumeSource);
@@ -5723,6 +7310,12 @@ impl Message for k8s_openapi::api::core::v1::FlockerVolumeSource {
             2 => Slot::fill(&mut this.dataset_uuid, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.dataset_name, 1, out);
+        Put::put_nonzero(&this.dataset_uuid, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::FlockerVolumeSource);
@@ -5754,6 +7347,14 @@ impl Message for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.pd_name, 1, out);
+        Put::put_nonzero(&this.fs_type, 2, out);
+        Put::put_nonzero(&this.partition, 3, out);
+        Put::put_nonzero(&this.read_only, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource);
 super::message!(k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource);
@@ -5780,6 +7381,14 @@ impl Message for k8s_openapi::api::core::v1::GRPCAction {
             3 => Slot::fill(&mut this.mode, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.port, 1, out);
+        Put::put(&this.service, 2, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.mode, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::GRPCAction);
@@ -5809,6 +7418,13 @@ impl Message for k8s_openapi::api::core::v1::GitRepoVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.repository, 1, out);
+        Put::put_nonzero(&this.revision, 2, out);
+        Put::put_nonzero(&this.directory, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::GitRepoVolumeSource);
 super::message!(k8s_openapi::api::core::v1::GitRepoVolumeSource);
@@ -5837,6 +7453,14 @@ impl Message for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.endpoints, 1, out);
+        Put::put(&this.path, 2, out);
+        Put::put_nonzero(&this.read_only, 3, out);
+        Put::put(&this.endpoints_namespace, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource);
 super::message!(k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource);
@@ -5863,6 +7487,13 @@ impl Message for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
             3 => Slot::fill(&mut this.read_only, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.endpoints, 1, out);
+        Put::put(&this.path, 2, out);
+        Put::put_nonzero(&this.read_only, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::GlusterfsVolumeSource);
@@ -5897,6 +7528,17 @@ impl Message for k8s_openapi::api::core::v1::HTTPGetAction {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.path, 1, out);
+        Put::put(&this.port, 2, out);
+        Put::put_nonzero(&this.host, 3, out);
+        Put::put_nonzero(&this.scheme, 4, out);
+        Put::put(&this.http_headers, 5, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.protocol, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::HTTPGetAction);
 super::message!(k8s_openapi::api::core::v1::HTTPGetAction);
@@ -5921,6 +7563,12 @@ impl Message for k8s_openapi::api::core::v1::HTTPHeader {
             2 => Slot::fill(&mut this.value, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.value, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::HTTPHeader);
@@ -5947,6 +7595,12 @@ impl Message for k8s_openapi::api::core::v1::HostAlias {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.ip, 1, out);
+        Put::put(&this.hostnames, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::HostAlias);
 super::message!(k8s_openapi::api::core::v1::HostAlias);
@@ -5970,6 +7624,11 @@ impl Message for k8s_openapi::api::core::v1::HostIP {
             1 => Slot::fill(&mut this.ip, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.ip, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::HostIP);
@@ -5995,6 +7654,12 @@ impl Message for k8s_openapi::api::core::v1::HostPathVolumeSource {
             2 => Slot::fill(&mut this.type_, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.path, 1, out);
+        Put::put(&this.type_, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::HostPathVolumeSource);
@@ -6035,6 +7700,21 @@ impl Message for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.target_portal, 1, out);
+        Put::put(&this.iqn, 2, out);
+        Put::put(&this.lun, 3, out);
+        Put::put_nonzero(&this.iscsi_interface, 4, out);
+        Put::put_nonzero(&this.fs_type, 5, out);
+        Put::put_nonzero(&this.read_only, 6, out);
+        Put::put(&this.portals, 7, out);
+        Put::put_nonzero(&this.chap_auth_discovery, 8, out);
+        Put::put(&this.secret_ref, 10, out);
+        Put::put_nonzero(&this.chap_auth_session, 11, out);
+        Put::put(&this.initiator_name, 12, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource);
 super::message!(k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource);
@@ -6074,6 +7754,21 @@ impl Message for k8s_openapi::api::core::v1::ISCSIVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.target_portal, 1, out);
+        Put::put(&this.iqn, 2, out);
+        Put::put(&this.lun, 3, out);
+        Put::put_nonzero(&this.iscsi_interface, 4, out);
+        Put::put_nonzero(&this.fs_type, 5, out);
+        Put::put_nonzero(&this.read_only, 6, out);
+        Put::put(&this.portals, 7, out);
+        Put::put_nonzero(&this.chap_auth_discovery, 8, out);
+        Put::put(&this.secret_ref, 10, out);
+        Put::put_nonzero(&this.chap_auth_session, 11, out);
+        Put::put(&this.initiator_name, 12, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ISCSIVolumeSource);
 super::message!(k8s_openapi::api::core::v1::ISCSIVolumeSource);
@@ -6101,6 +7796,12 @@ impl Message for k8s_openapi::api::core::v1::ImageVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.reference, 1, out);
+        Put::put_nonzero(&this.pull_policy, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ImageVolumeSource);
 super::message!(k8s_openapi::api::core::v1::ImageVolumeSource);
@@ -6126,6 +7827,11 @@ impl Message for k8s_openapi::api::core::v1::ImageVolumeStatus {
             1 => Slot::fill(&mut this.image_ref, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.image_ref, 1, out);
     }
 }
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -6157,6 +7863,15 @@ impl Message for k8s_openapi::api::core::v1::KeyToPath {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.key, 1, out);
+        Put::put(&this.path, 2, out);
+        Put::put(&this.mode, 3, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.user, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::KeyToPath);
 super::message!(k8s_openapi::api::core::v1::KeyToPath);
@@ -6182,6 +7897,13 @@ impl Message for k8s_openapi::api::core::v1::Lifecycle {
             3 => Slot::fill(&mut this.stop_signal, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.post_start, 1, out);
+        Put::put(&this.pre_stop, 2, out);
+        Put::put(&this.stop_signal, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::Lifecycle);
@@ -6210,6 +7932,14 @@ impl Message for k8s_openapi::api::core::v1::LifecycleHandler {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.exec, 1, out);
+        Put::put(&this.http_get, 2, out);
+        Put::put(&this.tcp_socket, 3, out);
+        Put::put(&this.sleep, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::LifecycleHandler);
 super::message!(k8s_openapi::api::core::v1::LifecycleHandler);
@@ -6234,6 +7964,12 @@ impl Message for k8s_openapi::api::core::v1::LimitRange {
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::LimitRange);
@@ -6264,6 +8000,16 @@ impl Message for k8s_openapi::api::core::v1::LimitRangeItem {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.max, 2, out);
+        Put::put(&this.min, 3, out);
+        Put::put(&this.default, 4, out);
+        Put::put(&this.default_request, 5, out);
+        Put::put(&this.max_limit_request_ratio, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::LimitRangeItem);
 super::message!(k8s_openapi::api::core::v1::LimitRangeItem);
@@ -6287,6 +8033,11 @@ impl Message for k8s_openapi::api::core::v1::LimitRangeSpec {
             1 => Slot::fill(&mut this.limits, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.limits, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::LimitRangeSpec);
@@ -6313,6 +8064,13 @@ impl Message for k8s_openapi::api::core::v1::LinuxContainerUser {
             3 => Slot::fill(&mut this.supplemental_groups, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.uid, 1, out);
+        Put::put(&this.gid, 2, out);
+        Put::put(&this.supplemental_groups, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::LinuxContainerUser);
@@ -6343,6 +8101,14 @@ impl Message for k8s_openapi::api::core::v1::LoadBalancerIngress {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.ip, 1, out);
+        Put::put_nonzero(&this.hostname, 2, out);
+        Put::put(&this.ip_mode, 3, out);
+        Put::put(&this.ports, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::LoadBalancerIngress);
 super::message!(k8s_openapi::api::core::v1::LoadBalancerIngress);
@@ -6366,6 +8132,11 @@ impl Message for k8s_openapi::api::core::v1::LoadBalancerStatus {
             1 => Slot::fill(&mut this.ingress, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.ingress, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::LoadBalancerStatus);
@@ -6392,6 +8163,11 @@ impl Message for k8s_openapi::api::core::v1::LocalObjectReference {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.name, 1, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::LocalObjectReference);
 super::message!(k8s_openapi::api::core::v1::LocalObjectReference);
@@ -6416,6 +8192,12 @@ impl Message for k8s_openapi::api::core::v1::LocalVolumeSource {
             2 => Slot::fill(&mut this.fs_type, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.path, 1, out);
+        Put::put(&this.fs_type, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::LocalVolumeSource);
@@ -6449,6 +8231,12 @@ impl Message for k8s_openapi::api::core::v1::ModifyVolumeStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.target_volume_attributes_class_name, 1, out);
+        Put::put(&this.status, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ModifyVolumeStatus);
 super::message!(k8s_openapi::api::core::v1::ModifyVolumeStatus);
@@ -6476,6 +8264,13 @@ impl Message for k8s_openapi::api::core::v1::NFSVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.server, 1, out);
+        Put::put(&this.path, 2, out);
+        Put::put_nonzero(&this.read_only, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::NFSVolumeSource);
 super::message!(k8s_openapi::api::core::v1::NFSVolumeSource);
@@ -6501,6 +8296,13 @@ impl Message for k8s_openapi::api::core::v1::Namespace {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::Namespace);
@@ -6532,6 +8334,15 @@ impl Message for k8s_openapi::api::core::v1::NamespaceCondition {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put(&this.last_transition_time, 4, out);
+        Put::put_nonzero(&this.reason, 5, out);
+        Put::put_nonzero(&this.message, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::NamespaceCondition);
 super::message!(k8s_openapi::api::core::v1::NamespaceCondition);
@@ -6555,6 +8366,11 @@ impl Message for k8s_openapi::api::core::v1::NamespaceSpec {
             1 => Slot::fill(&mut this.finalizers, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.finalizers, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::NamespaceSpec);
@@ -6582,6 +8398,12 @@ impl Message for k8s_openapi::api::core::v1::NamespaceStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.phase, 1, out);
+        Put::put(&this.conditions, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::NamespaceStatus);
 super::message!(k8s_openapi::api::core::v1::NamespaceStatus);
@@ -6608,6 +8430,13 @@ impl Message for k8s_openapi::api::core::v1::Node {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::Node);
 super::message!(k8s_openapi::api::core::v1::Node);
@@ -6632,6 +8461,12 @@ impl Message for k8s_openapi::api::core::v1::NodeAddress {
             2 => Slot::fill(&mut this.address, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.address, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeAddress);
@@ -6670,6 +8505,20 @@ impl Message for k8s_openapi::api::core::v1::NodeAffinity {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(
+            &this.required_during_scheduling_ignored_during_execution,
+            1,
+            out,
+        );
+        Put::put(
+            &this.preferred_during_scheduling_ignored_during_execution,
+            2,
+            out,
+        );
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeAffinity);
 super::message!(k8s_openapi::api::core::v1::NodeAffinity);
@@ -6695,6 +8544,12 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
             2 => Slot::fill(&mut this.quantity, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.quantity, 2, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -6724,6 +8579,13 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
             3 => Slot::fill(&mut this.per_container, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.per_pod, 2, out);
+        Put::put(&this.per_container, 3, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -6756,6 +8618,18 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus 
             5 => Slot::fill(&mut this.overhead, value, reader, 5, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.resource_claim_name, 1, out);
+        Put::put(&this.containers, 2, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.mapping, 4, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.overhead, 5, out);
+        #[cfg(kubeclient_k8s_minor = "36")]
+        out.unmapped(&this.resources);
     }
 }
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -6790,6 +8664,16 @@ impl Message for k8s_openapi::api::core::v1::NodeCondition {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put(&this.last_heartbeat_time, 3, out);
+        Put::put(&this.last_transition_time, 4, out);
+        Put::put_nonzero(&this.reason, 5, out);
+        Put::put_nonzero(&this.message, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeCondition);
 super::message!(k8s_openapi::api::core::v1::NodeCondition);
@@ -6813,6 +8697,11 @@ impl Message for k8s_openapi::api::core::v1::NodeConfigSource {
             2 => Slot::fill(&mut this.config_map, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.config_map, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeConfigSource);
@@ -6842,6 +8731,14 @@ impl Message for k8s_openapi::api::core::v1::NodeConfigStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.assigned, 1, out);
+        Put::put(&this.active, 2, out);
+        Put::put(&this.last_known_good, 3, out);
+        Put::put_nonzero(&this.error, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeConfigStatus);
 super::message!(k8s_openapi::api::core::v1::NodeConfigStatus);
@@ -6865,6 +8762,11 @@ impl Message for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
             1 => Slot::fill(&mut this.kubelet_endpoint, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.kubelet_endpoint, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeDaemonEndpoints);
@@ -6890,6 +8792,11 @@ impl Message for k8s_openapi::api::core::v1::NodeFeatures {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.supplemental_groups_policy, 1, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeFeatures);
 super::message!(k8s_openapi::api::core::v1::NodeFeatures);
@@ -6914,6 +8821,11 @@ impl Message for k8s_openapi::api::core::v1::NodePodPreemptionPolicy {
             1 => Slot::fill(&mut this.disable_resize_preemption, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.disable_resize_preemption, 1, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -6942,6 +8854,12 @@ impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandler {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.features, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeRuntimeHandler);
 super::message!(k8s_openapi::api::core::v1::NodeRuntimeHandler);
@@ -6967,6 +8885,12 @@ impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.recursive_read_only_mounts, 1, out);
+        Put::put(&this.user_namespaces, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures);
 super::message!(k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures);
@@ -6990,6 +8914,11 @@ impl Message for k8s_openapi::api::core::v1::NodeSelector {
             1 => Slot::fill(&mut this.node_selector_terms, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.node_selector_terms, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeSelector);
@@ -7017,6 +8946,13 @@ impl Message for k8s_openapi::api::core::v1::NodeSelectorRequirement {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.key, 1, out);
+        Put::put(&this.operator, 2, out);
+        Put::put(&this.values, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeSelectorRequirement);
 super::message!(k8s_openapi::api::core::v1::NodeSelectorRequirement);
@@ -7041,6 +8977,12 @@ impl Message for k8s_openapi::api::core::v1::NodeSelectorTerm {
             2 => Slot::fill(&mut this.match_fields, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.match_expressions, 1, out);
+        Put::put(&this.match_fields, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeSelectorTerm);
@@ -7077,6 +9019,19 @@ impl Message for k8s_openapi::api::core::v1::NodeSpec {
             8 => Slot::fill(&mut this.pod_preemption_policy, value, reader, 8, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.pod_cidr, 1, out);
+        Put::put_nonzero(&this.external_id, 2, out);
+        Put::put_nonzero(&this.provider_id, 3, out);
+        Put::put_nonzero(&this.unschedulable, 4, out);
+        Put::put(&this.taints, 5, out);
+        Put::put(&this.config_source, 6, out);
+        Put::put(&this.pod_cidrs, 7, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.pod_preemption_policy, 8, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeSpec);
@@ -7121,6 +9076,29 @@ impl Message for k8s_openapi::api::core::v1::NodeStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.capacity, 1, out);
+        Put::put(&this.allocatable, 2, out);
+        Put::put_nonzero(&this.phase, 3, out);
+        Put::put(&this.conditions, 4, out);
+        Put::put(&this.addresses, 5, out);
+        Put::put(&this.daemon_endpoints, 6, out);
+        Put::put(&this.node_info, 7, out);
+        Put::put(&this.images, 8, out);
+        Put::put(&this.volumes_in_use, 9, out);
+        Put::put(&this.volumes_attached, 10, out);
+        Put::put(&this.config, 11, out);
+        Put::put(&this.runtime_handlers, 12, out);
+        Put::put(&this.features, 13, out);
+        #[cfg(any(
+            kubeclient_k8s_minor = "35",
+            kubeclient_k8s_minor = "36",
+            kubeclient_k8s_minor = "37"
+        ))]
+        Put::put(&this.declared_features, 14, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeStatus);
 super::message!(k8s_openapi::api::core::v1::NodeStatus);
@@ -7144,6 +9122,11 @@ impl Message for k8s_openapi::api::core::v1::NodeSwapStatus {
             1 => Slot::fill(&mut this.capacity, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.capacity, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeSwapStatus);
@@ -7179,6 +9162,23 @@ impl Message for k8s_openapi::api::core::v1::NodeSystemInfo {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.machine_id, 1, out);
+        Put::put(&this.system_uuid, 2, out);
+        Put::put(&this.boot_id, 3, out);
+        Put::put(&this.kernel_version, 4, out);
+        Put::put(&this.os_image, 5, out);
+        Put::put(&this.container_runtime_version, 6, out);
+        Put::put(&this.kubelet_version, 7, out);
+        Put::put(&this.kube_proxy_version, 8, out);
+        Put::put(&this.operating_system, 9, out);
+        Put::put(&this.architecture, 10, out);
+        Put::put(&this.swap, 11, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        out.unmapped(&this.running_in_user_namespace);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::NodeSystemInfo);
 super::message!(k8s_openapi::api::core::v1::NodeSystemInfo);
@@ -7204,6 +9204,12 @@ impl Message for k8s_openapi::api::core::v1::ObjectFieldSelector {
             2 => Slot::fill(&mut this.field_path, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.api_version, 1, out);
+        Put::put(&this.field_path, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ObjectFieldSelector);
@@ -7242,6 +9248,17 @@ impl Message for k8s_openapi::api::core::v1::ObjectReference {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.kind, 1, out);
+        Put::put_nonzero(&this.namespace, 2, out);
+        Put::put_nonzero(&this.name, 3, out);
+        Put::put_nonzero(&this.uid, 4, out);
+        Put::put_nonzero(&this.api_version, 5, out);
+        Put::put_nonzero(&this.resource_version, 6, out);
+        Put::put_nonzero(&this.field_path, 7, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ObjectReference);
 super::message!(k8s_openapi::api::core::v1::ObjectReference);
@@ -7268,6 +9285,13 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolume {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PersistentVolume);
 super::message!(k8s_openapi::api::core::v1::PersistentVolume);
@@ -7293,6 +9317,13 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaim {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::PersistentVolumeClaim);
@@ -7324,6 +9355,16 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
             6 => Slot::fill(&mut this.message, value, reader, 6, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put(&this.last_probe_time, 3, out);
+        Put::put(&this.last_transition_time, 4, out);
+        Put::put_nonzero(&this.reason, 5, out);
+        Put::put_nonzero(&this.message, 6, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::PersistentVolumeClaimCondition);
@@ -7363,6 +9404,19 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
             ),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.access_modes, 1, out);
+        Put::put(&this.resources, 2, out);
+        Put::put_nonzero(&this.volume_name, 3, out);
+        Put::put(&this.selector, 4, out);
+        Put::put(&this.storage_class_name, 5, out);
+        Put::put(&this.volume_mode, 6, out);
+        Put::put(&this.data_source, 7, out);
+        Put::put(&this.data_source_ref, 8, out);
+        Put::put(&this.volume_attributes_class_name, 9, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::PersistentVolumeClaimSpec);
@@ -7404,6 +9458,20 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.phase, 1, out);
+        Put::put(&this.access_modes, 2, out);
+        Put::put(&this.capacity, 3, out);
+        Put::put(&this.conditions, 4, out);
+        Put::put(&this.allocated_resources, 5, out);
+        Put::put(&this.allocated_resource_statuses, 7, out);
+        Put::put(&this.current_volume_attributes_class_name, 8, out);
+        Put::put(&this.modify_volume_status, 9, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.health_status, 10, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PersistentVolumeClaimStatus);
 super::message!(k8s_openapi::api::core::v1::PersistentVolumeClaimStatus);
@@ -7428,6 +9496,12 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate);
@@ -7454,6 +9528,12 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
             2 => Slot::fill(&mut this.read_only, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.claim_name, 1, out);
+        Put::put_nonzero(&this.read_only, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource);
@@ -7506,6 +9586,24 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.capacity, 1, out);
+        out.message(2, |out| {
+            encode_inline_api_core_v1_persistentvolumespec_api_core_v1_persistentvolumespec_2(
+                this, out,
+            )
+        });
+        Put::put(&this.access_modes, 3, out);
+        Put::put(&this.claim_ref, 4, out);
+        Put::put_nonzero(&this.persistent_volume_reclaim_policy, 5, out);
+        Put::put_nonzero(&this.storage_class_name, 6, out);
+        Put::put(&this.mount_options, 7, out);
+        Put::put(&this.volume_mode, 8, out);
+        Put::put(&this.node_affinity, 9, out);
+        Put::put(&this.volume_attributes_class_name, 10, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PersistentVolumeSpec);
 super::message!(k8s_openapi::api::core::v1::PersistentVolumeSpec);
@@ -7536,6 +9634,14 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.phase, 1, out);
+        Put::put_nonzero(&this.message, 2, out);
+        Put::put_nonzero(&this.reason, 3, out);
+        Put::put(&this.last_phase_transition_time, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PersistentVolumeStatus);
 super::message!(k8s_openapi::api::core::v1::PersistentVolumeStatus);
@@ -7562,6 +9668,12 @@ impl Message for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.pd_id, 1, out);
+        Put::put_nonzero(&this.fs_type, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource);
 super::message!(k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource);
@@ -7587,6 +9699,13 @@ impl Message for k8s_openapi::api::core::v1::Pod {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::Pod);
@@ -7625,6 +9744,20 @@ impl Message for k8s_openapi::api::core::v1::PodAffinity {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(
+            &this.required_during_scheduling_ignored_during_execution,
+            1,
+            out,
+        );
+        Put::put(
+            &this.preferred_during_scheduling_ignored_during_execution,
+            2,
+            out,
+        );
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PodAffinity);
 super::message!(k8s_openapi::api::core::v1::PodAffinity);
@@ -7653,6 +9786,16 @@ impl Message for k8s_openapi::api::core::v1::PodAffinityTerm {
             6 => Slot::fill(&mut this.mismatch_label_keys, value, reader, 6, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.label_selector, 1, out);
+        Put::put(&this.namespaces, 2, out);
+        Put::put(&this.topology_key, 3, out);
+        Put::put(&this.namespace_selector, 4, out);
+        Put::put(&this.match_label_keys, 5, out);
+        Put::put(&this.mismatch_label_keys, 6, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::PodAffinityTerm);
@@ -7690,6 +9833,20 @@ impl Message for k8s_openapi::api::core::v1::PodAntiAffinity {
             ),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(
+            &this.required_during_scheduling_ignored_during_execution,
+            1,
+            out,
+        );
+        Put::put(
+            &this.preferred_during_scheduling_ignored_during_execution,
+            2,
+            out,
+        );
     }
 }
 super::slots!(k8s_openapi::api::core::v1::PodAntiAffinity);
@@ -7739,6 +9896,24 @@ impl Message for k8s_openapi::api::core::v1::PodCertificateProjection {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.signer_name, 1, out);
+        Put::put_nonzero(&this.key_type, 2, out);
+        Put::put(&this.max_expiration_seconds, 3, out);
+        Put::put_nonzero(&this.credential_bundle_path, 4, out);
+        Put::put_nonzero(&this.key_path, 5, out);
+        Put::put_nonzero(&this.certificate_chain_path, 6, out);
+        #[cfg(any(
+            kubeclient_k8s_minor = "35",
+            kubeclient_k8s_minor = "36",
+            kubeclient_k8s_minor = "37"
+        ))]
+        Put::put(&this.user_annotations, 7, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.user, 8, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -7784,6 +9959,17 @@ impl Message for k8s_openapi::api::core::v1::PodCondition {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put(&this.last_probe_time, 3, out);
+        Put::put(&this.last_transition_time, 4, out);
+        Put::put_nonzero(&this.reason, 5, out);
+        Put::put_nonzero(&this.message, 6, out);
+        Put::put_nonzero(&this.observed_generation, 7, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PodCondition);
 super::message!(k8s_openapi::api::core::v1::PodCondition);
@@ -7810,6 +9996,13 @@ impl Message for k8s_openapi::api::core::v1::PodDNSConfig {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.nameservers, 1, out);
+        Put::put(&this.searches, 2, out);
+        Put::put(&this.options, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PodDNSConfig);
 super::message!(k8s_openapi::api::core::v1::PodDNSConfig);
@@ -7835,6 +10028,12 @@ impl Message for k8s_openapi::api::core::v1::PodDNSConfigOption {
             2 => Slot::fill(&mut this.value, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.name, 1, out);
+        Put::put(&this.value, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::PodDNSConfigOption);
@@ -7866,6 +10065,12 @@ impl Message for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
             2 => Slot::fill(&mut this.resource_claim_name, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.request_mappings, 1, out);
+        Put::put(&this.resource_claim_name, 2, out);
     }
 }
 #[cfg(any(
@@ -7903,6 +10108,11 @@ impl Message for k8s_openapi::api::core::v1::PodIP {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.ip, 1, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PodIP);
 super::message!(k8s_openapi::api::core::v1::PodIP);
@@ -7927,6 +10137,11 @@ impl Message for k8s_openapi::api::core::v1::PodOS {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PodOS);
 super::message!(k8s_openapi::api::core::v1::PodOS);
@@ -7950,6 +10165,11 @@ impl Message for k8s_openapi::api::core::v1::PodReadinessGate {
             1 => Slot::fill(&mut this.condition_type, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.condition_type, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::PodReadinessGate);
@@ -7983,6 +10203,13 @@ impl Message for k8s_openapi::api::core::v1::PodResourceClaim {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.resource_claim_name, 3, out);
+        Put::put(&this.resource_claim_template_name, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PodResourceClaim);
 super::message!(k8s_openapi::api::core::v1::PodResourceClaim);
@@ -8008,6 +10235,12 @@ impl Message for k8s_openapi::api::core::v1::PodResourceClaimStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.resource_claim_name, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PodResourceClaimStatus);
 super::message!(k8s_openapi::api::core::v1::PodResourceClaimStatus);
@@ -8031,6 +10264,11 @@ impl Message for k8s_openapi::api::core::v1::PodSchedulingGate {
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::PodSchedulingGate);
@@ -8056,6 +10294,11 @@ impl Message for k8s_openapi::api::core::v1::PodSchedulingGroup {
             1 => Slot::fill(&mut this.pod_group_name, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.pod_group_name, 1, out);
     }
 }
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -8094,6 +10337,23 @@ impl Message for k8s_openapi::api::core::v1::PodSecurityContext {
             13 => Slot::fill(&mut this.se_linux_change_policy, value, reader, 13, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.se_linux_options, 1, out);
+        Put::put(&this.run_as_user, 2, out);
+        Put::put(&this.run_as_non_root, 3, out);
+        Put::put(&this.supplemental_groups, 4, out);
+        Put::put(&this.fs_group, 5, out);
+        Put::put(&this.run_as_group, 6, out);
+        Put::put(&this.sysctls, 7, out);
+        Put::put(&this.windows_options, 8, out);
+        Put::put(&this.fs_group_change_policy, 9, out);
+        Put::put(&this.seccomp_profile, 10, out);
+        Put::put(&this.app_armor_profile, 11, out);
+        Put::put(&this.supplemental_groups_policy, 12, out);
+        Put::put(&this.se_linux_change_policy, 13, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::PodSecurityContext);
@@ -8199,6 +10459,63 @@ impl Message for k8s_openapi::api::core::v1::PodSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.volumes, 1, out);
+        Put::put(&this.containers, 2, out);
+        Put::put_nonzero(&this.restart_policy, 3, out);
+        Put::put(&this.termination_grace_period_seconds, 4, out);
+        Put::put(&this.active_deadline_seconds, 5, out);
+        Put::put_nonzero(&this.dns_policy, 6, out);
+        Put::put(&this.node_selector, 7, out);
+        Put::put_nonzero(&this.service_account_name, 8, out);
+        Put::put_nonzero(&this.service_account, 9, out);
+        Put::put_nonzero(&this.node_name, 10, out);
+        Put::put_nonzero(&this.host_network, 11, out);
+        Put::put_nonzero(&this.host_pid, 12, out);
+        Put::put_nonzero(&this.host_ipc, 13, out);
+        Put::put(&this.security_context, 14, out);
+        Put::put(&this.image_pull_secrets, 15, out);
+        Put::put_nonzero(&this.hostname, 16, out);
+        Put::put_nonzero(&this.subdomain, 17, out);
+        Put::put(&this.affinity, 18, out);
+        Put::put_nonzero(&this.scheduler_name, 19, out);
+        Put::put(&this.init_containers, 20, out);
+        Put::put(&this.automount_service_account_token, 21, out);
+        Put::put(&this.tolerations, 22, out);
+        Put::put(&this.host_aliases, 23, out);
+        Put::put_nonzero(&this.priority_class_name, 24, out);
+        Put::put(&this.priority, 25, out);
+        Put::put(&this.dns_config, 26, out);
+        Put::put(&this.share_process_namespace, 27, out);
+        Put::put(&this.readiness_gates, 28, out);
+        Put::put(&this.runtime_class_name, 29, out);
+        Put::put(&this.enable_service_links, 30, out);
+        Put::put(&this.preemption_policy, 31, out);
+        Put::put(&this.overhead, 32, out);
+        Put::put(&this.topology_spread_constraints, 33, out);
+        Put::put(&this.ephemeral_containers, 34, out);
+        Put::put(&this.set_hostname_as_fqdn, 35, out);
+        Put::put(&this.os, 36, out);
+        Put::put(&this.host_users, 37, out);
+        Put::put(&this.scheduling_gates, 38, out);
+        Put::put(&this.resource_claims, 39, out);
+        Put::put(&this.resources, 40, out);
+        #[cfg(any(
+            kubeclient_k8s_minor = "34",
+            kubeclient_k8s_minor = "35",
+            kubeclient_k8s_minor = "36",
+            kubeclient_k8s_minor = "37"
+        ))]
+        Put::put(&this.hostname_override, 41, out);
+        #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
+        Put::put(&this.scheduling_group, 43, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.eviction_responders, 44, out);
+        #[cfg(kubeclient_k8s_minor = "35")]
+        out.unmapped(&this.workload_ref);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PodSpec);
 super::message!(k8s_openapi::api::core::v1::PodSpec);
@@ -8289,6 +10606,50 @@ impl Message for k8s_openapi::api::core::v1::PodStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.phase, 1, out);
+        Put::put(&this.conditions, 2, out);
+        Put::put_nonzero(&this.message, 3, out);
+        Put::put_nonzero(&this.reason, 4, out);
+        Put::put_nonzero(&this.host_ip, 5, out);
+        Put::put_nonzero(&this.pod_ip, 6, out);
+        Put::put(&this.start_time, 7, out);
+        Put::put(&this.container_statuses, 8, out);
+        Put::put_nonzero(&this.qos_class, 9, out);
+        Put::put(&this.init_container_statuses, 10, out);
+        Put::put_nonzero(&this.nominated_node_name, 11, out);
+        Put::put(&this.pod_ips, 12, out);
+        Put::put(&this.ephemeral_container_statuses, 13, out);
+        Put::put_nonzero(&this.resize, 14, out);
+        Put::put(&this.resource_claim_statuses, 15, out);
+        Put::put(&this.host_ips, 16, out);
+        Put::put_nonzero(&this.observed_generation, 17, out);
+        #[cfg(any(
+            kubeclient_k8s_minor = "34",
+            kubeclient_k8s_minor = "35",
+            kubeclient_k8s_minor = "36",
+            kubeclient_k8s_minor = "37"
+        ))]
+        Put::put(&this.extended_resource_claim_status, 18, out);
+        #[cfg(any(
+            kubeclient_k8s_minor = "35",
+            kubeclient_k8s_minor = "36",
+            kubeclient_k8s_minor = "37"
+        ))]
+        Put::put(&this.allocated_resources, 19, out);
+        #[cfg(any(
+            kubeclient_k8s_minor = "35",
+            kubeclient_k8s_minor = "36",
+            kubeclient_k8s_minor = "37"
+        ))]
+        Put::put(&this.resources, 20, out);
+        #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
+        Put::put(&this.node_allocatable_resource_claim_statuses, 21, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.volume_health, 22, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PodStatus);
 super::message!(k8s_openapi::api::core::v1::PodStatus);
@@ -8314,6 +10675,12 @@ impl Message for k8s_openapi::api::core::v1::PodTemplate {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.template, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PodTemplate);
 super::message!(k8s_openapi::api::core::v1::PodTemplate);
@@ -8338,6 +10705,12 @@ impl Message for k8s_openapi::api::core::v1::PodTemplateSpec {
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::PodTemplateSpec);
@@ -8365,6 +10738,13 @@ impl Message for k8s_openapi::api::core::v1::PodVolumeHealth {
             3 => Slot::fill(&mut this.last_transition_time, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.health_conditions, 2, out);
+        Put::put(&this.last_transition_time, 3, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -8394,6 +10774,13 @@ impl Message for k8s_openapi::api::core::v1::PortStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.port, 1, out);
+        Put::put(&this.protocol, 2, out);
+        Put::put(&this.error, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PortStatus);
 super::message!(k8s_openapi::api::core::v1::PortStatus);
@@ -8422,6 +10809,13 @@ impl Message for k8s_openapi::api::core::v1::PortworxVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.volume_id, 1, out);
+        Put::put_nonzero(&this.fs_type, 2, out);
+        Put::put_nonzero(&this.read_only, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::PortworxVolumeSource);
 super::message!(k8s_openapi::api::core::v1::PortworxVolumeSource);
@@ -8446,6 +10840,12 @@ impl Message for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
             2 => Slot::fill(&mut this.preference, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.weight, 1, out);
+        Put::put(&this.preference, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::PreferredSchedulingTerm);
@@ -8490,6 +10890,19 @@ impl Message for k8s_openapi::api::core::v1::Probe {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        out.message(1, |out| {
+            encode_inline_api_core_v1_probe_api_core_v1_probe_1(this, out)
+        });
+        Put::put_nonzero(&this.initial_delay_seconds, 2, out);
+        Put::put_nonzero(&this.timeout_seconds, 3, out);
+        Put::put_nonzero(&this.period_seconds, 4, out);
+        Put::put_nonzero(&this.success_threshold, 5, out);
+        Put::put_nonzero(&this.failure_threshold, 6, out);
+        Put::put(&this.termination_grace_period_seconds, 7, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::Probe);
 super::message!(k8s_openapi::api::core::v1::Probe);
@@ -8516,6 +10929,14 @@ impl Message for k8s_openapi::api::core::v1::ProjectedVolumeSource {
             3 => Slot::fill(&mut this.default_user, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.sources, 1, out);
+        Put::put(&this.default_mode, 2, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.default_user, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ProjectedVolumeSource);
@@ -8549,6 +10970,16 @@ impl Message for k8s_openapi::api::core::v1::QuobyteVolumeSource {
             6 => Slot::fill(&mut this.tenant, value, reader, 6, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.registry, 1, out);
+        Put::put(&this.volume, 2, out);
+        Put::put_nonzero(&this.read_only, 3, out);
+        Put::put_nonzero(&this.user, 4, out);
+        Put::put_nonzero(&this.group, 5, out);
+        Put::put_nonzero(&this.tenant, 6, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::QuobyteVolumeSource);
@@ -8586,6 +11017,18 @@ impl Message for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.monitors, 1, out);
+        Put::put(&this.image, 2, out);
+        Put::put_nonzero(&this.fs_type, 3, out);
+        Put::put_nonzero(&this.pool, 4, out);
+        Put::put_nonzero(&this.user, 5, out);
+        Put::put_nonzero(&this.keyring, 6, out);
+        Put::put(&this.secret_ref, 7, out);
+        Put::put_nonzero(&this.read_only, 8, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::RBDPersistentVolumeSource);
 super::message!(k8s_openapi::api::core::v1::RBDPersistentVolumeSource);
@@ -8622,6 +11065,18 @@ impl Message for k8s_openapi::api::core::v1::RBDVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.monitors, 1, out);
+        Put::put(&this.image, 2, out);
+        Put::put_nonzero(&this.fs_type, 3, out);
+        Put::put_nonzero(&this.pool, 4, out);
+        Put::put_nonzero(&this.user, 5, out);
+        Put::put_nonzero(&this.keyring, 6, out);
+        Put::put(&this.secret_ref, 7, out);
+        Put::put_nonzero(&this.read_only, 8, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::RBDVolumeSource);
 super::message!(k8s_openapi::api::core::v1::RBDVolumeSource);
@@ -8647,6 +11102,13 @@ impl Message for k8s_openapi::api::core::v1::ReplicationController {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ReplicationController);
@@ -8678,6 +11140,15 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerCondition {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put(&this.last_transition_time, 3, out);
+        Put::put_nonzero(&this.reason, 4, out);
+        Put::put_nonzero(&this.message, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ReplicationControllerCondition);
 super::message!(k8s_openapi::api::core::v1::ReplicationControllerCondition);
@@ -8705,6 +11176,14 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerSpec {
             4 => Slot::fill(&mut this.min_ready_seconds, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.replicas, 1, out);
+        Put::put(&this.selector, 2, out);
+        Put::put(&this.template, 3, out);
+        Put::put_nonzero(&this.min_ready_seconds, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ReplicationControllerSpec);
@@ -8739,6 +11218,16 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.replicas, 1, out);
+        Put::put_nonzero(&this.fully_labeled_replicas, 2, out);
+        Put::put_nonzero(&this.observed_generation, 3, out);
+        Put::put_nonzero(&this.ready_replicas, 4, out);
+        Put::put_nonzero(&this.available_replicas, 5, out);
+        Put::put(&this.conditions, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ReplicationControllerStatus);
 super::message!(k8s_openapi::api::core::v1::ReplicationControllerStatus);
@@ -8764,6 +11253,12 @@ impl Message for k8s_openapi::api::core::v1::ResourceClaim {
             2 => Slot::fill(&mut this.request, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put_nonzero(&this.request, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ResourceClaim);
@@ -8791,6 +11286,13 @@ impl Message for k8s_openapi::api::core::v1::ResourceFieldSelector {
             3 => Slot::fill(&mut this.divisor, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.container_name, 1, out);
+        Put::put(&this.resource, 2, out);
+        Put::put(&this.divisor, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ResourceFieldSelector);
@@ -8820,6 +11322,14 @@ impl Message for k8s_openapi::api::core::v1::ResourceHealth {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.resource_id, 1, out);
+        Put::put_nonzero(&this.health, 2, out);
+        #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
+        Put::put(&this.message, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ResourceHealth);
 super::message!(k8s_openapi::api::core::v1::ResourceHealth);
@@ -8845,6 +11355,13 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuota {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ResourceQuota);
@@ -8872,6 +11389,13 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuotaSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.hard, 1, out);
+        Put::put(&this.scopes, 2, out);
+        Put::put(&this.scope_selector, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ResourceQuotaSpec);
 super::message!(k8s_openapi::api::core::v1::ResourceQuotaSpec);
@@ -8896,6 +11420,12 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuotaStatus {
             2 => Slot::fill(&mut this.used, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.hard, 1, out);
+        Put::put(&this.used, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ResourceQuotaStatus);
@@ -8923,6 +11453,13 @@ impl Message for k8s_openapi::api::core::v1::ResourceRequirements {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.limits, 1, out);
+        Put::put(&this.requests, 2, out);
+        Put::put(&this.claims, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ResourceRequirements);
 super::message!(k8s_openapi::api::core::v1::ResourceRequirements);
@@ -8947,6 +11484,12 @@ impl Message for k8s_openapi::api::core::v1::ResourceStatus {
             2 => Slot::fill(&mut this.resources, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.resources, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ResourceStatus);
@@ -8978,6 +11521,14 @@ impl Message for k8s_openapi::api::core::v1::SELinuxOptions {
             4 => Slot::fill(&mut this.level, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.user, 1, out);
+        Put::put_nonzero(&this.role, 2, out);
+        Put::put_nonzero(&this.type_, 3, out);
+        Put::put_nonzero(&this.level, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::SELinuxOptions);
@@ -9019,6 +11570,20 @@ impl Message for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.gateway, 1, out);
+        Put::put(&this.system, 2, out);
+        Put::put(&this.secret_ref, 3, out);
+        Put::put_nonzero(&this.ssl_enabled, 4, out);
+        Put::put_nonzero(&this.protection_domain, 5, out);
+        Put::put_nonzero(&this.storage_pool, 6, out);
+        Put::put_nonzero(&this.storage_mode, 7, out);
+        Put::put_nonzero(&this.volume_name, 8, out);
+        Put::put_nonzero(&this.fs_type, 9, out);
+        Put::put_nonzero(&this.read_only, 10, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource);
 super::message!(k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource);
@@ -9059,6 +11624,20 @@ impl Message for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.gateway, 1, out);
+        Put::put(&this.system, 2, out);
+        Put::put(&this.secret_ref, 3, out);
+        Put::put_nonzero(&this.ssl_enabled, 4, out);
+        Put::put_nonzero(&this.protection_domain, 5, out);
+        Put::put_nonzero(&this.storage_pool, 6, out);
+        Put::put_nonzero(&this.storage_mode, 7, out);
+        Put::put_nonzero(&this.volume_name, 8, out);
+        Put::put_nonzero(&this.fs_type, 9, out);
+        Put::put_nonzero(&this.read_only, 10, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ScaleIOVolumeSource);
 super::message!(k8s_openapi::api::core::v1::ScaleIOVolumeSource);
@@ -9082,6 +11661,11 @@ impl Message for k8s_openapi::api::core::v1::ScopeSelector {
             1 => Slot::fill(&mut this.match_expressions, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.match_expressions, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ScopeSelector);
@@ -9109,6 +11693,13 @@ impl Message for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.scope_name, 1, out);
+        Put::put(&this.operator, 2, out);
+        Put::put(&this.values, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement);
 super::message!(k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement);
@@ -9133,6 +11724,12 @@ impl Message for k8s_openapi::api::core::v1::SeccompProfile {
             2 => Slot::fill(&mut this.localhost_profile, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.localhost_profile, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::SeccompProfile);
@@ -9163,6 +11760,15 @@ impl Message for k8s_openapi::api::core::v1::Secret {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.data, 2, out);
+        Put::put_nonzero(&this.type_, 3, out);
+        Put::put(&this.string_data, 4, out);
+        Put::put(&this.immutable, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::Secret);
 super::message!(k8s_openapi::api::core::v1::Secret);
@@ -9191,6 +11797,14 @@ impl Message for k8s_openapi::api::core::v1::SecretEnvSource {
             2 => Slot::fill(&mut this.optional, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        out.message(1, |out| {
+            encode_inline_api_core_v1_secretenvsource_api_core_v1_secretenvsource_1(this, out)
+        });
+        Put::put(&this.optional, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::SecretEnvSource);
@@ -9222,6 +11836,15 @@ impl Message for k8s_openapi::api::core::v1::SecretKeySelector {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        out.message(1, |out| {
+            encode_inline_api_core_v1_secretkeyselector_api_core_v1_secretkeyselector_1(this, out)
+        });
+        Put::put(&this.key, 2, out);
+        Put::put(&this.optional, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::SecretKeySelector);
 super::message!(k8s_openapi::api::core::v1::SecretKeySelector);
@@ -9252,6 +11875,15 @@ impl Message for k8s_openapi::api::core::v1::SecretProjection {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        out.message(1, |out| {
+            encode_inline_api_core_v1_secretprojection_api_core_v1_secretprojection_1(this, out)
+        });
+        Put::put(&this.items, 2, out);
+        Put::put(&this.optional, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::SecretProjection);
 super::message!(k8s_openapi::api::core::v1::SecretProjection);
@@ -9278,6 +11910,12 @@ impl Message for k8s_openapi::api::core::v1::SecretReference {
             2 => Slot::fill(&mut this.namespace, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.name, 1, out);
+        Put::put_nonzero(&this.namespace, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::SecretReference);
@@ -9308,6 +11946,16 @@ impl Message for k8s_openapi::api::core::v1::SecretVolumeSource {
             5 => Slot::fill(&mut this.default_user, value, reader, 5, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.secret_name, 1, out);
+        Put::put(&this.items, 2, out);
+        Put::put(&this.default_mode, 3, out);
+        Put::put(&this.optional, 4, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.default_user, 5, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::SecretVolumeSource);
@@ -9344,6 +11992,22 @@ impl Message for k8s_openapi::api::core::v1::SecurityContext {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.capabilities, 1, out);
+        Put::put(&this.privileged, 2, out);
+        Put::put(&this.se_linux_options, 3, out);
+        Put::put(&this.run_as_user, 4, out);
+        Put::put(&this.run_as_non_root, 5, out);
+        Put::put(&this.read_only_root_filesystem, 6, out);
+        Put::put(&this.allow_privilege_escalation, 7, out);
+        Put::put(&this.run_as_group, 8, out);
+        Put::put(&this.proc_mount, 9, out);
+        Put::put(&this.windows_options, 10, out);
+        Put::put(&this.seccomp_profile, 11, out);
+        Put::put(&this.app_armor_profile, 12, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::SecurityContext);
 super::message!(k8s_openapi::api::core::v1::SecurityContext);
@@ -9369,6 +12033,13 @@ impl Message for k8s_openapi::api::core::v1::Service {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::Service);
@@ -9403,6 +12074,14 @@ impl Message for k8s_openapi::api::core::v1::ServiceAccount {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.secrets, 2, out);
+        Put::put(&this.image_pull_secrets, 3, out);
+        Put::put(&this.automount_service_account_token, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ServiceAccount);
 super::message!(k8s_openapi::api::core::v1::ServiceAccount);
@@ -9431,6 +12110,15 @@ impl Message for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
             4 => Slot::fill(&mut this.user, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.audience, 1, out);
+        Put::put(&this.expiration_seconds, 2, out);
+        Put::put(&this.path, 3, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.user, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ServiceAccountTokenProjection);
@@ -9463,6 +12151,16 @@ impl Message for k8s_openapi::api::core::v1::ServicePort {
             6 => Slot::fill(&mut this.app_protocol, value, reader, 6, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.name, 1, out);
+        Put::put_nonzero(&this.protocol, 2, out);
+        Put::put(&this.port, 3, out);
+        Put::put(&this.target_port, 4, out);
+        Put::put_nonzero(&this.node_port, 5, out);
+        Put::put(&this.app_protocol, 6, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::ServicePort);
@@ -9527,6 +12225,30 @@ impl Message for k8s_openapi::api::core::v1::ServiceSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.ports, 1, out);
+        Put::put(&this.selector, 2, out);
+        Put::put_nonzero(&this.cluster_ip, 3, out);
+        Put::put_nonzero(&this.type_, 4, out);
+        Put::put(&this.external_ips, 5, out);
+        Put::put_nonzero(&this.session_affinity, 7, out);
+        Put::put_nonzero(&this.load_balancer_ip, 8, out);
+        Put::put(&this.load_balancer_source_ranges, 9, out);
+        Put::put_nonzero(&this.external_name, 10, out);
+        Put::put_nonzero(&this.external_traffic_policy, 11, out);
+        Put::put_nonzero(&this.health_check_node_port, 12, out);
+        Put::put_nonzero(&this.publish_not_ready_addresses, 13, out);
+        Put::put(&this.session_affinity_config, 14, out);
+        Put::put(&this.ip_family_policy, 17, out);
+        Put::put(&this.cluster_ips, 18, out);
+        Put::put(&this.ip_families, 19, out);
+        Put::put(&this.allocate_load_balancer_node_ports, 20, out);
+        Put::put(&this.load_balancer_class, 21, out);
+        Put::put(&this.internal_traffic_policy, 22, out);
+        Put::put(&this.traffic_distribution, 23, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ServiceSpec);
 super::message!(k8s_openapi::api::core::v1::ServiceSpec);
@@ -9552,6 +12274,12 @@ impl Message for k8s_openapi::api::core::v1::ServiceStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.load_balancer, 1, out);
+        Put::put(&this.conditions, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::ServiceStatus);
 super::message!(k8s_openapi::api::core::v1::ServiceStatus);
@@ -9576,6 +12304,11 @@ impl Message for k8s_openapi::api::core::v1::SessionAffinityConfig {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.client_ip, 1, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::SessionAffinityConfig);
 super::message!(k8s_openapi::api::core::v1::SessionAffinityConfig);
@@ -9599,6 +12332,11 @@ impl Message for k8s_openapi::api::core::v1::SleepAction {
             1 => Slot::fill(&mut this.seconds, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.seconds, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::SleepAction);
@@ -9632,6 +12370,15 @@ impl Message for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.volume_name, 1, out);
+        Put::put_nonzero(&this.volume_namespace, 2, out);
+        Put::put_nonzero(&this.fs_type, 3, out);
+        Put::put_nonzero(&this.read_only, 4, out);
+        Put::put(&this.secret_ref, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource);
 super::message!(k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource);
@@ -9664,6 +12411,15 @@ impl Message for k8s_openapi::api::core::v1::StorageOSVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.volume_name, 1, out);
+        Put::put_nonzero(&this.volume_namespace, 2, out);
+        Put::put_nonzero(&this.fs_type, 3, out);
+        Put::put_nonzero(&this.read_only, 4, out);
+        Put::put(&this.secret_ref, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::StorageOSVolumeSource);
 super::message!(k8s_openapi::api::core::v1::StorageOSVolumeSource);
@@ -9688,6 +12444,12 @@ impl Message for k8s_openapi::api::core::v1::Sysctl {
             2 => Slot::fill(&mut this.value, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.value, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::Sysctl);
@@ -9714,6 +12476,12 @@ impl Message for k8s_openapi::api::core::v1::TCPSocketAction {
             2 => Slot::fill(&mut this.host, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.port, 1, out);
+        Put::put_nonzero(&this.host, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::TCPSocketAction);
@@ -9742,6 +12510,14 @@ impl Message for k8s_openapi::api::core::v1::Taint {
             4 => Slot::fill(&mut this.time_added, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.key, 1, out);
+        Put::put_nonzero(&this.value, 2, out);
+        Put::put(&this.effect, 3, out);
+        Put::put(&this.time_added, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::Taint);
@@ -9775,6 +12551,15 @@ impl Message for k8s_openapi::api::core::v1::Toleration {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.key, 1, out);
+        Put::put_nonzero(&this.operator, 2, out);
+        Put::put_nonzero(&this.value, 3, out);
+        Put::put_nonzero(&this.effect, 4, out);
+        Put::put(&this.toleration_seconds, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::Toleration);
 super::message!(k8s_openapi::api::core::v1::Toleration);
@@ -9800,6 +12585,12 @@ impl Message for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.key, 1, out);
+        Put::put(&this.values, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::TopologySelectorLabelRequirement);
 super::message!(k8s_openapi::api::core::v1::TopologySelectorLabelRequirement);
@@ -9823,6 +12614,11 @@ impl Message for k8s_openapi::api::core::v1::TopologySelectorTerm {
             1 => Slot::fill(&mut this.match_label_expressions, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.match_label_expressions, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::TopologySelectorTerm);
@@ -9855,6 +12651,18 @@ impl Message for k8s_openapi::api::core::v1::TopologySpreadConstraint {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.max_skew, 1, out);
+        Put::put(&this.topology_key, 2, out);
+        Put::put(&this.when_unsatisfiable, 3, out);
+        Put::put(&this.label_selector, 4, out);
+        Put::put(&this.min_domains, 5, out);
+        Put::put(&this.node_affinity_policy, 6, out);
+        Put::put(&this.node_taints_policy, 7, out);
+        Put::put(&this.match_label_keys, 8, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::TopologySpreadConstraint);
 super::message!(k8s_openapi::api::core::v1::TopologySpreadConstraint);
@@ -9880,6 +12688,13 @@ impl Message for k8s_openapi::api::core::v1::TypedLocalObjectReference {
             3 => Slot::fill(&mut this.name, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.api_group, 1, out);
+        Put::put(&this.kind, 2, out);
+        Put::put(&this.name, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::TypedLocalObjectReference);
@@ -9908,6 +12723,14 @@ impl Message for k8s_openapi::api::core::v1::TypedObjectReference {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.api_group, 1, out);
+        Put::put(&this.kind, 2, out);
+        Put::put(&this.name, 3, out);
+        Put::put(&this.namespace, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::TypedObjectReference);
 super::message!(k8s_openapi::api::core::v1::TypedObjectReference);
@@ -9935,6 +12758,14 @@ impl Message for k8s_openapi::api::core::v1::Volume {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        out.message(2, |out| {
+            encode_inline_api_core_v1_volume_api_core_v1_volume_2(this, out)
+        });
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::Volume);
 super::message!(k8s_openapi::api::core::v1::Volume);
@@ -9959,6 +12790,12 @@ impl Message for k8s_openapi::api::core::v1::VolumeDevice {
             2 => Slot::fill(&mut this.device_path, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.device_path, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::VolumeDevice);
@@ -9988,6 +12825,13 @@ impl Message for k8s_openapi::api::core::v1::VolumeHealthCondition {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.status, 1, out);
+        Put::put(&this.reason, 2, out);
+        Put::put_nonzero(&this.message, 3, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::core::v1::VolumeHealthCondition);
@@ -10015,6 +12859,12 @@ impl Message for k8s_openapi::api::core::v1::VolumeHealthStatus {
             2 => Slot::fill(&mut this.last_transition_time, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.health_conditions, 1, out);
+        Put::put(&this.last_transition_time, 2, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -10053,6 +12903,19 @@ impl Message for k8s_openapi::api::core::v1::VolumeMount {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put_nonzero(&this.read_only, 2, out);
+        Put::put(&this.mount_path, 3, out);
+        Put::put_nonzero(&this.sub_path, 4, out);
+        Put::put(&this.mount_propagation, 5, out);
+        Put::put_nonzero(&this.sub_path_expr, 6, out);
+        Put::put(&this.recursive_read_only, 7, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.bind_mount_options, 8, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::VolumeMount);
 super::message!(k8s_openapi::api::core::v1::VolumeMount);
@@ -10083,6 +12946,16 @@ impl Message for k8s_openapi::api::core::v1::VolumeMountStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.mount_path, 2, out);
+        Put::put_nonzero(&this.read_only, 3, out);
+        Put::put(&this.recursive_read_only, 4, out);
+        #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
+        Put::put(&this.volume_status, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::VolumeMountStatus);
 super::message!(k8s_openapi::api::core::v1::VolumeMountStatus);
@@ -10106,6 +12979,11 @@ impl Message for k8s_openapi::api::core::v1::VolumeNodeAffinity {
             1 => Slot::fill(&mut this.required, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.required, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::VolumeNodeAffinity);
@@ -10142,6 +13020,22 @@ impl Message for k8s_openapi::api::core::v1::VolumeProjection {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.secret, 1, out);
+        Put::put(&this.downward_api, 2, out);
+        Put::put(&this.config_map, 3, out);
+        Put::put(&this.service_account_token, 4, out);
+        Put::put(&this.cluster_trust_bundle, 5, out);
+        #[cfg(any(
+            kubeclient_k8s_minor = "34",
+            kubeclient_k8s_minor = "35",
+            kubeclient_k8s_minor = "36",
+            kubeclient_k8s_minor = "37"
+        ))]
+        Put::put(&this.pod_certificate, 6, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::VolumeProjection);
 super::message!(k8s_openapi::api::core::v1::VolumeProjection);
@@ -10167,6 +13061,12 @@ impl Message for k8s_openapi::api::core::v1::VolumeResourceRequirements {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.limits, 1, out);
+        Put::put(&this.requests, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::VolumeResourceRequirements);
 super::message!(k8s_openapi::api::core::v1::VolumeResourceRequirements);
@@ -10191,6 +13091,11 @@ impl Message for k8s_openapi::api::core::v1::VolumeStatus {
             1 => Slot::fill(&mut this.image, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.image, 1, out);
     }
 }
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -10224,6 +13129,14 @@ impl Message for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.volume_path, 1, out);
+        Put::put_nonzero(&this.fs_type, 2, out);
+        Put::put_nonzero(&this.storage_policy_name, 3, out);
+        Put::put_nonzero(&this.storage_policy_id, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource);
 super::message!(k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource);
@@ -10248,6 +13161,12 @@ impl Message for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
             2 => Slot::fill(&mut this.pod_affinity_term, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.weight, 1, out);
+        Put::put(&this.pod_affinity_term, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::WeightedPodAffinityTerm);
@@ -10275,6 +13194,14 @@ impl Message for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
             4 => Slot::fill(&mut this.host_process, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.gmsa_credential_spec_name, 1, out);
+        Put::put(&this.gmsa_credential_spec, 2, out);
+        Put::put(&this.run_as_user_name, 3, out);
+        Put::put(&this.host_process, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::core::v1::WindowsSecurityContextOptions);
@@ -10307,6 +13234,18 @@ impl Message for k8s_openapi::api::discovery::v1::Endpoint {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.addresses, 1, out);
+        Put::put(&this.conditions, 2, out);
+        Put::put(&this.hostname, 3, out);
+        Put::put(&this.target_ref, 4, out);
+        Put::put(&this.deprecated_topology, 5, out);
+        Put::put(&this.node_name, 6, out);
+        Put::put(&this.zone, 7, out);
+        Put::put(&this.hints, 8, out);
+    }
 }
 super::slots!(k8s_openapi::api::discovery::v1::Endpoint);
 super::message!(k8s_openapi::api::discovery::v1::Endpoint);
@@ -10333,6 +13272,13 @@ impl Message for k8s_openapi::api::discovery::v1::EndpointConditions {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.ready, 1, out);
+        Put::put(&this.serving, 2, out);
+        Put::put(&this.terminating, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::discovery::v1::EndpointConditions);
 super::message!(k8s_openapi::api::discovery::v1::EndpointConditions);
@@ -10357,6 +13303,12 @@ impl Message for k8s_openapi::api::discovery::v1::EndpointHints {
             2 => Slot::fill(&mut this.for_nodes, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.for_zones, 1, out);
+        Put::put(&this.for_nodes, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::discovery::v1::EndpointHints);
@@ -10385,6 +13337,14 @@ impl Message for k8s_openapi::api::discovery::v1::EndpointPort {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.protocol, 2, out);
+        Put::put(&this.port, 3, out);
+        Put::put(&this.app_protocol, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::discovery::v1::EndpointPort);
 super::message!(k8s_openapi::api::discovery::v1::EndpointPort);
@@ -10412,6 +13372,14 @@ impl Message for k8s_openapi::api::discovery::v1::EndpointSlice {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.endpoints, 2, out);
+        Put::put(&this.ports, 3, out);
+        Put::put(&this.address_type, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::discovery::v1::EndpointSlice);
 super::message!(k8s_openapi::api::discovery::v1::EndpointSlice);
@@ -10436,6 +13404,11 @@ impl Message for k8s_openapi::api::discovery::v1::ForNode {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+    }
 }
 super::slots!(k8s_openapi::api::discovery::v1::ForNode);
 super::message!(k8s_openapi::api::discovery::v1::ForNode);
@@ -10459,6 +13432,11 @@ impl Message for k8s_openapi::api::discovery::v1::ForZone {
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::discovery::v1::ForZone);
@@ -10505,6 +13483,25 @@ impl Message for k8s_openapi::api::events::v1::Event {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.event_time, 2, out);
+        Put::put(&this.series, 3, out);
+        Put::put_nonzero(&this.reporting_controller, 4, out);
+        Put::put_nonzero(&this.reporting_instance, 5, out);
+        Put::put_nonzero(&this.action, 6, out);
+        Put::put_nonzero(&this.reason, 7, out);
+        Put::put(&this.regarding, 8, out);
+        Put::put(&this.related, 9, out);
+        Put::put_nonzero(&this.note, 10, out);
+        Put::put_nonzero(&this.type_, 11, out);
+        Put::put(&this.deprecated_source, 12, out);
+        Put::put(&this.deprecated_first_timestamp, 13, out);
+        Put::put(&this.deprecated_last_timestamp, 14, out);
+        Put::put_nonzero(&this.deprecated_count, 15, out);
+    }
 }
 super::slots!(k8s_openapi::api::events::v1::Event);
 super::message!(k8s_openapi::api::events::v1::Event);
@@ -10535,6 +13532,12 @@ impl Message for k8s_openapi::api::events::v1::EventSeries {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.count, 1, out);
+        Put::put(&this.last_observed_time, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::events::v1::EventSeries);
 super::message!(k8s_openapi::api::events::v1::EventSeries);
@@ -10560,6 +13563,12 @@ impl Message for k8s_openapi::api::flowcontrol::v1::ExemptPriorityLevelConfigura
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.nominal_concurrency_shares, 1, out);
+        Put::put(&this.lendable_percent, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::ExemptPriorityLevelConfiguration);
 super::message!(k8s_openapi::api::flowcontrol::v1::ExemptPriorityLevelConfiguration);
@@ -10583,6 +13592,11 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowDistinguisherMethod {
             1 => Slot::fill(&mut this.type_, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::FlowDistinguisherMethod);
@@ -10609,6 +13623,13 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchema {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::FlowSchema);
@@ -10641,6 +13662,15 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaCondition {
             5 => Slot::fill(&mut this.message, value, reader, 5, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.type_, 1, out);
+        Put::put_nonzero(&this.status, 2, out);
+        Put::put(&this.last_transition_time, 3, out);
+        Put::put_nonzero(&this.reason, 4, out);
+        Put::put_nonzero(&this.message, 5, out);
     }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::FlowSchemaCondition);
@@ -10675,6 +13705,14 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.priority_level_configuration, 1, out);
+        Put::put(&this.matching_precedence, 2, out);
+        Put::put(&this.distinguisher_method, 3, out);
+        Put::put(&this.rules, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::FlowSchemaSpec);
 super::message!(k8s_openapi::api::flowcontrol::v1::FlowSchemaSpec);
@@ -10698,6 +13736,11 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaStatus {
             1 => Slot::fill(&mut this.conditions, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.conditions, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::FlowSchemaStatus);
@@ -10723,6 +13766,11 @@ impl Message for k8s_openapi::api::flowcontrol::v1::GroupSubject {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+    }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::GroupSubject);
 super::message!(k8s_openapi::api::flowcontrol::v1::GroupSubject);
@@ -10747,6 +13795,12 @@ impl Message for k8s_openapi::api::flowcontrol::v1::LimitResponse {
             2 => Slot::fill(&mut this.queuing, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.queuing, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::LimitResponse);
@@ -10775,6 +13829,14 @@ impl Message for k8s_openapi::api::flowcontrol::v1::LimitedPriorityLevelConfigur
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.nominal_concurrency_shares, 1, out);
+        Put::put(&this.limit_response, 2, out);
+        Put::put(&this.lendable_percent, 3, out);
+        Put::put(&this.borrowing_limit_percent, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::LimitedPriorityLevelConfiguration);
 super::message!(k8s_openapi::api::flowcontrol::v1::LimitedPriorityLevelConfiguration);
@@ -10799,6 +13861,12 @@ impl Message for k8s_openapi::api::flowcontrol::v1::NonResourcePolicyRule {
             6 => Slot::fill(&mut this.non_resource_urls, value, reader, 6, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.verbs, 1, out);
+        Put::put(&this.non_resource_urls, 6, out);
     }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::NonResourcePolicyRule);
@@ -10826,6 +13894,13 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PolicyRulesWithSubjects {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.subjects, 1, out);
+        Put::put(&this.resource_rules, 2, out);
+        Put::put(&this.non_resource_rules, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::PolicyRulesWithSubjects);
 super::message!(k8s_openapi::api::flowcontrol::v1::PolicyRulesWithSubjects);
@@ -10851,6 +13926,13 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration);
@@ -10884,6 +13966,15 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationCo
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.type_, 1, out);
+        Put::put_nonzero(&this.status, 2, out);
+        Put::put(&this.last_transition_time, 3, out);
+        Put::put_nonzero(&this.reason, 4, out);
+        Put::put_nonzero(&this.message, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationCondition);
 super::message!(k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationCondition);
@@ -10907,6 +13998,11 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationRe
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationReference);
@@ -10934,6 +14030,13 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSp
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.limited, 2, out);
+        Put::put(&this.exempt, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSpec);
 super::message!(k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSpec);
@@ -10957,6 +14060,11 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSt
             1 => Slot::fill(&mut this.conditions, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.conditions, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationStatus);
@@ -10983,6 +14091,13 @@ impl Message for k8s_openapi::api::flowcontrol::v1::QueuingConfiguration {
             3 => Slot::fill(&mut this.queue_length_limit, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.queues, 1, out);
+        Put::put(&this.hand_size, 2, out);
+        Put::put(&this.queue_length_limit, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::QueuingConfiguration);
@@ -11013,6 +14128,15 @@ impl Message for k8s_openapi::api::flowcontrol::v1::ResourcePolicyRule {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.verbs, 1, out);
+        Put::put(&this.api_groups, 2, out);
+        Put::put(&this.resources, 3, out);
+        Put::put_nonzero(&this.cluster_scope, 4, out);
+        Put::put(&this.namespaces, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::ResourcePolicyRule);
 super::message!(k8s_openapi::api::flowcontrol::v1::ResourcePolicyRule);
@@ -11037,6 +14161,12 @@ impl Message for k8s_openapi::api::flowcontrol::v1::ServiceAccountSubject {
             2 => Slot::fill(&mut this.name, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.namespace, 1, out);
+        Put::put(&this.name, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::ServiceAccountSubject);
@@ -11065,6 +14195,14 @@ impl Message for k8s_openapi::api::flowcontrol::v1::Subject {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.kind, 1, out);
+        Put::put(&this.user, 2, out);
+        Put::put(&this.group, 3, out);
+        Put::put(&this.service_account, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::Subject);
 super::message!(k8s_openapi::api::flowcontrol::v1::Subject);
@@ -11088,6 +14226,11 @@ impl Message for k8s_openapi::api::flowcontrol::v1::UserSubject {
             1 => Slot::fill(&mut this.name, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::flowcontrol::v1::UserSubject);
@@ -11116,6 +14259,13 @@ impl Message for k8s_openapi::api::networking::v1::HTTPIngressPath {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.path, 1, out);
+        Put::put(&this.backend, 2, out);
+        Put::put(&this.path_type, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::HTTPIngressPath);
 super::message!(k8s_openapi::api::networking::v1::HTTPIngressPath);
@@ -11139,6 +14289,11 @@ impl Message for k8s_openapi::api::networking::v1::HTTPIngressRuleValue {
             1 => Slot::fill(&mut this.paths, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.paths, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::HTTPIngressRuleValue);
@@ -11165,6 +14320,12 @@ impl Message for k8s_openapi::api::networking::v1::IPAddress {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::IPAddress);
 super::message!(k8s_openapi::api::networking::v1::IPAddress);
@@ -11188,6 +14349,11 @@ impl Message for k8s_openapi::api::networking::v1::IPAddressSpec {
             1 => Slot::fill(&mut this.parent_ref, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.parent_ref, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::IPAddressSpec);
@@ -11213,6 +14379,12 @@ impl Message for k8s_openapi::api::networking::v1::IPBlock {
             2 => Slot::fill(&mut this.except, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.cidr, 1, out);
+        Put::put(&this.except, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::IPBlock);
@@ -11240,6 +14412,13 @@ impl Message for k8s_openapi::api::networking::v1::Ingress {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::Ingress);
 super::message!(k8s_openapi::api::networking::v1::Ingress);
@@ -11265,6 +14444,12 @@ impl Message for k8s_openapi::api::networking::v1::IngressBackend {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.resource, 3, out);
+        Put::put(&this.service, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::IngressBackend);
 super::message!(k8s_openapi::api::networking::v1::IngressBackend);
@@ -11289,6 +14474,12 @@ impl Message for k8s_openapi::api::networking::v1::IngressClass {
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::IngressClass);
@@ -11318,6 +14509,15 @@ impl Message for k8s_openapi::api::networking::v1::IngressClassParametersReferen
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.api_group, 1, out);
+        Put::put(&this.kind, 2, out);
+        Put::put(&this.name, 3, out);
+        Put::put(&this.scope, 4, out);
+        Put::put(&this.namespace, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::IngressClassParametersReference);
 super::message!(k8s_openapi::api::networking::v1::IngressClassParametersReference);
@@ -11343,6 +14543,12 @@ impl Message for k8s_openapi::api::networking::v1::IngressClassSpec {
             2 => Slot::fill(&mut this.parameters, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.controller, 1, out);
+        Put::put(&this.parameters, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::IngressClassSpec);
@@ -11372,6 +14578,13 @@ impl Message for k8s_openapi::api::networking::v1::IngressLoadBalancerIngress {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.ip, 1, out);
+        Put::put_nonzero(&this.hostname, 2, out);
+        Put::put(&this.ports, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::IngressLoadBalancerIngress);
 super::message!(k8s_openapi::api::networking::v1::IngressLoadBalancerIngress);
@@ -11395,6 +14608,11 @@ impl Message for k8s_openapi::api::networking::v1::IngressLoadBalancerStatus {
             1 => Slot::fill(&mut this.ingress, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.ingress, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::IngressLoadBalancerStatus);
@@ -11421,6 +14639,13 @@ impl Message for k8s_openapi::api::networking::v1::IngressPortStatus {
             3 => Slot::fill(&mut this.error, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.port, 1, out);
+        Put::put(&this.protocol, 2, out);
+        Put::put(&this.error, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::IngressPortStatus);
@@ -11452,6 +14677,14 @@ impl Message for k8s_openapi::api::networking::v1::IngressRule {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.host, 1, out);
+        out.message(2, |out| {
+            encode_inline_api_networking_v1_ingressrule_api_networking_v1_ingressrule_2(this, out)
+        });
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::IngressRule);
 super::message!(k8s_openapi::api::networking::v1::IngressRule);
@@ -11476,6 +14709,12 @@ impl Message for k8s_openapi::api::networking::v1::IngressServiceBackend {
             2 => Slot::fill(&mut this.port, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.port, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::IngressServiceBackend);
@@ -11504,6 +14743,14 @@ impl Message for k8s_openapi::api::networking::v1::IngressSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.default_backend, 1, out);
+        Put::put(&this.tls, 2, out);
+        Put::put(&this.rules, 3, out);
+        Put::put(&this.ingress_class_name, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::IngressSpec);
 super::message!(k8s_openapi::api::networking::v1::IngressSpec);
@@ -11527,6 +14774,11 @@ impl Message for k8s_openapi::api::networking::v1::IngressStatus {
             1 => Slot::fill(&mut this.load_balancer, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.load_balancer, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::IngressStatus);
@@ -11554,6 +14806,12 @@ impl Message for k8s_openapi::api::networking::v1::IngressTLS {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.hosts, 1, out);
+        Put::put_nonzero(&this.secret_name, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::IngressTLS);
 super::message!(k8s_openapi::api::networking::v1::IngressTLS);
@@ -11578,6 +14836,12 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicy {
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::NetworkPolicy);
@@ -11604,6 +14868,12 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.ports, 1, out);
+        Put::put(&this.to, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::NetworkPolicyEgressRule);
 super::message!(k8s_openapi::api::networking::v1::NetworkPolicyEgressRule);
@@ -11628,6 +14898,12 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicyIngressRule {
             2 => Slot::fill(&mut this.from, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.ports, 1, out);
+        Put::put(&this.from, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::NetworkPolicyIngressRule);
@@ -11655,6 +14931,13 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicyPeer {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.pod_selector, 1, out);
+        Put::put(&this.namespace_selector, 2, out);
+        Put::put(&this.ip_block, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::NetworkPolicyPeer);
 super::message!(k8s_openapi::api::networking::v1::NetworkPolicyPeer);
@@ -11680,6 +14963,13 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicyPort {
             3 => Slot::fill(&mut this.end_port, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.protocol, 1, out);
+        Put::put(&this.port, 2, out);
+        Put::put(&this.end_port, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::NetworkPolicyPort);
@@ -11707,6 +14997,14 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicySpec {
             4 => Slot::fill(&mut this.policy_types, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.pod_selector, 1, out);
+        Put::put(&this.ingress, 2, out);
+        Put::put(&this.egress, 3, out);
+        Put::put(&this.policy_types, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::NetworkPolicySpec);
@@ -11739,6 +15037,14 @@ impl Message for k8s_openapi::api::networking::v1::ParentReference {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.group, 1, out);
+        Put::put_nonzero(&this.resource, 2, out);
+        Put::put_nonzero(&this.namespace, 3, out);
+        Put::put_nonzero(&this.name, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::ParentReference);
 super::message!(k8s_openapi::api::networking::v1::ParentReference);
@@ -11766,6 +15072,12 @@ impl Message for k8s_openapi::api::networking::v1::ServiceBackendPort {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.name, 1, out);
+        Put::put_nonzero(&this.number, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::ServiceBackendPort);
 super::message!(k8s_openapi::api::networking::v1::ServiceBackendPort);
@@ -11792,6 +15104,13 @@ impl Message for k8s_openapi::api::networking::v1::ServiceCIDR {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::ServiceCIDR);
 super::message!(k8s_openapi::api::networking::v1::ServiceCIDR);
@@ -11815,6 +15134,11 @@ impl Message for k8s_openapi::api::networking::v1::ServiceCIDRSpec {
             1 => Slot::fill(&mut this.cidrs, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.cidrs, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::networking::v1::ServiceCIDRSpec);
@@ -11840,6 +15164,11 @@ impl Message for k8s_openapi::api::networking::v1::ServiceCIDRStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.conditions, 1, out);
+    }
 }
 super::slots!(k8s_openapi::api::networking::v1::ServiceCIDRStatus);
 super::message!(k8s_openapi::api::networking::v1::ServiceCIDRStatus);
@@ -11863,6 +15192,11 @@ impl Message for k8s_openapi::api::node::v1::Overhead {
             1 => Slot::fill(&mut this.pod_fixed, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.pod_fixed, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::node::v1::Overhead);
@@ -11891,6 +15225,14 @@ impl Message for k8s_openapi::api::node::v1::RuntimeClass {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.handler, 2, out);
+        Put::put(&this.overhead, 3, out);
+        Put::put(&this.scheduling, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::node::v1::RuntimeClass);
 super::message!(k8s_openapi::api::node::v1::RuntimeClass);
@@ -11915,6 +15257,12 @@ impl Message for k8s_openapi::api::node::v1::Scheduling {
             2 => Slot::fill(&mut this.tolerations, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.node_selector, 1, out);
+        Put::put(&this.tolerations, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::node::v1::Scheduling);
@@ -11941,6 +15289,12 @@ impl Message for k8s_openapi::api::policy::v1::Eviction {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.delete_options, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::policy::v1::Eviction);
 super::message!(k8s_openapi::api::policy::v1::Eviction);
@@ -11966,6 +15320,13 @@ impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudget {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::policy::v1::PodDisruptionBudget);
@@ -12000,6 +15361,14 @@ impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.min_available, 1, out);
+        Put::put(&this.selector, 2, out);
+        Put::put(&this.max_unavailable, 3, out);
+        Put::put(&this.unhealthy_pod_eviction_policy, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec);
 super::message!(k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec);
@@ -12031,6 +15400,17 @@ impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.observed_generation, 1, out);
+        Put::put(&this.disrupted_pods, 2, out);
+        Put::put(&this.disruptions_allowed, 3, out);
+        Put::put(&this.current_healthy, 4, out);
+        Put::put(&this.desired_healthy, 5, out);
+        Put::put(&this.expected_pods, 6, out);
+        Put::put(&this.conditions, 7, out);
+    }
 }
 super::slots!(k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus);
 super::message!(k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus);
@@ -12054,6 +15434,11 @@ impl Message for k8s_openapi::api::rbac::v1::AggregationRule {
             1 => Slot::fill(&mut this.cluster_role_selectors, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.cluster_role_selectors, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::rbac::v1::AggregationRule);
@@ -12081,6 +15466,13 @@ impl Message for k8s_openapi::api::rbac::v1::ClusterRole {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.rules, 2, out);
+        Put::put(&this.aggregation_rule, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::rbac::v1::ClusterRole);
 super::message!(k8s_openapi::api::rbac::v1::ClusterRole);
@@ -12106,6 +15498,13 @@ impl Message for k8s_openapi::api::rbac::v1::ClusterRoleBinding {
             3 => Slot::fill(&mut this.role_ref, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.subjects, 2, out);
+        Put::put(&this.role_ref, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::rbac::v1::ClusterRoleBinding);
@@ -12135,6 +15534,15 @@ impl Message for k8s_openapi::api::rbac::v1::PolicyRule {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.verbs, 1, out);
+        Put::put(&this.api_groups, 2, out);
+        Put::put(&this.resources, 3, out);
+        Put::put(&this.resource_names, 4, out);
+        Put::put(&this.non_resource_urls, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::rbac::v1::PolicyRule);
 super::message!(k8s_openapi::api::rbac::v1::PolicyRule);
@@ -12159,6 +15567,12 @@ impl Message for k8s_openapi::api::rbac::v1::Role {
             2 => Slot::fill(&mut this.rules, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.rules, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::rbac::v1::Role);
@@ -12186,6 +15600,13 @@ impl Message for k8s_openapi::api::rbac::v1::RoleBinding {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.subjects, 2, out);
+        Put::put(&this.role_ref, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::rbac::v1::RoleBinding);
 super::message!(k8s_openapi::api::rbac::v1::RoleBinding);
@@ -12211,6 +15632,13 @@ impl Message for k8s_openapi::api::rbac::v1::RoleRef {
             3 => Slot::fill(&mut this.name, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.api_group, 1, out);
+        Put::put(&this.kind, 2, out);
+        Put::put(&this.name, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::rbac::v1::RoleRef);
@@ -12240,6 +15668,14 @@ impl Message for k8s_openapi::api::rbac::v1::Subject {
             4 => Slot::fill(&mut this.namespace, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.kind, 1, out);
+        Put::put_nonzero(&this.api_group, 2, out);
+        Put::put(&this.name, 3, out);
+        Put::put_nonzero(&this.namespace, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::rbac::v1::Subject);
@@ -12276,6 +15712,17 @@ impl Message for k8s_openapi::api::resource::v1::AllocatedDeviceStatus {
             7 => Slot::fill(&mut this.share_id, value, reader, 7, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.driver, 1, out);
+        Put::put(&this.pool, 2, out);
+        Put::put(&this.device, 3, out);
+        Put::put(&this.conditions, 4, out);
+        Put::put(&this.data, 5, out);
+        Put::put(&this.network_data, 6, out);
+        Put::put(&this.share_id, 7, out);
     }
 }
 #[cfg(any(
@@ -12321,6 +15768,13 @@ impl Message for k8s_openapi::api::resource::v1::AllocationResult {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.devices, 1, out);
+        Put::put(&this.node_selector, 3, out);
+        Put::put(&this.allocation_timestamp, 5, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -12362,6 +15816,11 @@ impl Message for k8s_openapi::api::resource::v1::CELDeviceSelector {
             1 => Slot::fill(&mut this.expression, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.expression, 1, out);
     }
 }
 #[cfg(any(
@@ -12407,6 +15866,13 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequestPolicy {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.default, 1, out);
+        Put::put(&this.valid_values, 3, out);
+        Put::put(&this.valid_range, 4, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -12451,6 +15917,13 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequestPolicyRange {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.min, 1, out);
+        Put::put(&this.max, 2, out);
+        Put::put(&this.step, 3, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -12492,6 +15965,11 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequirements {
             1 => Slot::fill(&mut this.requests, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.requests, 1, out);
     }
 }
 #[cfg(any(
@@ -12535,6 +16013,11 @@ impl Message for k8s_openapi::api::resource::v1::Counter {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.value, 1, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -12577,6 +16060,12 @@ impl Message for k8s_openapi::api::resource::v1::CounterSet {
             2 => Slot::fill(&mut this.counters, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.counters, 2, out);
     }
 }
 #[cfg(any(
@@ -12633,6 +16122,26 @@ impl Message for k8s_openapi::api::resource::v1::Device {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.attributes, 2, out);
+        Put::put(&this.capacity, 3, out);
+        Put::put(&this.consumes_counters, 4, out);
+        Put::put(&this.node_name, 5, out);
+        Put::put(&this.node_selector, 6, out);
+        Put::put(&this.all_nodes, 7, out);
+        Put::put(&this.taints, 8, out);
+        Put::put(&this.binds_to_node, 9, out);
+        Put::put(&this.binding_conditions, 10, out);
+        Put::put(&this.binding_failure_conditions, 11, out);
+        Put::put(&this.allow_multiple_allocations, 12, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.node_allocatable_resources, 14, out);
+        #[cfg(kubeclient_k8s_minor = "36")]
+        out.unmapped(&this.node_allocatable_resource_mappings);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -12679,6 +16188,13 @@ impl Message for k8s_openapi::api::resource::v1::DeviceAllocationConfiguration {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.source, 1, out);
+        Put::put(&this.requests, 2, out);
+        out.message(3, |out| encode_inline_api_resource_v1_deviceallocationconfiguration_api_resource_v1_deviceallocationconfiguration_3(this, out));
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -12721,6 +16237,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceAllocationResult {
             2 => Slot::fill(&mut this.config, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.results, 1, out);
+        Put::put(&this.config, 2, out);
     }
 }
 #[cfg(any(
@@ -12775,6 +16297,22 @@ impl Message for k8s_openapi::api::resource::v1::DeviceAttribute {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.int, 2, out);
+        Put::put(&this.bool, 3, out);
+        Put::put(&this.string, 4, out);
+        Put::put(&this.version, 5, out);
+        #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
+        Put::put(&this.ints, 6, out);
+        #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
+        Put::put(&this.bools, 7, out);
+        #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
+        Put::put(&this.strings, 8, out);
+        #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
+        Put::put(&this.versions, 9, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -12817,6 +16355,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceCapacity {
             2 => Slot::fill(&mut this.request_policy, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.value, 1, out);
+        Put::put(&this.request_policy, 2, out);
     }
 }
 #[cfg(any(
@@ -12861,6 +16405,13 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClaim {
             3 => Slot::fill(&mut this.config, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.requests, 1, out);
+        Put::put(&this.constraints, 2, out);
+        Put::put(&this.config, 3, out);
     }
 }
 #[cfg(any(
@@ -12907,6 +16458,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClaimConfiguration {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.requests, 1, out);
+        out.message(2, |out| encode_inline_api_resource_v1_deviceclaimconfiguration_api_resource_v1_deviceclaimconfiguration_2(this, out));
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -12949,6 +16506,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClass {
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 #[cfg(any(
@@ -12994,6 +16557,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClassConfiguration {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        out.message(1, |out| encode_inline_api_resource_v1_deviceclassconfiguration_api_resource_v1_deviceclassconfiguration_1(this, out));
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -13037,6 +16605,13 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClassSpec {
             4 => Slot::fill(&mut this.extended_resource_name, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.selectors, 1, out);
+        Put::put(&this.config, 2, out);
+        Put::put(&this.extended_resource_name, 4, out);
     }
 }
 #[cfg(any(
@@ -13082,6 +16657,13 @@ impl Message for k8s_openapi::api::resource::v1::DeviceConstraint {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.requests, 1, out);
+        Put::put(&this.match_attribute, 2, out);
+        Put::put(&this.distinct_attribute, 3, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -13124,6 +16706,14 @@ impl Message for k8s_openapi::api::resource::v1::DeviceCounterConsumption {
             2 => Slot::fill(&mut this.counters, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.counter_set, 1, out);
+        Put::put(&this.counters, 2, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        out.unmapped(&this.compatibility_groups);
     }
 }
 #[cfg(any(
@@ -13168,6 +16758,13 @@ impl Message for k8s_openapi::api::resource::v1::DeviceRequest {
             3 => Slot::fill(&mut this.first_available, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.exactly, 2, out);
+        Put::put(&this.first_available, 3, out);
     }
 }
 #[cfg(any(
@@ -13222,6 +16819,22 @@ impl Message for k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.request, 1, out);
+        Put::put(&this.driver, 2, out);
+        Put::put(&this.pool, 3, out);
+        Put::put(&this.device, 4, out);
+        Put::put(&this.admin_access, 5, out);
+        Put::put(&this.tolerations, 6, out);
+        Put::put(&this.binding_conditions, 7, out);
+        Put::put(&this.binding_failure_conditions, 8, out);
+        Put::put(&this.share_id, 9, out);
+        Put::put(&this.consumed_capacity, 10, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.skip_node_operations, 11, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -13263,6 +16876,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceSelector {
             1 => Slot::fill(&mut this.cel, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.cel, 1, out);
     }
 }
 #[cfg(any(
@@ -13314,6 +16932,19 @@ impl Message for k8s_openapi::api::resource::v1::DeviceSubRequest {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.device_class_name, 2, out);
+        Put::put(&this.selectors, 3, out);
+        Put::put_nonzero(&this.allocation_mode, 4, out);
+        Put::put_nonzero(&this.count, 5, out);
+        Put::put(&this.tolerations, 6, out);
+        Put::put(&this.capacity, 7, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        out.unmapped(&this.derived_attributes);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -13360,6 +16991,14 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaint {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.key, 1, out);
+        Put::put_nonzero(&this.value, 2, out);
+        Put::put(&this.effect, 3, out);
+        Put::put(&this.time_added, 4, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -13399,6 +17038,13 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRule {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::DeviceTaintRule);
@@ -13427,6 +17073,12 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.device_selector, 1, out);
+        Put::put(&this.taint, 2, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::DeviceTaintRuleSpec);
@@ -13453,6 +17105,11 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleStatus {
             1 => Slot::fill(&mut this.conditions, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.conditions, 1, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -13482,6 +17139,13 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintSelector {
             4 => Slot::fill(&mut this.device, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.driver, 2, out);
+        Put::put(&this.pool, 3, out);
+        Put::put(&this.device, 4, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -13522,6 +17186,15 @@ impl Message for k8s_openapi::api::resource::v1::DeviceToleration {
             5 => Slot::fill(&mut this.toleration_seconds, value, reader, 5, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.key, 1, out);
+        Put::put_nonzero(&this.operator, 2, out);
+        Put::put_nonzero(&this.value, 3, out);
+        Put::put_nonzero(&this.effect, 4, out);
+        Put::put(&this.toleration_seconds, 5, out);
     }
 }
 #[cfg(any(
@@ -13573,6 +17246,19 @@ impl Message for k8s_openapi::api::resource::v1::ExactDeviceRequest {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.device_class_name, 1, out);
+        Put::put(&this.selectors, 2, out);
+        Put::put_nonzero(&this.allocation_mode, 3, out);
+        Put::put_nonzero(&this.count, 4, out);
+        Put::put(&this.admin_access, 5, out);
+        Put::put(&this.tolerations, 6, out);
+        Put::put(&this.capacity, 7, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        out.unmapped(&this.derived_attributes);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -13619,6 +17305,13 @@ impl Message for k8s_openapi::api::resource::v1::NetworkDeviceData {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.interface_name, 1, out);
+        Put::put(&this.ips, 2, out);
+        Put::put_nonzero(&this.hardware_address, 3, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -13658,6 +17351,13 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableMapping {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.capacity_key, 1, out);
+        Put::put(&this.capacity_multiplier, 2, out);
+        Put::put(&this.device_multiplier, 3, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::NodeAllocatableMapping);
@@ -13686,6 +17386,12 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableOverhead {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.per_pod, 1, out);
+        Put::put(&this.per_container, 2, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::resource::v1::NodeAllocatableOverhead);
@@ -13713,6 +17419,12 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableResource {
             4 => Slot::fill(&mut this.overhead, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.mapping, 3, out);
+        Put::put(&this.overhead, 4, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -13746,6 +17458,12 @@ impl Message for k8s_openapi::api::resource::v1::OpaqueDeviceConfiguration {
             2 => Slot::fill(&mut this.parameters, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.driver, 1, out);
+        Put::put(&this.parameters, 2, out);
     }
 }
 #[cfg(any(
@@ -13790,6 +17508,13 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaim {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 #[cfg(any(
@@ -13837,6 +17562,14 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimConsumerReference 
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.api_group, 1, out);
+        Put::put(&this.resource, 3, out);
+        Put::put(&this.name, 4, out);
+        Put::put(&this.uid, 5, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -13878,6 +17611,11 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimSpec {
             1 => Slot::fill(&mut this.devices, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.devices, 1, out);
     }
 }
 #[cfg(any(
@@ -13923,6 +17661,13 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimStatus {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.allocation, 1, out);
+        Put::put(&this.reserved_for, 2, out);
+        Put::put(&this.devices, 4, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -13966,6 +17711,12 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimTemplate {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -14008,6 +17759,12 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimTemplateSpec {
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 #[cfg(any(
@@ -14053,6 +17810,13 @@ impl Message for k8s_openapi::api::resource::v1::ResourcePool {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.generation, 2, out);
+        Put::put(&this.resource_slice_count, 3, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -14095,6 +17859,12 @@ impl Message for k8s_openapi::api::resource::v1::ResourceSlice {
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 #[cfg(any(
@@ -14149,6 +17919,22 @@ impl Message for k8s_openapi::api::resource::v1::ResourceSliceSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.driver, 1, out);
+        Put::put(&this.pool, 2, out);
+        Put::put(&this.node_name, 3, out);
+        Put::put(&this.node_selector, 4, out);
+        Put::put(&this.all_nodes, 5, out);
+        Put::put(&this.devices, 6, out);
+        Put::put(&this.per_device_node_selection, 7, out);
+        Put::put(&this.shared_counters, 8, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.partition_type_attribute, 9, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.skip_node_operations, 10, out);
+    }
 }
 #[cfg(any(
     kubeclient_k8s_minor = "34",
@@ -14191,6 +17977,15 @@ impl Message for k8s_openapi::api::scheduling::v1::PriorityClass {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.value, 2, out);
+        Put::put_nonzero(&this.global_default, 3, out);
+        Put::put_nonzero(&this.description, 4, out);
+        Put::put(&this.preemption_policy, 5, out);
+    }
 }
 super::slots!(k8s_openapi::api::scheduling::v1::PriorityClass);
 super::message!(k8s_openapi::api::scheduling::v1::PriorityClass);
@@ -14229,6 +18024,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.single, 1, out);
+        Put::put(&this.all, 2, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode);
@@ -14255,6 +18056,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeGangScheduling
             1 => Slot::fill(&mut this.min_group_count, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.min_group_count, 1, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -14285,6 +18091,13 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup);
@@ -14313,6 +18126,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedu
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.topology, 1, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingConstraints);
@@ -14340,6 +18158,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedu
             2 => Slot::fill(&mut this.gang, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.basic, 1, out);
+        Put::put(&this.gang, 2, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -14382,6 +18206,18 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.parent_composite_pod_group_name, 1, out);
+        Put::put(&this.workload_ref, 2, out);
+        Put::put(&this.scheduling_policy, 3, out);
+        Put::put(&this.scheduling_constraints, 4, out);
+        Put::put(&this.disruption_mode, 5, out);
+        Put::put_nonzero(&this.priority_class_name, 6, out);
+        Put::put(&this.priority, 7, out);
+        Put::put(&this.preemption_policy, 8, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec);
@@ -14408,6 +18244,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus
             1 => Slot::fill(&mut this.conditions, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.conditions, 1, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -14451,6 +18292,19 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTempla
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.scheduling_policy, 2, out);
+        Put::put(&this.scheduling_constraints, 3, out);
+        Put::put(&this.disruption_mode, 4, out);
+        Put::put_nonzero(&this.priority_class_name, 5, out);
+        Put::put(&this.priority, 6, out);
+        Put::put(&this.preemption_policy, 7, out);
+        Put::put(&this.pod_group_templates, 8, out);
+        Put::put(&this.composite_pod_group_templates, 9, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate);
@@ -14479,6 +18333,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::DisruptionMode {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.single, 1, out);
+        Put::put(&this.all, 2, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::DisruptionMode);
@@ -14505,6 +18365,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy {
             1 => Slot::fill(&mut this.min_count, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.min_count, 1, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -14534,6 +18399,13 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroup {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -14570,6 +18442,13 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.resource_claim_name, 2, out);
+        Put::put(&this.resource_claim_template_name, 3, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim);
@@ -14598,6 +18477,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimSt
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.resource_claim_name, 2, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimStatus);
@@ -14624,6 +18509,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConst
             1 => Slot::fill(&mut this.topology, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.topology, 1, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -14652,6 +18542,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolic
             2 => Slot::fill(&mut this.gang, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.basic, 1, out);
+        Put::put(&this.gang, 2, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -14695,6 +18591,19 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.parent_composite_pod_group_name, 1, out);
+        Put::put(&this.workload_ref, 2, out);
+        Put::put(&this.scheduling_policy, 3, out);
+        Put::put(&this.scheduling_constraints, 4, out);
+        Put::put(&this.resource_claims, 5, out);
+        Put::put(&this.disruption_mode, 6, out);
+        Put::put_nonzero(&this.priority_class_name, 7, out);
+        Put::put(&this.priority, 8, out);
+        Put::put(&this.preemption_policy, 9, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec);
@@ -14722,6 +18631,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus {
             2 => Slot::fill(&mut this.resource_claim_statuses, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.conditions, 1, out);
+        Put::put(&this.resource_claim_statuses, 2, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -14758,6 +18673,18 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.scheduling_policy, 2, out);
+        Put::put(&this.scheduling_constraints, 3, out);
+        Put::put(&this.resource_claims, 4, out);
+        Put::put(&this.disruption_mode, 5, out);
+        Put::put_nonzero(&this.priority_class_name, 6, out);
+        Put::put(&this.priority, 7, out);
+        Put::put(&this.preemption_policy, 8, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate);
@@ -14791,6 +18718,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.key, 1, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint);
@@ -14821,6 +18753,13 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReferen
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.api_group, 1, out);
+        Put::put(&this.kind, 2, out);
+        Put::put(&this.name, 3, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReference);
@@ -14848,6 +18787,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::Workload {
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -14883,6 +18828,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisrupt
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.single, 1, out);
+        Put::put(&this.all, 2, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisruptionMode);
@@ -14910,6 +18861,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSch
             1 => Slot::fill(&mut this.min_count, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.min_count, 1, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -14946,6 +18902,13 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResourc
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.resource_claim_name, 2, out);
+        Put::put(&this.resource_claim_template_name, 3, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResourceClaim);
@@ -14974,6 +18937,11 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedul
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.topology, 1, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedulingConstraints);
@@ -15001,6 +18969,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedul
             2 => Slot::fill(&mut this.gang, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.basic, 1, out);
+        Put::put(&this.gang, 2, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -15032,6 +19006,12 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadReference {
             2 => Slot::fill(&mut this.template_name, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.workload_name, 1, out);
+        Put::put(&this.template_name, 2, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -15068,6 +19048,13 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.controller_ref, 1, out);
+        Put::put(&this.pod_group_templates, 2, out);
+        Put::put(&this.composite_pod_group_templates, 3, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec);
@@ -15094,6 +19081,12 @@ impl Message for k8s_openapi::api::storage::v1::CSIDriver {
             2 => Slot::fill(&mut this.spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::storage::v1::CSIDriver);
@@ -15153,6 +19146,27 @@ impl Message for k8s_openapi::api::storage::v1::CSIDriverSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.attach_required, 1, out);
+        Put::put(&this.pod_info_on_mount, 2, out);
+        Put::put(&this.volume_lifecycle_modes, 3, out);
+        Put::put(&this.storage_capacity, 4, out);
+        Put::put(&this.fs_group_policy, 5, out);
+        Put::put(&this.token_requests, 6, out);
+        Put::put(&this.requires_republish, 7, out);
+        Put::put(&this.se_linux_mount, 8, out);
+        Put::put(&this.node_allocatable_update_period_seconds, 9, out);
+        #[cfg(any(
+            kubeclient_k8s_minor = "35",
+            kubeclient_k8s_minor = "36",
+            kubeclient_k8s_minor = "37"
+        ))]
+        Put::put(&this.service_account_token_in_secrets, 10, out);
+        #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
+        Put::put(&this.prevent_pod_scheduling_if_missing, 11, out);
+    }
 }
 super::slots!(k8s_openapi::api::storage::v1::CSIDriverSpec);
 super::message!(k8s_openapi::api::storage::v1::CSIDriverSpec);
@@ -15179,6 +19193,14 @@ impl Message for k8s_openapi::api::storage::v1::CSINode {
             3 => Slot::fill(&mut this.status, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        #[cfg(kubeclient_k8s_minor = "37")]
+        Put::put(&this.status, 3, out);
     }
 }
 super::slots!(k8s_openapi::api::storage::v1::CSINode);
@@ -15207,6 +19229,14 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeDriver {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.node_id, 2, out);
+        Put::put(&this.topology_keys, 3, out);
+        Put::put(&this.allocatable, 4, out);
+    }
 }
 super::slots!(k8s_openapi::api::storage::v1::CSINodeDriver);
 super::message!(k8s_openapi::api::storage::v1::CSINodeDriver);
@@ -15230,6 +19260,11 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeSpec {
             1 => Slot::fill(&mut this.drivers, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.drivers, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::storage::v1::CSINodeSpec);
@@ -15255,6 +19290,11 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeStatus {
             1 => Slot::fill(&mut this.storage_health, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.storage_health, 1, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -15285,6 +19325,15 @@ impl Message for k8s_openapi::api::storage::v1::CSIStorageCapacity {
             5 => Slot::fill(&mut this.maximum_volume_size, value, reader, 5, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.node_topology, 2, out);
+        Put::put(&this.storage_class_name, 3, out);
+        Put::put(&this.capacity, 4, out);
+        Put::put(&this.maximum_volume_size, 5, out);
     }
 }
 super::slots!(k8s_openapi::api::storage::v1::CSIStorageCapacity);
@@ -15317,6 +19366,18 @@ impl Message for k8s_openapi::api::storage::v1::StorageClass {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.provisioner, 2, out);
+        Put::put(&this.parameters, 3, out);
+        Put::put(&this.reclaim_policy, 4, out);
+        Put::put(&this.mount_options, 5, out);
+        Put::put(&this.allow_volume_expansion, 6, out);
+        Put::put(&this.volume_binding_mode, 7, out);
+        Put::put(&this.allowed_topologies, 8, out);
+    }
 }
 super::slots!(k8s_openapi::api::storage::v1::StorageClass);
 super::message!(k8s_openapi::api::storage::v1::StorageClass);
@@ -15342,6 +19403,12 @@ impl Message for k8s_openapi::api::storage::v1::StorageHealth {
             2 => Slot::fill(&mut this.health_conditions, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.health_conditions, 2, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -15376,6 +19443,16 @@ impl Message for k8s_openapi::api::storage::v1::StorageHealthCondition {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.status, 1, out);
+        Put::put(&this.reason, 2, out);
+        Put::put_nonzero(&this.message, 3, out);
+        Put::put(&this.access_mode, 4, out);
+        Put::put(&this.volume_mode, 5, out);
+        Put::put(&this.last_transition_time, 6, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storage::v1::StorageHealthCondition);
@@ -15403,6 +19480,12 @@ impl Message for k8s_openapi::api::storage::v1::TokenRequest {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.audience, 1, out);
+        Put::put(&this.expiration_seconds, 2, out);
+    }
 }
 super::slots!(k8s_openapi::api::storage::v1::TokenRequest);
 super::message!(k8s_openapi::api::storage::v1::TokenRequest);
@@ -15429,6 +19512,13 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachment {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::storage::v1::VolumeAttachment);
 super::message!(k8s_openapi::api::storage::v1::VolumeAttachment);
@@ -15453,6 +19543,12 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
             2 => Slot::fill(&mut this.inline_volume_spec, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.persistent_volume_name, 1, out);
+        Put::put(&this.inline_volume_spec, 2, out);
     }
 }
 super::slots!(k8s_openapi::api::storage::v1::VolumeAttachmentSource);
@@ -15480,6 +19576,13 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.attacher, 1, out);
+        Put::put(&this.source, 2, out);
+        Put::put(&this.node_name, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::storage::v1::VolumeAttachmentSpec);
 super::message!(k8s_openapi::api::storage::v1::VolumeAttachmentSpec);
@@ -15506,6 +19609,14 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
             4 => Slot::fill(&mut this.detach_error, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.attached, 1, out);
+        Put::put(&this.attachment_metadata, 2, out);
+        Put::put(&this.attach_error, 3, out);
+        Put::put(&this.detach_error, 4, out);
     }
 }
 super::slots!(k8s_openapi::api::storage::v1::VolumeAttachmentStatus);
@@ -15538,6 +19649,13 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttributesClass {
             3 => Slot::fill(&mut this.parameters, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.driver_name, 2, out);
+        Put::put(&this.parameters, 3, out);
     }
 }
 #[cfg(any(
@@ -15578,6 +19696,13 @@ impl Message for k8s_openapi::api::storage::v1::VolumeError {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.time, 1, out);
+        Put::put_nonzero(&this.message, 2, out);
+        Put::put(&this.error_code, 3, out);
+    }
 }
 super::slots!(k8s_openapi::api::storage::v1::VolumeError);
 super::message!(k8s_openapi::api::storage::v1::VolumeError);
@@ -15601,6 +19726,11 @@ impl Message for k8s_openapi::api::storage::v1::VolumeNodeResources {
             1 => Slot::fill(&mut this.count, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.count, 1, out);
     }
 }
 super::slots!(k8s_openapi::api::storage::v1::VolumeNodeResources);
@@ -15629,6 +19759,13 @@ impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put(&this.spec, 2, out);
+        Put::put(&this.status, 3, out);
+    }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
 super::slots!(k8s_openapi::api::storagemigration::v1::StorageVersionMigration);
@@ -15655,6 +19792,11 @@ impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration
             1 => Slot::fill(&mut this.resource, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.resource, 1, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -15684,6 +19826,12 @@ impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration
             2 => Slot::fill(&mut this.resource_version, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.conditions, 1, out);
+        Put::put_nonzero(&this.resource_version, 2, out);
     }
 }
 #[cfg(kubeclient_k8s_minor = "37")]
@@ -15719,6 +19867,16 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.type_, 2, out);
+        Put::put_nonzero(&this.format, 3, out);
+        Put::put_nonzero(&this.description, 4, out);
+        Put::put_nonzero(&this.priority, 5, out);
+        Put::put(&this.json_path, 6, out);
+    }
 }
 super::slots!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition);
 super::message!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition);
@@ -15746,6 +19904,12 @@ impl Message
             2 => Slot::fill(&mut this.webhook, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.strategy, 1, out);
+        Put::put(&this.webhook, 2, out);
     }
 }
 super::slots!(
@@ -15783,6 +19947,16 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put(&this.last_transition_time, 3, out);
+        Put::put_nonzero(&this.reason, 4, out);
+        Put::put_nonzero(&this.message, 5, out);
+        #[cfg(any(kubeclient_k8s_minor = "35", kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))] Put::put_nonzero(&this.observed_generation, 6, out);
+    }
 }
 super::slots!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionCondition);
 super::message!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionCondition);
@@ -15814,6 +19988,16 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.plural, 1, out);
+        Put::put_nonzero(&this.singular, 2, out);
+        Put::put(&this.short_names, 3, out);
+        Put::put(&this.kind, 4, out);
+        Put::put_nonzero(&this.list_kind, 5, out);
+        Put::put(&this.categories, 6, out);
+    }
 }
 super::slots!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionNames);
 super::message!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionNames);
@@ -15842,6 +20026,14 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.conditions, 1, out);
+        Put::put(&this.accepted_names, 2, out);
+        Put::put(&this.stored_versions, 3, out);
+        #[cfg(any(kubeclient_k8s_minor = "35", kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))] Put::put_nonzero(&this.observed_generation, 4, out);
+    }
 }
 super::slots!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionStatus);
 super::message!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionStatus);
@@ -15867,6 +20059,13 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
             3 => Slot::fill(&mut this.label_selector_path, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.spec_replicas_path, 1, out);
+        Put::put(&this.status_replicas_path, 2, out);
+        Put::put(&this.label_selector_path, 3, out);
     }
 }
 super::slots!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceScale);
@@ -15894,6 +20093,12 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
             2 => Slot::fill(&mut this.scale, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.status, 1, out);
+        Put::put(&this.scale, 2, out);
     }
 }
 super::slots!(
@@ -15929,6 +20134,12 @@ impl Message
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.description, 1, out);
+        Put::put_nonzero(&this.url, 2, out);
+    }
 }
 super::slots!(
     k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ExternalDocumentation
@@ -15959,6 +20170,11 @@ impl Message
             1 => Slot::fill(&mut this.json_path, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.json_path, 1, out);
     }
 }
 super::slots!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::SelectableField);
@@ -15991,6 +20207,14 @@ impl Message
             4 => Slot::fill(&mut this.port, value, reader, 4, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.namespace, 1, out);
+        Put::put(&this.name, 2, out);
+        Put::put(&this.path, 3, out);
+        Put::put(&this.port, 4, out);
     }
 }
 super::slots!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ServiceReference);
@@ -16029,6 +20253,16 @@ impl Message
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.rule, 1, out);
+        Put::put_nonzero(&this.message, 2, out);
+        Put::put_nonzero(&this.message_expression, 3, out);
+        Put::put(&this.reason, 4, out);
+        Put::put_nonzero(&this.field_path, 5, out);
+        Put::put(&this.optional_old_self, 6, out);
+    }
 }
 super::slots!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule);
 super::message!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule);
@@ -16058,6 +20292,13 @@ impl Message
             3 => Slot::fill(&mut this.url, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.service, 1, out);
+        Put::put_nonzero(&this.ca_bundle, 2, out);
+        Put::put(&this.url, 3, out);
     }
 }
 super::slots!(
@@ -16090,6 +20331,12 @@ impl Message
             3 => Slot::fill(&mut this.conversion_review_versions, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.client_config, 2, out);
+        Put::put(&this.conversion_review_versions, 3, out);
     }
 }
 super::slots!(
@@ -16128,6 +20375,14 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.versions, 2, out);
+        Put::put(&this.preferred_version, 3, out);
+        Put::put(&this.server_address_by_client_cidrs, 4, out);
+    }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup);
 super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup);
@@ -16151,6 +20406,11 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
             1 => Slot::fill(&mut this.groups, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.groups, 1, out);
     }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList);
@@ -16188,6 +20448,20 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.name, 1, out);
+        Put::put(&this.namespaced, 2, out);
+        Put::put(&this.kind, 3, out);
+        super::encode::put_string_array(&this.verbs, 4, out);
+        Put::put(&this.short_names, 5, out);
+        Put::put(&this.singular_name, 6, out);
+        Put::put(&this.categories, 7, out);
+        Put::put_nonzero(&this.group, 8, out);
+        Put::put_nonzero(&this.version, 9, out);
+        Put::put_nonzero(&this.storage_version_hash, 10, out);
+    }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource);
 super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource);
@@ -16212,6 +20486,12 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList
             2 => Slot::fill(&mut this.resources, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.group_version, 1, out);
+        Put::put(&this.resources, 2, out);
     }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList);
@@ -16243,6 +20523,12 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
             ),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.versions, 1, out);
+        Put::put(&this.server_address_by_client_cidrs, 2, out);
     }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions);
@@ -16283,6 +20569,16 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.type_, 1, out);
+        Put::put(&this.status, 2, out);
+        Put::put_nonzero(&this.observed_generation, 3, out);
+        Put::put(&this.last_transition_time, 4, out);
+        Put::put(&this.reason, 5, out);
+        Put::put(&this.message, 6, out);
+    }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition);
 super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition);
@@ -16318,6 +20614,22 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.grace_period_seconds, 1, out);
+        Put::put(&this.preconditions, 2, out);
+        Put::put(&this.orphan_dependents, 3, out);
+        Put::put(&this.propagation_policy, 4, out);
+        Put::put(&this.dry_run, 5, out);
+        Put::put(
+            &this.ignore_store_read_error_with_cluster_breaking_potential,
+            6,
+            out,
+        );
+        out.unmapped(&this.api_version);
+        out.unmapped(&this.kind);
+    }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions);
 super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions);
@@ -16343,6 +20655,13 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorRe
             3 => Slot::fill(&mut this.values, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.key, 1, out);
+        Put::put(&this.operator, 2, out);
+        Put::put(&this.values, 3, out);
     }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorRequirement);
@@ -16373,6 +20692,12 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupResource {
             2 => Slot::fill(&mut this.resource, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.group, 1, out);
+        Put::put(&this.resource, 2, out);
     }
 }
 #[cfg(any(
@@ -16409,6 +20734,12 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupVersionFor
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.group_version, 1, out);
+        Put::put(&this.version, 2, out);
+    }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupVersionForDiscovery);
 super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupVersionForDiscovery);
@@ -16433,6 +20764,12 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
             2 => Slot::fill(&mut this.match_expressions, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.match_labels, 1, out);
+        Put::put(&this.match_expressions, 2, out);
     }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector);
@@ -16459,6 +20796,13 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRe
             3 => Slot::fill(&mut this.values, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.key, 1, out);
+        Put::put(&this.operator, 2, out);
+        Put::put(&this.values, 3, out);
     }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement);
@@ -16491,6 +20835,16 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
             5 => Slot::fill(&mut this.shard_info, value, reader, 5, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.self_link, 1, out);
+        Put::put_nonzero(&this.resource_version, 2, out);
+        Put::put_nonzero(&this.continue_, 3, out);
+        Put::put(&this.remaining_item_count, 4, out);
+        #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
+        Put::put(&this.shard_info, 5, out);
     }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta);
@@ -16526,6 +20880,17 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEn
             8 => Slot::fill(&mut this.subresource, value, reader, 8, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.manager, 1, out);
+        Put::put_nonzero(&this.operation, 2, out);
+        Put::put_nonzero(&this.api_version, 3, out);
+        Put::put(&this.time, 4, out);
+        Put::put_nonzero(&this.fields_type, 6, out);
+        Put::put(&this.fields_v1, 7, out);
+        Put::put_nonzero(&this.subresource, 8, out);
     }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry);
@@ -16579,6 +20944,25 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.name, 1, out);
+        Put::put_nonzero(&this.generate_name, 2, out);
+        Put::put_nonzero(&this.namespace, 3, out);
+        Put::put_nonzero(&this.self_link, 4, out);
+        Put::put_nonzero(&this.uid, 5, out);
+        Put::put_nonzero(&this.resource_version, 6, out);
+        Put::put_nonzero(&this.generation, 7, out);
+        Put::put(&this.creation_timestamp, 8, out);
+        Put::put(&this.deletion_timestamp, 9, out);
+        Put::put(&this.deletion_grace_period_seconds, 10, out);
+        Put::put(&this.labels, 11, out);
+        Put::put(&this.annotations, 12, out);
+        Put::put(&this.owner_references, 13, out);
+        Put::put(&this.finalizers, 14, out);
+        Put::put(&this.managed_fields, 17, out);
+    }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta);
 super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta);
@@ -16608,6 +20992,16 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference 
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.kind, 1, out);
+        Put::put(&this.name, 3, out);
+        Put::put(&this.uid, 4, out);
+        Put::put(&this.api_version, 5, out);
+        Put::put(&this.controller, 6, out);
+        Put::put(&this.block_owner_deletion, 7, out);
+    }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference);
 super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference);
@@ -16632,6 +21026,12 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
             2 => Slot::fill(&mut this.resource_version, value, reader, 2, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.uid, 1, out);
+        Put::put(&this.resource_version, 2, out);
     }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions);
@@ -16658,6 +21058,12 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ServerAddressBy
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.client_cidr, 1, out);
+        Put::put(&this.server_address, 2, out);
+    }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::ServerAddressByClientCIDR);
 super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::ServerAddressByClientCIDR);
@@ -16682,6 +21088,11 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ShardInfo {
             1 => Slot::fill(&mut this.selector, value, reader, 1, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.selector, 1, out);
     }
 }
 #[cfg(any(kubeclient_k8s_minor = "36", kubeclient_k8s_minor = "37"))]
@@ -16718,6 +21129,16 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
             _ => Ok(()),
         }
     }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put(&this.metadata, 1, out);
+        Put::put_nonzero(&this.status, 2, out);
+        Put::put_nonzero(&this.message, 3, out);
+        Put::put_nonzero(&this.reason, 4, out);
+        Put::put(&this.details, 5, out);
+        Put::put_nonzero(&this.code, 6, out);
+    }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::Status);
 super::message!(k8s_openapi::apimachinery::pkg::apis::meta::v1::Status);
@@ -16746,6 +21167,13 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause {
             3 => Slot::fill(&mut this.field, value, reader, 3, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.reason, 1, out);
+        Put::put_nonzero(&this.message, 2, out);
+        Put::put_nonzero(&this.field, 3, out);
     }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause);
@@ -16780,6 +21208,16 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
             6 => Slot::fill(&mut this.uid, value, reader, 6, ctx),
             _ => Ok(()),
         }
+    }
+
+    fn encode_fields(&self, out: &mut Out) {
+        let this = self;
+        Put::put_nonzero(&this.name, 1, out);
+        Put::put_nonzero(&this.group, 2, out);
+        Put::put_nonzero(&this.kind, 3, out);
+        Put::put(&this.causes, 4, out);
+        Put::put_nonzero(&this.retry_after_seconds, 5, out);
+        Put::put_nonzero(&this.uid, 6, out);
     }
 }
 super::slots!(k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails);
@@ -17154,6 +21592,240 @@ fn inline_api_admissionregistration_v1_namedrulewithoperations_api_admissionregi
         4 => Slot::fill(&mut this.scope, value, reader, 4, ctx),
         _ => Ok(()),
     }
+}
+
+fn encode_inline_api_admissionregistration_v1_namedrulewithoperations_api_admissionregistration_v1_namedrulewithoperations_2(
+    this: &k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations,
+    out: &mut Out,
+) {
+    Put::put(&this.operations, 1, out);
+    out.message(2, |out| encode_inline_api_admissionregistration_v1_namedrulewithoperations_api_admissionregistration_v1_rulewithoperations_2(this, out));
+}
+
+fn encode_inline_api_admissionregistration_v1_rulewithoperations_api_admissionregistration_v1_rulewithoperations_2(
+    this: &k8s_openapi::api::admissionregistration::v1::RuleWithOperations,
+    out: &mut Out,
+) {
+    Put::put(&this.api_groups, 1, out);
+    Put::put(&this.api_versions, 2, out);
+    Put::put(&this.resources, 3, out);
+    Put::put(&this.scope, 4, out);
+}
+
+fn encode_inline_api_core_v1_configmapenvsource_api_core_v1_configmapenvsource_1(
+    this: &k8s_openapi::api::core::v1::ConfigMapEnvSource,
+    out: &mut Out,
+) {
+    Put::put_nonzero(&this.name, 1, out);
+}
+
+fn encode_inline_api_core_v1_configmapkeyselector_api_core_v1_configmapkeyselector_1(
+    this: &k8s_openapi::api::core::v1::ConfigMapKeySelector,
+    out: &mut Out,
+) {
+    Put::put_nonzero(&this.name, 1, out);
+}
+
+fn encode_inline_api_core_v1_configmapprojection_api_core_v1_configmapprojection_1(
+    this: &k8s_openapi::api::core::v1::ConfigMapProjection,
+    out: &mut Out,
+) {
+    Put::put_nonzero(&this.name, 1, out);
+}
+
+fn encode_inline_api_core_v1_configmapvolumesource_api_core_v1_configmapvolumesource_1(
+    this: &k8s_openapi::api::core::v1::ConfigMapVolumeSource,
+    out: &mut Out,
+) {
+    Put::put_nonzero(&this.name, 1, out);
+}
+
+fn encode_inline_api_core_v1_ephemeralcontainer_api_core_v1_ephemeralcontainer_1(
+    this: &k8s_openapi::api::core::v1::EphemeralContainer,
+    out: &mut Out,
+) {
+    Put::put(&this.name, 1, out);
+    Put::put_nonzero(&this.image, 2, out);
+    Put::put(&this.command, 3, out);
+    Put::put(&this.args, 4, out);
+    Put::put_nonzero(&this.working_dir, 5, out);
+    Put::put(&this.ports, 6, out);
+    Put::put(&this.env, 7, out);
+    Put::put(&this.resources, 8, out);
+    Put::put(&this.volume_mounts, 9, out);
+    Put::put(&this.liveness_probe, 10, out);
+    Put::put(&this.readiness_probe, 11, out);
+    Put::put(&this.lifecycle, 12, out);
+    Put::put_nonzero(&this.termination_message_path, 13, out);
+    Put::put_nonzero(&this.image_pull_policy, 14, out);
+    Put::put(&this.security_context, 15, out);
+    Put::put_nonzero(&this.stdin, 16, out);
+    Put::put_nonzero(&this.stdin_once, 17, out);
+    Put::put_nonzero(&this.tty, 18, out);
+    Put::put(&this.env_from, 19, out);
+    Put::put_nonzero(&this.termination_message_policy, 20, out);
+    Put::put(&this.volume_devices, 21, out);
+    Put::put(&this.startup_probe, 22, out);
+    Put::put(&this.resize_policy, 23, out);
+    Put::put(&this.restart_policy, 24, out);
+    #[cfg(any(
+        kubeclient_k8s_minor = "34",
+        kubeclient_k8s_minor = "35",
+        kubeclient_k8s_minor = "36",
+        kubeclient_k8s_minor = "37"
+    ))]
+    Put::put(&this.restart_policy_rules, 25, out);
+}
+
+fn encode_inline_api_core_v1_persistentvolumespec_api_core_v1_persistentvolumespec_2(
+    this: &k8s_openapi::api::core::v1::PersistentVolumeSpec,
+    out: &mut Out,
+) {
+    Put::put(&this.gce_persistent_disk, 1, out);
+    Put::put(&this.aws_elastic_block_store, 2, out);
+    Put::put(&this.host_path, 3, out);
+    Put::put(&this.glusterfs, 4, out);
+    Put::put(&this.nfs, 5, out);
+    Put::put(&this.rbd, 6, out);
+    Put::put(&this.iscsi, 7, out);
+    Put::put(&this.cinder, 8, out);
+    Put::put(&this.cephfs, 9, out);
+    Put::put(&this.fc, 10, out);
+    Put::put(&this.flocker, 11, out);
+    Put::put(&this.flex_volume, 12, out);
+    Put::put(&this.azure_file, 13, out);
+    Put::put(&this.vsphere_volume, 14, out);
+    Put::put(&this.quobyte, 15, out);
+    Put::put(&this.azure_disk, 16, out);
+    Put::put(&this.photon_persistent_disk, 17, out);
+    Put::put(&this.portworx_volume, 18, out);
+    Put::put(&this.scale_io, 19, out);
+    Put::put(&this.local, 20, out);
+    Put::put(&this.storageos, 21, out);
+    Put::put(&this.csi, 22, out);
+}
+
+fn encode_inline_api_core_v1_probe_api_core_v1_probe_1(
+    this: &k8s_openapi::api::core::v1::Probe,
+    out: &mut Out,
+) {
+    Put::put(&this.exec, 1, out);
+    Put::put(&this.http_get, 2, out);
+    Put::put(&this.tcp_socket, 3, out);
+    Put::put(&this.grpc, 4, out);
+}
+
+fn encode_inline_api_core_v1_secretenvsource_api_core_v1_secretenvsource_1(
+    this: &k8s_openapi::api::core::v1::SecretEnvSource,
+    out: &mut Out,
+) {
+    Put::put_nonzero(&this.name, 1, out);
+}
+
+fn encode_inline_api_core_v1_secretkeyselector_api_core_v1_secretkeyselector_1(
+    this: &k8s_openapi::api::core::v1::SecretKeySelector,
+    out: &mut Out,
+) {
+    Put::put_nonzero(&this.name, 1, out);
+}
+
+fn encode_inline_api_core_v1_secretprojection_api_core_v1_secretprojection_1(
+    this: &k8s_openapi::api::core::v1::SecretProjection,
+    out: &mut Out,
+) {
+    Put::put_nonzero(&this.name, 1, out);
+}
+
+fn encode_inline_api_core_v1_volume_api_core_v1_volume_2(
+    this: &k8s_openapi::api::core::v1::Volume,
+    out: &mut Out,
+) {
+    Put::put(&this.host_path, 1, out);
+    Put::put(&this.empty_dir, 2, out);
+    Put::put(&this.gce_persistent_disk, 3, out);
+    Put::put(&this.aws_elastic_block_store, 4, out);
+    Put::put(&this.git_repo, 5, out);
+    Put::put(&this.secret, 6, out);
+    Put::put(&this.nfs, 7, out);
+    Put::put(&this.iscsi, 8, out);
+    Put::put(&this.glusterfs, 9, out);
+    Put::put(&this.persistent_volume_claim, 10, out);
+    Put::put(&this.rbd, 11, out);
+    Put::put(&this.flex_volume, 12, out);
+    Put::put(&this.cinder, 13, out);
+    Put::put(&this.cephfs, 14, out);
+    Put::put(&this.flocker, 15, out);
+    Put::put(&this.downward_api, 16, out);
+    Put::put(&this.fc, 17, out);
+    Put::put(&this.azure_file, 18, out);
+    Put::put(&this.config_map, 19, out);
+    Put::put(&this.vsphere_volume, 20, out);
+    Put::put(&this.quobyte, 21, out);
+    Put::put(&this.azure_disk, 22, out);
+    Put::put(&this.photon_persistent_disk, 23, out);
+    Put::put(&this.portworx_volume, 24, out);
+    Put::put(&this.scale_io, 25, out);
+    Put::put(&this.projected, 26, out);
+    Put::put(&this.storageos, 27, out);
+    Put::put(&this.csi, 28, out);
+    Put::put(&this.ephemeral, 29, out);
+    Put::put(&this.image, 30, out);
+}
+
+fn encode_inline_api_networking_v1_ingressrule_api_networking_v1_ingressrule_2(
+    this: &k8s_openapi::api::networking::v1::IngressRule,
+    out: &mut Out,
+) {
+    Put::put(&this.http, 1, out);
+}
+
+#[cfg(any(
+    kubeclient_k8s_minor = "34",
+    kubeclient_k8s_minor = "35",
+    kubeclient_k8s_minor = "36",
+    kubeclient_k8s_minor = "37"
+))]
+fn encode_inline_api_resource_v1_deviceallocationconfiguration_api_resource_v1_deviceallocationconfiguration_3(
+    this: &k8s_openapi::api::resource::v1::DeviceAllocationConfiguration,
+    out: &mut Out,
+) {
+    Put::put(&this.opaque, 1, out);
+}
+
+#[cfg(any(
+    kubeclient_k8s_minor = "34",
+    kubeclient_k8s_minor = "35",
+    kubeclient_k8s_minor = "36",
+    kubeclient_k8s_minor = "37"
+))]
+fn encode_inline_api_resource_v1_deviceclaimconfiguration_api_resource_v1_deviceclaimconfiguration_2(
+    this: &k8s_openapi::api::resource::v1::DeviceClaimConfiguration,
+    out: &mut Out,
+) {
+    Put::put(&this.opaque, 1, out);
+}
+
+#[cfg(any(
+    kubeclient_k8s_minor = "34",
+    kubeclient_k8s_minor = "35",
+    kubeclient_k8s_minor = "36",
+    kubeclient_k8s_minor = "37"
+))]
+fn encode_inline_api_resource_v1_deviceclassconfiguration_api_resource_v1_deviceclassconfiguration_1(
+    this: &k8s_openapi::api::resource::v1::DeviceClassConfiguration,
+    out: &mut Out,
+) {
+    Put::put(&this.opaque, 1, out);
+}
+
+fn encode_inline_api_admissionregistration_v1_namedrulewithoperations_api_admissionregistration_v1_rulewithoperations_2(
+    this: &k8s_openapi::api::admissionregistration::v1::NamedRuleWithOperations,
+    out: &mut Out,
+) {
+    Put::put(&this.api_groups, 1, out);
+    Put::put(&this.api_versions, 2, out);
+    Put::put(&this.resources, 3, out);
+    Put::put(&this.scope, 4, out);
 }
 
 /// Registers the decoder of every kind whose message is generated.

@@ -9,7 +9,11 @@
 //!
 //! The generated decoders are found by the type asked for ([`decode`]); kinds without one
 //! (custom resources, CRDs, whose schema unions need the JSON form) keep the serde path.
+//!
+//! The same generated impls write the structs back as messages
+//! ([`encode_message`], runtime in `encode.rs`), for the compact informer cache.
 
+pub(crate) mod encode;
 mod generated;
 
 use std::any::{Any, TypeId};
@@ -52,6 +56,9 @@ pub(crate) trait Message: Sized {
         reader: &mut Reader<'a>,
         ctx: &mut Ctx,
     ) -> Result<(), ProtobufError>;
+
+    /// Writes the struct's fields (the message's contents, without a key or length).
+    fn encode_fields(&self, out: &mut encode::Out<'_>);
 }
 
 /// The JSON name of a message's field, for errors.
@@ -372,6 +379,14 @@ macro_rules! message {
                 }
             }
         }
+        impl $crate::protobuf::typed::encode::Encode for $t {
+            fn put_value(&self, number: u32, out: &mut $crate::protobuf::typed::encode::Out<'_>) {
+                out.message(number, |out| {
+                    $crate::protobuf::typed::Message::encode_fields(self, out);
+                });
+            }
+        }
+        $crate::protobuf::typed::encode::puts!($t);
     };
 }
 pub(crate) use message;
@@ -393,7 +408,13 @@ macro_rules! empty_object {
                 }
             }
         }
+        impl $crate::protobuf::typed::encode::Encode for $t {
+            fn put_value(&self, number: u32, out: &mut $crate::protobuf::typed::encode::Out<'_>) {
+                $crate::protobuf::typed::encode::put_empty_object(&self.0, number, out);
+            }
+        }
         $crate::protobuf::typed::slots!($t);
+        $crate::protobuf::typed::encode::puts!($t);
     };
 }
 pub(crate) use empty_object;
@@ -647,6 +668,7 @@ struct Entry {
     api_version: &'static str,
     kind: &'static str,
     decode: fn(&[u8], &mut Ctx, &mut dyn Any) -> Result<(), ProtobufError>,
+    encode: fn(&dyn Any, &mut encode::Out<'_>) -> bool,
 }
 
 /// Every kind with a generated decoder, by the `TypeId` of its struct.
@@ -660,6 +682,7 @@ impl Table {
                 api_version: K::API_VERSION,
                 kind: K::KIND,
                 decode: decode_into::<K>,
+                encode: encode_from::<K>,
             },
         );
     }
@@ -673,6 +696,17 @@ fn decode_into<K: Message + 'static>(
     match slot.downcast_mut::<Option<K>>() {
         Some(slot) => merge_message(slot.insert(K::empty()), bytes, ctx),
         None => Ok(()),
+    }
+}
+
+/// Writes `obj`'s fields when it is a `K` (`false` otherwise).
+fn encode_from<K: Message + 'static>(obj: &dyn Any, out: &mut encode::Out<'_>) -> bool {
+    match obj.downcast_ref::<K>() {
+        Some(obj) => {
+            obj.encode_fields(out);
+            true
+        }
+        None => false,
     }
 }
 
@@ -718,6 +752,48 @@ pub(crate) fn decode<K: 'static>(
         Err(err) => Err(err),
     })
 }
+
+/// Appends `obj` to `out` as its protobuf message (no envelope: the bytes
+/// [`decode_message`] reads) with its generated encoder; `None` when `K` has none (custom
+/// resources, CRDs, dynamic objects). The [`Fidelity`] says whether the bytes decode back
+/// to an equal struct.
+///
+/// # Examples
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kubeclient_machinery::protobuf::{Fidelity, decode_message, encode_message};
+///
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.name = Some("cfg".into());
+/// cm.data = Some([("a".to_owned(), "b".to_owned())].into());
+/// let mut bytes = Vec::new();
+/// assert_eq!(encode_message(&cm, &mut bytes), Some(Fidelity::Exact));
+/// assert_eq!(decode_message::<ConfigMap>(&bytes).unwrap()?, cm);
+///
+/// // An empty name reads back as no name: the encoder says so.
+/// cm.metadata.name = Some(String::new());
+/// assert_eq!(encode_message(&cm, &mut Vec::new()), Some(Fidelity::Inexact));
+/// # Ok::<(), kubeclient_machinery::protobuf::ProtobufError>(())
+/// ```
+pub fn encode_message<K: 'static>(obj: &K, out: &mut Vec<u8>) -> Option<Fidelity> {
+    let entry = table().0.get(&TypeId::of::<K>())?;
+    let mut writer = encode::Out::new(out);
+    (entry.encode)(obj, &mut writer).then(|| writer.fidelity())
+}
+
+/// Decodes one protobuf message of `K`'s kind (no envelope, as [`encode_message`] writes
+/// it) with its generated decoder; `None` when `K` has none.
+///
+/// # Errors
+///
+/// [`ProtobufError`] when the bytes are not a valid message of the kind.
+pub fn decode_message<K: 'static>(bytes: &[u8]) -> Option<Result<K, ProtobufError>> {
+    let entry = table().0.get(&TypeId::of::<K>())?;
+    decode(entry.api_version, entry.kind, bytes, false)
+}
+
+pub use encode::Fidelity;
 
 #[cfg(test)]
 mod tests;
