@@ -1,14 +1,16 @@
-//! [`CompactRepr`]: the compact cache. Each object is kept as its JSON compressed with zstd,
-//! using a dictionary trained on the first objects of the informer's type, and is decoded
-//! when it is read.
+//! [`CompactRepr`]: the compact cache. Each object is kept as its protobuf message (built-in
+//! kinds; JSON for the rest) compressed with zstd, using a dictionary trained on the first
+//! objects of the informer's type, and is decoded when it is read.
 //!
 //! Why this form: a `k8s-openapi` Pod costs ~34 KB of live heap (a third of it struct shapes
-//! and empty optional fields), its JSON ~5-6 KB, zstd alone ~1.9 KB, and zstd with a
-//! dictionary shared by all objects of a type ~0.5 KB: objects of one type repeat the same
-//! field names, labels, images and probes, which is exactly what a trained dictionary
-//! captures. Decompressing ~5 KB costs a few microseconds; decoding the JSON back into the
-//! typed struct costs what decoding it from the wire costs (docs/BENCHMARKS.md has the
-//! measured figures).
+//! and empty optional fields), its JSON ~5-6 KB, its protobuf ~3 KB, and zstd with a
+//! dictionary shared by all objects of a type a fraction of a KB: objects of one type repeat
+//! the same field names, labels, images and probes, which is exactly what a trained
+//! dictionary captures. Built-in kinds are written and read by the generated protobuf
+//! encoders and decoders (no serde), several times faster than JSON; an object the protobuf
+//! form would not give back exactly (see
+//! [`Fidelity`](kubeclient_machinery::protobuf::Fidelity)), and every custom resource, is
+//! kept as JSON (docs/BENCHMARKS.md has the measured figures).
 //!
 //! How the dictionary comes to be: the codec keeps the start of the first
 //! [`TRAINING_SAMPLES`] objects it encodes (at most [`SAMPLE_PREFIX`] bytes of each) and then
@@ -21,6 +23,9 @@
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use kubeclient_machinery::protobuf::{
+    Fidelity, ProtobufError, decode_message, encode_message, has_generated_codec,
+};
 use kubeclient_machinery::{Object, ObjectDecodeError, decode_object};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -31,7 +36,7 @@ use crate::sync::lock;
 /// How many objects the dictionary is trained on.
 pub const TRAINING_SAMPLES: usize = 256;
 
-/// How much of each object's JSON becomes a training sample (the start of an object
+/// How much of each encoded object becomes a training sample (the start of an object
 /// carries the structure its type repeats).
 pub const SAMPLE_PREFIX: usize = 16 * 1024;
 
@@ -52,6 +57,9 @@ const MAX_KEPT_SCRATCH: usize = 4 * 1024 * 1024;
 /// The header's flag for "compressed with the codec's dictionary".
 const WITH_DICTIONARY: u8 = 1;
 
+/// The header's flag for "the frame holds the protobuf message, not JSON".
+const PROTOBUF: u8 = 2;
+
 /// Bytes of header before the resourceVersion: flags (1), resourceVersion length (2).
 const HEADER: usize = 3;
 
@@ -65,7 +73,10 @@ thread_local! {
 struct Scratch {
     compressor: Option<CCtx<'static>>,
     decompressor: Option<DCtx<'static>>,
+    /// Compressed output, or decompressed input.
     buffer: Vec<u8>,
+    /// The object's encoded form, before compression.
+    plain: Vec<u8>,
 }
 
 impl Scratch {
@@ -73,12 +84,15 @@ impl Scratch {
         if self.buffer.capacity() > MAX_KEPT_SCRATCH {
             self.buffer = Vec::new();
         }
+        if self.plain.capacity() > MAX_KEPT_SCRATCH {
+            self.plain = Vec::new();
+        }
     }
 }
 
-/// One object as the compact cache holds it: a small header (how it was compressed, its
-/// resourceVersion, readable without decoding) and the zstd frame of its JSON, in one
-/// allocation.
+/// One object as the compact cache holds it: a small header (how it was encoded and
+/// compressed, its resourceVersion, readable without decoding) and the zstd frame of its
+/// protobuf message or JSON, in one allocation.
 #[derive(Clone, PartialEq, Eq)]
 pub struct CompactObject {
     bytes: Box<[u8]>,
@@ -102,6 +116,12 @@ impl CompactObject {
         self.bytes[0] & WITH_DICTIONARY != 0
     }
 
+    /// Whether the object is held as its protobuf message (otherwise as JSON).
+    #[must_use]
+    pub fn is_protobuf(&self) -> bool {
+        self.bytes[0] & PROTOBUF != 0
+    }
+
     fn frame(&self) -> &[u8] {
         let len = usize::from(u16::from_le_bytes([self.bytes[1], self.bytes[2]]));
         &self.bytes[HEADER + len..]
@@ -114,6 +134,7 @@ impl std::fmt::Debug for CompactObject {
             .field("resource_version", &self.resource_version())
             .field("encoded_len", &self.encoded_len())
             .field("with_dictionary", &self.with_dictionary())
+            .field("protobuf", &self.is_protobuf())
             .finish()
     }
 }
@@ -141,6 +162,13 @@ pub enum CompactError {
     /// The decompressed JSON does not decode as the object's type.
     #[error("the stored object does not decode")]
     Decode(#[source] ObjectDecodeError),
+    /// The decompressed protobuf message does not decode as the object's type.
+    #[error("the stored object does not decode")]
+    DecodeProtobuf(#[source] ProtobufError),
+    /// The object says it is held as protobuf, but its type has no protobuf decoder (it was
+    /// stored by another codec).
+    #[error("the object is held as protobuf, which its type has no decoder for")]
+    NoProtobufDecoder,
 }
 
 /// A trained dictionary, prepared for both directions.
@@ -159,14 +187,16 @@ struct Training {
 }
 
 struct Codec<K> {
-    to_json: fn(&K) -> serde_json::Result<Vec<u8>>,
+    to_json: fn(&K, &mut Vec<u8>) -> serde_json::Result<()>,
     from_json: fn(&[u8]) -> Result<K, ObjectDecodeError>,
+    /// Whether `K` has generated protobuf code (built-in kinds).
+    protobuf: bool,
     dictionary: Arc<OnceLock<Dictionary>>,
     training: Mutex<Training>,
 }
 
 /// The compact representation of a [`Cache`](super::Cache): objects held as zstd-compressed
-/// JSON with a dictionary trained per informer, decoded on every read (see the module
+/// protobuf (built-in kinds) or JSON with a dictionary trained per informer, decoded on every read (see the module
 /// documentation for the trade-off). Clones share the codec and its dictionary.
 ///
 /// An informer uses it when it is made with
@@ -211,8 +241,8 @@ impl<K> std::fmt::Debug for CompactRepr<K> {
     }
 }
 
-fn to_json<K: Serialize>(obj: &K) -> serde_json::Result<Vec<u8>> {
-    serde_json::to_vec(obj)
+fn to_json<K: Serialize>(obj: &K, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    serde_json::to_writer(out, obj)
 }
 
 fn from_json<K: DeserializeOwned>(json: &[u8]) -> Result<K, ObjectDecodeError> {
@@ -227,6 +257,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactRepr<K> {
             codec: Arc::new(Codec {
                 to_json: to_json::<K>,
                 from_json: from_json::<K>,
+                protobuf: has_generated_codec::<K>(),
                 dictionary: Arc::new(OnceLock::new()),
                 training: Mutex::new(Training::default()),
             }),
@@ -259,42 +290,61 @@ impl<K: Object> CompactRepr<K> {
         let resource_version = obj.resource_version().as_bytes();
         let rv_len = u16::try_from(resource_version.len())
             .map_err(|_| CompactError::ResourceVersionTooLong(resource_version.len()))?;
-        let json = (self.codec.to_json)(obj).map_err(CompactError::Serialize)?;
-        self.sample(&json);
-        let dictionary = self.codec.dictionary.get();
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
-            let Scratch {
-                compressor, buffer, ..
-            } = &mut *scratch;
-            let compressor = compressor.get_or_insert_with(CCtx::create);
-            buffer.clear();
-            buffer.reserve(HEADER + resource_version.len() + zstd_safe::compress_bound(json.len()));
-            buffer.push(if dictionary.is_some() {
-                WITH_DICTIONARY
-            } else {
-                0
-            });
-            buffer.extend_from_slice(&rv_len.to_le_bytes());
-            buffer.extend_from_slice(resource_version);
-            // The frame goes after the header (a plain `Vec` would be written from its start).
-            let mut frame = std::io::Cursor::new(&mut *buffer);
-            frame.set_position((HEADER + resource_version.len()) as u64);
-            let written = match dictionary {
-                Some(dictionary) => {
-                    compressor.compress_using_cdict(&mut frame, &json, &dictionary.compress)
-                }
-                None => compressor.compress(&mut frame, &json, COMPRESSION_LEVEL),
-            };
-            let result = match written {
-                Ok(_) => Ok(CompactObject {
-                    bytes: Box::from(buffer.as_slice()),
-                }),
-                Err(code) => Err(CompactError::Zstd(zstd_safe::get_error_name(code))),
-            };
+            let result = self.encode_with(obj, resource_version, rv_len, &mut scratch);
             scratch.trim();
             result
         })
+    }
+
+    fn encode_with(
+        &self,
+        obj: &K,
+        resource_version: &[u8],
+        rv_len: u16,
+        scratch: &mut Scratch,
+    ) -> Result<CompactObject, CompactError> {
+        let Scratch {
+            compressor,
+            buffer,
+            plain,
+            ..
+        } = scratch;
+        plain.clear();
+        let mut flags = 0;
+        if self.codec.protobuf && encode_message(obj, plain) == Some(Fidelity::Exact) {
+            flags |= PROTOBUF;
+        } else {
+            plain.clear();
+            (self.codec.to_json)(obj, plain).map_err(CompactError::Serialize)?;
+        }
+        self.sample(plain);
+        let dictionary = self.codec.dictionary.get();
+        if dictionary.is_some() {
+            flags |= WITH_DICTIONARY;
+        }
+        let compressor = compressor.get_or_insert_with(CCtx::create);
+        buffer.clear();
+        buffer.reserve(HEADER + resource_version.len() + zstd_safe::compress_bound(plain.len()));
+        buffer.push(flags);
+        buffer.extend_from_slice(&rv_len.to_le_bytes());
+        buffer.extend_from_slice(resource_version);
+        // The frame goes after the header (a plain `Vec` would be written from its start).
+        let mut frame = std::io::Cursor::new(&mut *buffer);
+        frame.set_position((HEADER + resource_version.len()) as u64);
+        let written = match dictionary {
+            Some(dictionary) => {
+                compressor.compress_using_cdict(&mut frame, plain, &dictionary.compress)
+            }
+            None => compressor.compress(&mut frame, plain, COMPRESSION_LEVEL),
+        };
+        match written {
+            Ok(_) => Ok(CompactObject {
+                bytes: Box::from(buffer.as_slice()),
+            }),
+            Err(code) => Err(CompactError::Zstd(zstd_safe::get_error_name(code))),
+        }
     }
 
     /// Decodes a stored object.
@@ -338,6 +388,10 @@ impl<K: Object> CompactRepr<K> {
                 None => decompressor.decompress(buffer, frame),
             };
             let result = match written {
+                Ok(_) if stored.is_protobuf() => match decode_message::<K>(buffer) {
+                    Some(decoded) => decoded.map_err(CompactError::DecodeProtobuf),
+                    None => Err(CompactError::NoProtobufDecoder),
+                },
                 Ok(_) => (self.codec.from_json)(buffer).map_err(CompactError::Decode),
                 Err(code) => Err(CompactError::Zstd(zstd_safe::get_error_name(code))),
             };
@@ -346,14 +400,14 @@ impl<K: Object> CompactRepr<K> {
         })
     }
 
-    /// Keeps the start of `json` as a training sample until enough are collected, then
-    /// trains the dictionary on a thread of its own.
-    fn sample(&self, json: &[u8]) {
+    /// Keeps the start of an encoded object as a training sample until enough are
+    /// collected, then trains the dictionary on a thread of its own.
+    fn sample(&self, encoded: &[u8]) {
         let mut training = lock(&self.codec.training);
         if training.done {
             return;
         }
-        let prefix = &json[..json.len().min(SAMPLE_PREFIX)];
+        let prefix = &encoded[..encoded.len().min(SAMPLE_PREFIX)];
         training.samples.extend_from_slice(prefix);
         training.sizes.push(prefix.len());
         if training.sizes.len() < TRAINING_SAMPLES {

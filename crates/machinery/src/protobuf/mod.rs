@@ -52,7 +52,7 @@ pub use de::{from_protobuf, from_protobuf_via_serde, from_protobuf_with, item_fr
 pub use envelope::MAGIC;
 pub use list::{ProtobufList, decode_item, encode_item, encode_list, peek_item_meta, split_list};
 pub use list_stream::ListStreamSplitter;
-pub use typed::{Fidelity, decode_message, encode_message};
+pub use typed::{Fidelity, decode_message, encode_message, has_generated_codec};
 pub use watch_frame::{
     DEFAULT_MAX_FRAME_BYTES, WatchFrameDecoder, decode_watch_event, encode_watch_event,
     split_watch_event,

@@ -67,6 +67,9 @@ fn objects_read_back_equal_before_and_after_the_dictionary_is_trained() {
 fn the_dictionary_makes_objects_of_one_type_far_smaller_than_their_json() {
     let codec = CompactRepr::<Pod>::new();
     let json_len = serde_json::to_vec(&replica(5000)).unwrap().len();
+    let mut protobuf = Vec::new();
+    kubeclient_machinery::protobuf::encode_message(&replica(5000), &mut protobuf);
+    assert!(protobuf.len() < json_len);
     let without = codec.encode(&replica(5000)).unwrap().encoded_len();
     for i in 0..TRAINING_SAMPLES {
         codec.encode(&replica(i)).unwrap();
@@ -109,6 +112,59 @@ fn broken_bytes_are_errors_never_panics() {
             bytes: bytes.into()
         }),
         Err(CompactError::MissingDictionary)
+    ));
+}
+
+#[test]
+fn built_in_kinds_are_held_as_protobuf_and_the_rest_as_json() {
+    let codec = CompactRepr::<Pod>::new();
+    let stored = codec.encode(&replica(3)).unwrap();
+    assert!(stored.is_protobuf());
+    assert_eq!(codec.decode(&stored).unwrap(), replica(3));
+
+    // A value the protobuf form would not give back (an empty name reads back as none)
+    // makes that object JSON, and it still reads back equal.
+    let mut odd = replica(4);
+    odd.meta_mut().name = Some(String::new());
+    let stored = codec.encode(&odd).unwrap();
+    assert!(!stored.is_protobuf());
+    assert_eq!(codec.decode(&stored).unwrap(), odd);
+
+    let dynamic = CompactRepr::<kubeclient_machinery::DynamicObject>::new();
+    let obj = kubeclient_machinery::DynamicObject::new("example.com/v1", "Widget", "w");
+    let stored = dynamic.encode(&obj).unwrap();
+    assert!(!stored.is_protobuf());
+    assert_eq!(dynamic.decode(&stored).unwrap(), obj);
+}
+
+#[test]
+fn a_json_object_claiming_to_be_protobuf_is_an_error_or_an_object_never_a_panic() {
+    let codec = CompactRepr::<ConfigMap>::new();
+    let mut cm = ConfigMap::default();
+    cm.meta_mut().name = Some(String::new());
+    let stored = codec.encode(&cm).unwrap();
+    assert!(!stored.is_protobuf());
+    let mut bytes = stored.bytes.to_vec();
+    bytes[0] |= PROTOBUF;
+    let _ = codec.decode(&CompactObject {
+        bytes: bytes.into(),
+    });
+    // A type without a protobuf decoder refuses protobuf-flagged bytes.
+    let dynamic = CompactRepr::<kubeclient_machinery::DynamicObject>::new();
+    let stored = dynamic
+        .encode(&kubeclient_machinery::DynamicObject::new(
+            "v1",
+            "ConfigMap",
+            "c",
+        ))
+        .unwrap();
+    let mut bytes = stored.bytes.to_vec();
+    bytes[0] |= PROTOBUF;
+    assert!(matches!(
+        dynamic.decode(&CompactObject {
+            bytes: bytes.into()
+        }),
+        Err(CompactError::NoProtobufDecoder)
     ));
 }
 

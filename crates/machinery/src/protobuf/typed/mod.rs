@@ -719,9 +719,19 @@ fn table() -> &'static Table {
     })
 }
 
-/// Whether `K` has a generated decoder.
-#[cfg(test)]
-pub(crate) fn has_decoder<K: 'static>() -> bool {
+/// Whether `K` has a generated protobuf decoder and encoder ([`decode_message`],
+/// [`encode_message`]): the built-in kinds.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kubeclient_machinery::DynamicObject;
+/// use kubeclient_machinery::protobuf::has_generated_codec;
+///
+/// assert!(has_generated_codec::<Pod>());
+/// assert!(!has_generated_codec::<DynamicObject>());
+/// ```
+#[must_use]
+pub fn has_generated_codec<K: 'static>() -> bool {
     table().0.contains_key(&TypeId::of::<K>())
 }
 

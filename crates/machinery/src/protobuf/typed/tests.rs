@@ -86,7 +86,7 @@ fn types_without_a_generated_decoder_use_the_serde_path() {
         )
         .is_none()
     );
-    assert!(super::has_decoder::<Pod>());
+    assert!(super::has_generated_codec::<Pod>());
 }
 
 /// The k8s-openapi sources the decoders are generated from: `KUBECLIENT_K8S_OPENAPI_SRC`,
