@@ -1,5 +1,5 @@
-//! Where the compact cache's time goes, per benchmark Pod: JSON encode, zstd compress,
-//! decompress, JSON decode, with and without the trained dictionary; the size held; and a
+//! Where the compact cache's time goes, per benchmark Pod: JSON and protobuf encode and
+//! decode, the codec's encode (protobuf + zstd) and decode, with and without the trained dictionary; the size held; and a
 //! compact cache's reads against a shared one (`get` p50/p99, `by_index` of one namespace).
 //!
 //! ```text
@@ -14,6 +14,7 @@ use kubeclient::cache::{
     TRAINING_SAMPLES,
 };
 use kubeclient::machinery::decode_object;
+use kubeclient::machinery::protobuf::{decode_message, encode_message};
 use kubeclient_bench::pod;
 
 const PODS: usize = 10_000;
@@ -54,6 +55,22 @@ fn main() {
         let _: Pod = decode_object(bytes, false).expect("decodes");
     }
     per_pod("decode_object (simd-json)", start.elapsed(), PODS);
+    let start = Instant::now();
+    let protobuf: Vec<Vec<u8>> = pods
+        .iter()
+        .map(|p| {
+            let mut bytes = Vec::new();
+            encode_message(&**p, &mut bytes).expect("a Pod has a generated encoder");
+            bytes
+        })
+        .collect();
+    per_pod("encode_message (generated protobuf)", start.elapsed(), PODS);
+    let protobuf_len: usize = protobuf.iter().map(Vec::len).sum::<usize>() / PODS;
+    let start = Instant::now();
+    for bytes in &protobuf {
+        let _: Pod = decode_message(bytes).expect("a decoder").expect("decodes");
+    }
+    per_pod("decode_message (generated protobuf)", start.elapsed(), PODS);
 
     let codec = CompactRepr::<Pod>::new();
     let start = Instant::now();
@@ -98,7 +115,7 @@ fn main() {
         objects.iter().map(|o| o.encoded_len()).sum::<usize>() / objects.len()
     };
     println!(
-        "bytes per Pod: JSON {json_len}, zstd {} without a dictionary, {} with it",
+        "bytes per Pod: JSON {json_len}, protobuf {protobuf_len}, zstd {} without a dictionary, {} with it",
         size(&early),
         size(&stored)
     );

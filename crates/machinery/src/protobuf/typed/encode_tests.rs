@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use proptest::prelude::*;
@@ -99,12 +99,14 @@ fn values_the_decoder_would_change_make_the_encoding_inexact() {
     epoch.metadata.creation_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
     assert_eq!(again(&epoch, Fidelity::Inexact), cm);
 
-    let mut lease = Lease::default();
-    lease.spec = Some(Default::default());
     let micro = jiff::Timestamp::new(1_714_557_600, 123_456_000).unwrap();
-    if let Some(spec) = lease.spec.as_mut() {
-        spec.renew_time = Some(MicroTime(micro));
-    }
+    let mut lease = Lease {
+        spec: Some(LeaseSpec {
+            renew_time: Some(MicroTime(micro)),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
     assert_eq!(again(&lease, Fidelity::Exact), lease);
     if let Some(spec) = lease.spec.as_mut() {
         spec.renew_time = Some(MicroTime(
