@@ -36,7 +36,8 @@ struct Args {
     /// Runs per peer (medians are reported).
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Which peers: ours-typed, kube, ours-strip, ours-compact, ours-compact-strip,
+    /// Which peers: ours-typed, kube, ours-strip, ours-compact, ours-compact-strip, ours-compact-pb,
+    /// ours-compact-strip-pb (compact caches over protobuf),
     /// ours-dynamic, ours-metadata, ours-typed-pb (typed over protobuf), ours-strip-pb, ours-metadata-full
     /// (the metadata informer against a server that ignores `as=PartialObjectMetadata` and
     /// sends whole Pods).

@@ -41,6 +41,34 @@ pub trait ResourceEventHandler<K>: Send + Sync + 'static {
     fn on_delete(&self, obj: &DeletedObject<K>) {
         let _ = obj;
     }
+
+    /// Whether [`on_update`](Self::on_update) reads its `old` argument (the default).
+    ///
+    /// An informer with a compact cache holds the object an update replaces compressed and
+    /// must decode it to hand it over, which costs about as much as decoding the watch
+    /// event itself. A handler that answers `false` is spared that decode: its `on_update`
+    /// gets the new object as `old` too, unless another handler of the informer had the
+    /// old one decoded already. With the default (shared) cache the old object costs
+    /// nothing and is always the real one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kubeclient::cache::ResourceEventHandler;
+    /// use kubeclient::machinery::Object;
+    ///
+    /// /// Enqueues the key of every changed Pod; never looks at the previous state.
+    /// struct Enqueue;
+    /// impl ResourceEventHandler<Pod> for Enqueue {
+    ///     fn on_update(&self, _old: &Arc<Pod>, new: &Arc<Pod>) { println!("{}", new.name()); }
+    ///     fn reads_old_object(&self) -> bool { false }
+    /// }
+    /// ```
+    fn reads_old_object(&self) -> bool {
+        true
+    }
 }
 
 /// One notification, as delivered to a handler or read from
@@ -105,6 +133,7 @@ impl<K: 'static> Notification<K> {
 
 type AddFn<K> = Box<dyn Fn(&Arc<K>, bool) + Send + Sync>;
 type UpdateFn<K> = Box<dyn Fn(&Arc<K>, &Arc<K>) + Send + Sync>;
+type UpdateNewFn<K> = Box<dyn Fn(&Arc<K>) + Send + Sync>;
 type DeleteFn<K> = Box<dyn Fn(&DeletedObject<K>) + Send + Sync>;
 
 /// A handler from closures; missing ones do nothing (client-go's
@@ -125,6 +154,7 @@ type DeleteFn<K> = Box<dyn Fn(&DeletedObject<K>) + Send + Sync>;
 pub struct ResourceEventHandlerFuncs<K> {
     add: Option<AddFn<K>>,
     update: Option<UpdateFn<K>>,
+    update_new: Option<UpdateNewFn<K>>,
     delete: Option<DeleteFn<K>>,
 }
 
@@ -133,6 +163,7 @@ impl<K> Default for ResourceEventHandlerFuncs<K> {
         ResourceEventHandlerFuncs {
             add: None,
             update: None,
+            update_new: None,
             delete: None,
         }
     }
@@ -152,10 +183,32 @@ impl<K> ResourceEventHandlerFuncs<K> {
         self
     }
 
-    /// With an update callback.
+    /// With an update callback, given the old and the new object.
     #[must_use]
     pub fn on_update(mut self, f: impl Fn(&Arc<K>, &Arc<K>) + Send + Sync + 'static) -> Self {
         self.update = Some(Box::new(f));
+        self
+    }
+
+    /// With an update callback given only the new object: a compact cache then never
+    /// decodes the object an update replaced for this handler (see
+    /// [`ResourceEventHandler::reads_old_object`]). Ignored when
+    /// [`on_update`](Self::on_update) is set too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kubeclient::cache::ResourceEventHandlerFuncs;
+    /// use kubeclient::machinery::Object;
+    ///
+    /// let handler = ResourceEventHandlerFuncs::<Pod>::new()
+    ///     .on_update_new(|pod| println!("changed {}", pod.name()));
+    /// # let _ = handler;
+    /// ```
+    #[must_use]
+    pub fn on_update_new(mut self, f: impl Fn(&Arc<K>) + Send + Sync + 'static) -> Self {
+        self.update_new = Some(Box::new(f));
         self
     }
 
@@ -177,6 +230,8 @@ impl<K: Send + Sync + 'static> ResourceEventHandler<K> for ResourceEventHandlerF
     fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
         if let Some(f) = &self.update {
             f(old, new);
+        } else if let Some(f) = &self.update_new {
+            f(new);
         }
     }
 
@@ -184,6 +239,10 @@ impl<K: Send + Sync + 'static> ResourceEventHandler<K> for ResourceEventHandlerF
         if let Some(f) = &self.delete {
             f(obj);
         }
+    }
+
+    fn reads_old_object(&self) -> bool {
+        self.update.is_some()
     }
 }
 

@@ -67,9 +67,17 @@ impl<K: Object> PendingNotification<K> {
 
     /// The notification to deliver; `None` when the old object of an update cannot be
     /// decoded (logged by the representation; the update is skipped, the cache is right).
-    pub(crate) fn resolve(self) -> Option<Notification<K>> {
+    ///
+    /// Without `reads_old` (the handler never looks at an update's old object), a stored
+    /// old object is not decoded: the new object stands in for it, unless another listener
+    /// decoded the old one already.
+    pub(crate) fn resolve(self, reads_old: bool) -> Option<Notification<K>> {
         match self {
             PendingNotification::Ready(notification) => Some(notification),
+            PendingNotification::Update { old, new } if !reads_old => {
+                let old = old.decoded().unwrap_or_else(|| Arc::clone(&new));
+                Some(Notification::Update { old, new })
+            }
             PendingNotification::Update { old, new } => {
                 let old = old.get()?;
                 Some(Notification::Update { old, new })
@@ -91,5 +99,74 @@ impl<K: Object> StoredOld<K> {
         self.decoded
             .get_or_init(|| self.repr.read(&self.stored))
             .clone()
+    }
+
+    /// The old object if a listener has decoded it already.
+    fn decoded(&self) -> Option<Arc<K>> {
+        self.decoded.get().cloned().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kubeclient_machinery::Object;
+
+    use super::PendingNotification;
+    use crate::cache::compact::CompactRepr;
+    use crate::cache::handler::Notification;
+    use crate::cache::representation::{Representation, SharedOrCompact};
+
+    fn config_map(value: &str) -> Arc<ConfigMap> {
+        let mut cm = ConfigMap::default();
+        cm.meta_mut().name = Some("a".into());
+        cm.meta_mut().resource_version = Some(value.into());
+        cm.data = Some([("k".to_owned(), value.to_owned())].into());
+        Arc::new(cm)
+    }
+
+    fn old_and_new(notification: Option<Notification<ConfigMap>>) -> (String, String) {
+        match notification {
+            Some(Notification::Update { old, new }) => (
+                old.resource_version().to_owned(),
+                new.resource_version().to_owned(),
+            ),
+            other => panic!("an update, not {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_compact_old_object_is_decoded_only_for_listeners_that_read_it() {
+        let repr = SharedOrCompact::Compact(CompactRepr::<ConfigMap>::new());
+        let stored = repr.to_stored(config_map("1"));
+        let pending = PendingNotification::update(&repr, stored, config_map("2"));
+        // A listener that never reads old objects gets the new one in its place...
+        assert_eq!(
+            old_and_new(pending.clone().resolve(false)),
+            ("2".into(), "2".into())
+        );
+        // ... one that reads them gets the real old object ...
+        assert_eq!(
+            old_and_new(pending.clone().resolve(true)),
+            ("1".into(), "2".into())
+        );
+        // ... and once it has been decoded, every listener shares it.
+        assert_eq!(
+            old_and_new(pending.resolve(false)),
+            ("1".into(), "2".into())
+        );
+    }
+
+    #[test]
+    fn a_shared_old_object_is_always_the_real_one() {
+        let repr = SharedOrCompact::<ConfigMap>::Shared;
+        let stored = repr.to_stored(config_map("1"));
+        let pending = PendingNotification::update(&repr, stored, config_map("2"));
+        assert_eq!(
+            old_and_new(pending.resolve(false)),
+            ("1".into(), "2".into())
+        );
     }
 }

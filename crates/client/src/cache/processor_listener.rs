@@ -92,6 +92,11 @@ pub(crate) fn spawn_listener<K: Object + Send + Sync + 'static>(
     let gone = removed.clone();
     let done = finished.clone();
     let in_buffer = queued.clone();
+    // A stream's reader may look at every old object; a handler says whether it does.
+    let reads_old = match &sink {
+        Sink::Handler(handler) => handler.reads_old_object(),
+        Sink::Channel(_) => true,
+    };
     tokio::spawn(async move {
         // However the task ends, say so (a remover may be waiting for it).
         let _done = done.drop_guard();
@@ -99,7 +104,7 @@ pub(crate) fn spawn_listener<K: Object + Send + Sync + 'static>(
             if gone.is_cancelled() {
                 break;
             }
-            match (&sink, pending_notification.resolve()) {
+            match (&sink, pending_notification.resolve(reads_old)) {
                 (_, None) => {}
                 (Sink::Handler(handler), Some(notification)) => {
                     let handler = handler.clone();

@@ -34,6 +34,10 @@ impl<K: Object> ResourceEventHandler<K> for EnqueueObject {
     fn on_delete(&self, obj: &DeletedObject<K>) {
         self.queue.add(obj.key());
     }
+
+    fn reads_old_object(&self) -> bool {
+        false
+    }
 }
 
 /// Enqueues the key of the controller owner of an owned object when that owner is a `P`
