@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use kubeclient_machinery::{ApiError, WatchDecodeError};
 
 use crate::cache::BoxError;
-use crate::config::{ConfigError, ExecError};
+use crate::config::{ConfigError, ExecError, OidcError};
 
 /// The error of every client call.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +65,9 @@ pub enum Error {
     /// An exec credential plugin failed.
     #[error(transparent)]
     Exec(#[from] ExecError),
+    /// The kubeconfig's oidc auth provider has no usable id-token.
+    #[error(transparent)]
+    Oidc(#[from] OidcError),
     /// The TLS configuration is unusable (bad CA or client certificate).
     #[error("TLS configuration: {0}")]
     Tls(String),
@@ -224,6 +227,15 @@ impl Error {
     #[must_use]
     pub fn is_not_found(&self) -> bool {
         self.api().is_some_and(ApiError::is_not_found)
+    }
+
+    /// Whether this is a 409 Conflict from the server: a write carried an outdated
+    /// resourceVersion, a precondition failed or an apply conflicted (what
+    /// [`retry_on_conflict`](crate::util::retry::retry_on_conflict) retries; a create whose
+    /// name is taken is AlreadyExists, not a conflict).
+    #[must_use]
+    pub fn is_conflict(&self) -> bool {
+        self.api().is_some_and(ApiError::is_conflict)
     }
 }
 

@@ -130,7 +130,8 @@ pub struct AuthInfo {
     /// An exec credential plugin.
     #[serde(default)]
     pub exec: Option<ExecConfig>,
-    /// A legacy auth provider (gcp, azure, oidc): not supported; use an exec plugin.
+    /// An auth provider: `oidc` is supported ([`OidcConfig`](super::OidcConfig)); gcp and
+    /// azure, gone from client-go too, are refused (use an exec plugin).
     #[serde(default, rename = "auth-provider")]
     pub auth_provider: Option<serde_json::Value>,
 }

@@ -15,6 +15,7 @@
 
 pub(crate) mod exec;
 mod kubeconfig;
+pub(crate) mod oidc;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -27,6 +28,7 @@ pub use kubeconfig::{
     AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster,
     NamedContext,
 };
+pub use oidc::{OAuthRefusal, OidcConfig, OidcError, OidcPersistTarget};
 
 /// Where a service account's files are mounted in a pod.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -57,6 +59,8 @@ pub enum Credentials {
     },
     /// An exec plugin that prints an `ExecCredential`.
     Exec(Box<ExecConfig>),
+    /// The kubeconfig's `oidc` auth provider: an id-token refreshed with a refresh token.
+    Oidc(Box<OidcConfig>),
 }
 
 impl std::fmt::Debug for Credentials {
@@ -71,6 +75,7 @@ impl std::fmt::Debug for Credentials {
                 .field("password", &"<redacted>")
                 .finish(),
             Credentials::Exec(exec) => f.debug_tuple("Exec").field(&exec.command).finish(),
+            Credentials::Oidc(oidc) => f.debug_tuple("Oidc").field(oidc).finish(),
         }
     }
 }
@@ -420,11 +425,16 @@ impl Config {
             Credentials::Exec(Box::new(exec))
         } else if let (Some(username), Some(password)) = (user.username, user.password) {
             Credentials::Basic { username, password }
-        } else if user.auth_provider.is_some() {
-            return Err(invalid(
-                format!("users[{user_name}].auth-provider"),
-                "legacy auth providers are not supported; use an exec plugin (e.g. gke-gcloud-auth-plugin, kubelogin)".to_owned(),
-            ));
+        } else if let Some(provider) = &user.auth_provider {
+            let field = format!("users[{user_name}].auth-provider");
+            let mut oidc = oidc_provider(provider)
+                .map_err(|message| invalid(field.clone(), message))?
+                .map_err(|(key, message)| invalid(format!("{field}.config.{key}"), message))?;
+            oidc.persist_to = (!kubeconfig.sources.is_empty()).then(|| OidcPersistTarget {
+                files: kubeconfig.sources.clone(),
+                user: user_name.clone(),
+            });
+            Credentials::Oidc(Box::new(oidc))
         } else {
             Credentials::None
         };
@@ -543,6 +553,35 @@ fn data_or_file(
             .map_err(|err| invalid(field.to_owned(), format!("cannot read {path}: {err}"))),
         None => Ok(None),
     }
+}
+
+/// The `oidc` settings of a kubeconfig user's `auth-provider`: `Err(message)` for another
+/// provider (gcp and azure are gone from client-go too), `Ok(Err((key, message)))` for a bad
+/// oidc setting.
+#[allow(clippy::type_complexity)]
+fn oidc_provider(
+    provider: &serde_json::Value,
+) -> Result<Result<OidcConfig, (&'static str, String)>, String> {
+    let name = provider
+        .get("name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    if name != "oidc" {
+        return Err(format!(
+            "the {name:?} auth provider is not supported (only oidc is); use an exec plugin (e.g. gke-gcloud-auth-plugin, kubelogin)"
+        ));
+    }
+    let settings: std::collections::BTreeMap<String, String> = provider
+        .get("config")
+        .and_then(serde_json::Value::as_object)
+        .map(|config| {
+            config
+                .iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(OidcConfig::from_provider_config(&settings))
 }
 
 #[cfg(test)]

@@ -1,14 +1,16 @@
 //! Request authentication: static tokens, token files re-read when they change, basic
-//! auth, and exec plugins with their credential cached until it expires or a 401.
+//! auth, exec plugins with their credential cached until it expires or a 401, and the
+//! kubeconfig's oidc auth provider.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use base64::Engine as _;
 use http::HeaderValue;
 
 use crate::config::exec::run_exec_plugin;
+use crate::config::oidc::{OidcProvider, provider};
 use crate::config::{Credentials, ExecConfig, ExecCredential};
 use crate::error::{Error, Result};
 
@@ -35,6 +37,7 @@ enum AuthKind {
         config: Box<ExecConfig>,
         cached: tokio::sync::Mutex<Option<ExecCredential>>,
     },
+    Oidc(Arc<OidcProvider>),
 }
 
 fn bearer(token: &str) -> Result<HeaderValue> {
@@ -72,6 +75,7 @@ impl Authenticator {
                 config: config.clone(),
                 cached: tokio::sync::Mutex::new(None),
             },
+            Credentials::Oidc(config) => AuthKind::Oidc(provider(config)),
         };
         Ok(Authenticator {
             kind,
@@ -94,7 +98,8 @@ impl Authenticator {
             AuthKind::TokenFile { cached, .. } => {
                 *crate::sync::lock(cached) = None;
             }
-            AuthKind::None | AuthKind::Fixed(_) => {}
+            // client-go's oidc provider keeps an unexpired id-token after a 401.
+            AuthKind::None | AuthKind::Fixed(_) | AuthKind::Oidc(_) => {}
         }
     }
 
@@ -127,6 +132,7 @@ impl Authenticator {
                 *crate::sync::lock(cached) = Some((value.clone(), modified));
                 Ok(Some(value))
             }
+            AuthKind::Oidc(provider) => Ok(Some(bearer(&provider.id_token().await?)?)),
             AuthKind::Exec { config, cached } => {
                 let mut cached = cached.lock().await;
                 if !cached.as_ref().is_some_and(is_fresh) {

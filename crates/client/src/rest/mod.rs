@@ -12,6 +12,7 @@ mod list_assembly;
 mod list_stream;
 mod metrics;
 mod ordered_decode;
+pub(crate) mod plain_client;
 mod protobuf_list;
 mod rate_limit;
 mod request;

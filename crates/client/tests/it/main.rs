@@ -25,6 +25,9 @@
 //!   sync, and a relist during a burst with a slow handler.
 //! - `realapi`: the informer against a real kube-apiserver (v1.20, etcd), when one is running.
 //! - `realapi_comparison`: the embedded server answers the same requests as the real one.
+//! - `oidc`: the kubeconfig's oidc auth provider refreshing its id-token at a test OpenID
+//!   provider and writing it back to the file.
+//! - `retry`: `util::retry` re-running a read-modify-write after a 409 Conflict.
 //! - `reflector_rules`: client-go's reflector edge rules (watch-list 429, stop before run,
 //!   page sizes at concrete resourceVersions, paginated results, refused or throttled
 //!   watches resumed without a relist).
@@ -56,6 +59,7 @@ mod manager;
 mod metadata_informer;
 mod metrics;
 mod mutation_cache;
+mod oidc;
 mod protobuf;
 mod proxy;
 mod realapi;
@@ -64,6 +68,7 @@ mod realapi_differential;
 mod realapi_etcd;
 mod realapi_garbage_collection;
 mod reflector_rules;
+mod retry;
 mod scale;
 mod soak;
 mod streams;
