@@ -20,7 +20,7 @@ use kubeclient_machinery::StatusCause;
 use serde_json::Value;
 
 use super::schema_formats;
-use super::store::StoreResult;
+use super::store::result::{StoreResult, invalid_object};
 use crate::registry::ResourceDef;
 use crate::registry::schema_patterns::CompiledPatterns;
 
@@ -71,7 +71,7 @@ pub(crate) fn check_schema(resource: &ResourceDef, object: &Value) -> StoreResul
         return Ok(());
     }
     causes.truncate(MAX_CAUSES);
-    Err(super::validate::invalid_object(resource, object, causes))
+    Err(invalid_object(resource, object, causes))
 }
 
 /// Go's `%v` and `%T` of a decoded JSON value, for kube-apiserver's accessor errors.
