@@ -10,7 +10,7 @@ use kubeclient_machinery::{
 };
 use serde_json::Value;
 
-use super::Call;
+use super::call::Call;
 use crate::registry::{FieldSelectors, event_versions};
 use crate::response::{HandlerResult, fail};
 use crate::storage::StoredObject;

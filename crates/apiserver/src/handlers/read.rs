@@ -9,7 +9,7 @@ use http::{Response, StatusCode};
 use kubeclient_machinery::{Status, StatusCause};
 use serde_json::{Value, json};
 
-use super::Call;
+use super::call::Call;
 use super::negotiate::{Output, Target};
 use super::object::store_key;
 use super::table::{self, IncludeObject};

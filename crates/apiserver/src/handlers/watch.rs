@@ -11,7 +11,7 @@ use kubeclient_machinery::{ErrorChain, Status};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::Call;
+use super::call::Call;
 use super::negotiate::{Encoding, Output, Target};
 use super::object::ObjectFilter;
 use super::read::{list_options_invalid, parse_rv};
