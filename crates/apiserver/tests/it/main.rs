@@ -28,7 +28,8 @@
 //! - `kubectl_create`: kubectl's typed `create` commands, which send protobuf bodies.
 //! - `kubectl_streams`: kubectl logs -f, exec, attach against the server's streams.
 //! - `layers`: the import rule of the server's layers (docs/ARCHITECTURE.md), read from
-//!   the sources.
+//!   the sources; `import_circles`: no import circle between files but inside one small
+//!   module.
 //! - `streams`: raw WebSocket checks of exec, attach and port-forward.
 //! - `reviews`: access and token reviews, TokenRequest, eviction, ephemeral containers.
 //! - `protobuf`: protobuf bodies, reads, watch frames and Status, and 406/415 for custom
@@ -59,6 +60,7 @@ mod kubectl;
 mod kubectl_cluster;
 mod kubectl_create;
 mod kubectl_streams;
+mod import_circles;
 mod layers;
 mod limits;
 mod malformed_input;
