@@ -6,10 +6,12 @@
 //!   kubelets (issue 26); `cluster_logs`: its containers' output in `kubectl logs`;
 //!   `cluster_daemon_sets`: DaemonSets; `cluster_endpoints`: Endpoints and EndpointSlices of Services;
 //!   `cluster_graceful_deletion`: DELETE's grace periods for Pods on simulated nodes;
-//!   `cluster_stateful_sets`: StatefulSets.
+//!   `cluster_stateful_sets`: StatefulSets; `cluster_workloads`: ReplicaSets, Deployments
+//!   and Jobs.
 //! - `crd_guards`: CRDs never replace or remove a built-in API (issue 24).
 //! - `defaults`: defaulting of built-in kinds.
 //! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
+//! - `generation`: `metadata.generation` and the status subresource, kind by kind.
 //! - `crd_schemas`: custom resources checked, defaulted and pruned by their CRD's schema;
 //!   several versions.
 //! - `events`: core/v1 and events.k8s.io/v1 Events as one stored resource.
@@ -44,23 +46,25 @@ mod cluster_endpoints;
 mod cluster_graceful_deletion;
 mod cluster_logs;
 mod cluster_stateful_sets;
+mod cluster_workloads;
 mod crd_guards;
 mod crd_schemas;
 mod defaults;
 mod events;
 mod field_validation;
 mod garbage_collection;
+mod generation;
 mod http_discovery;
 mod http_reads;
 mod http_writes;
 mod immutability;
+mod import_circles;
 mod input_costs;
 mod kubeconfig_file;
 mod kubectl;
 mod kubectl_cluster;
 mod kubectl_create;
 mod kubectl_streams;
-mod import_circles;
 mod layers;
 mod limits;
 mod malformed_input;
