@@ -30,7 +30,7 @@ impl Call {
 
     /// A stored object as the request's resource serves it (the version asked for).
     pub(crate) fn presented(&self, stored: Arc<StoredObject>) -> Arc<StoredObject> {
-        crate::registry::version_conversion::served_object(&self.resource, &stored)
+        crate::registry::apiextensions::version_conversion::served_object(&self.resource, &stored)
             .map_or(stored, Arc::new)
     }
 

@@ -13,7 +13,7 @@ use super::call::Call;
 use super::negotiate::{Output, Target};
 use super::object::store_key;
 use super::table::{self, IncludeObject};
-use crate::registry::version_conversion;
+use crate::registry::apiextensions::version_conversion;
 use crate::response::{Body, HandlerResult, fail, json, json_bytes};
 use crate::storage::{ListRequest, StorageError, StoredObject};
 

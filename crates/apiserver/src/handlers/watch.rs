@@ -17,7 +17,7 @@ use super::object::ObjectFilter;
 use super::read::{list_options_invalid, parse_rv};
 use super::table::{self, IncludeObject};
 use crate::registry::ResourceDef;
-use crate::registry::version_conversion;
+use crate::registry::apiextensions::version_conversion;
 use crate::response::{Body, HandlerResult, fail, streaming, with_body};
 use crate::state::State;
 use crate::storage::{

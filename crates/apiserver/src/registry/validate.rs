@@ -45,7 +45,7 @@ const QUANTITY_FIELDS: [&str; 13] = [
 pub(crate) fn check_object(resource: &ResourceDef, object: &Value) -> StoreResult<()> {
     check_decodes(resource, object)?;
     check_metadata(resource, object)?;
-    super::validate_schema::check_schema(resource, object)
+    super::apiextensions::validate_schema::check_schema(resource, object)
 }
 
 /// Checks that `object` encodes to at most `max_bytes` (a patch can grow an object

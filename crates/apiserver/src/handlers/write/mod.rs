@@ -38,12 +38,12 @@ use crate::patch::managed_fields::ListMerge;
 use crate::patch::strategic_merge::{
     ListStrategy, builtin_list_map_keys, builtin_list_strategy, strategic_merge,
 };
+use crate::registry::apiextensions::version_conversion;
 use crate::registry::kinds::strategy_for;
 use crate::registry::store::{
     self, Decoding, DeleteOptions, Deleted, Ownership, StoreResult, WriteRequest, WriteResult,
     conflict, invalid, with_write_context,
 };
-use crate::registry::version_conversion;
 use crate::response::{Body, HandlerResult, fail, json, json_bytes, with_warnings};
 use crate::storage::StoredObject;
 
