@@ -14,6 +14,7 @@
 //! With no nodes (the library's default) none of it runs, and the server binds Pods
 //! itself at create, as before.
 
+mod cluster_options;
 mod controller_utils;
 mod daemon_set_controller;
 mod deployment_controller;
@@ -37,6 +38,7 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
 
+pub(crate) use cluster_options::ClusterOptions;
 pub(crate) use kubelet::{ContainerCommand, ContainerKey, ContainerRuntime, Exits};
 
 use crate::registry::ResourceDef;
@@ -45,73 +47,6 @@ use crate::registry::store::{Committed, GenericStore, WriteHook};
 /// The most simulated nodes a server runs: each takes a `/24` Pod CIDR from
 /// `10.244.0.0/16` up to `10.254.255.0/24`.
 pub const MAX_NODES: usize = 11 * 256;
-
-/// How the simulated cluster runs; set through the server's builder.
-#[derive(Clone, Debug)]
-pub(crate) struct ClusterOptions {
-    /// How many nodes (each with a kubelet); 0 runs no cluster at all.
-    pub(crate) nodes: usize,
-    /// How often each kubelet renews its Lease (kubelet: a quarter of the 40 s lease).
-    pub(crate) heartbeat_interval: Duration,
-    /// How long a Lease may go unrenewed before the node is `NotReady`
-    /// (kube-controller-manager's `--node-monitor-grace-period`).
-    pub(crate) node_monitor_grace_period: Duration,
-    /// Whether the scheduler runs.
-    pub(crate) scheduler: bool,
-    /// Whether the kubelets run Pods (they register nodes and heartbeat regardless).
-    pub(crate) kubelets: bool,
-    /// Whether the node lifecycle controller runs.
-    pub(crate) node_lifecycle_controller: bool,
-    /// Whether the ReplicaSet controller runs.
-    pub(crate) replica_set_controller: bool,
-    /// Whether the Deployment controller runs.
-    pub(crate) deployment_controller: bool,
-    /// Whether the Job controller runs.
-    pub(crate) job_controller: bool,
-    /// Whether the StatefulSet controller runs.
-    pub(crate) stateful_set_controller: bool,
-    /// Whether the DaemonSet controller runs.
-    pub(crate) daemon_set_controller: bool,
-    /// Whether the Endpoints controller runs.
-    pub(crate) endpoints_controller: bool,
-    /// Whether the EndpointSlice controller runs.
-    pub(crate) endpoint_slice_controller: bool,
-    /// The factor simulated durations (grace periods) are multiplied by.
-    pub(crate) time_scale: f64,
-}
-
-impl Default for ClusterOptions {
-    fn default() -> Self {
-        ClusterOptions {
-            nodes: 0,
-            heartbeat_interval: Duration::from_secs(10),
-            node_monitor_grace_period: Duration::from_secs(50),
-            scheduler: true,
-            kubelets: true,
-            node_lifecycle_controller: true,
-            replica_set_controller: true,
-            deployment_controller: true,
-            job_controller: true,
-            daemon_set_controller: true,
-            stateful_set_controller: true,
-            endpoints_controller: true,
-            endpoint_slice_controller: true,
-            time_scale: 1.0,
-        }
-    }
-}
-
-impl ClusterOptions {
-    /// `duration` scaled by the time scale (never negative, at most a day).
-    pub(crate) fn scaled(&self, duration: Duration) -> Duration {
-        let scale = if self.time_scale.is_finite() && self.time_scale >= 0.0 {
-            self.time_scale
-        } else {
-            1.0
-        };
-        Duration::from_secs_f64((duration.as_secs_f64() * scale).min(86_400.0))
-    }
-}
 
 /// The simulated cluster of a running server: its nodes, and the switches tests use
 /// to make a node fail.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::ClusterOptions;
+use super::cluster_options::ClusterOptions;
 use super::node::{self, kubelet_writer, micro_now};
 use super::writer::{LEASES, NODES};
 use crate::object::now;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use kubeclient_machinery::GroupResource;
 use serde_json::{Value, json};
 
-use super::ClusterOptions;
+use super::cluster_options::ClusterOptions;
 use super::node::{NodeInfo, NodeSet};
 use super::scheduler::tolerates;
 use super::writer::{NODES, PODS, Writer};

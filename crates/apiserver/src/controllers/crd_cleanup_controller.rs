@@ -4,7 +4,8 @@
 //! once none is left (those with finalizers stay until they are removed), the finalizer
 //! goes and so does the CRD, which stops being served.
 
-use super::graph::{Graph, Node, Writer};
+use super::graph::{Graph, Node};
+use super::writer::Writer;
 use crate::object::now;
 use crate::registry::{
     CRD_CLEANUP_FINALIZER, Propagation, Special, crd_resources, set_terminating,

@@ -13,7 +13,8 @@
 
 use std::collections::HashSet;
 
-use super::graph::{Graph, Node, Writer};
+use super::graph::{Graph, Node};
+use super::writer::Writer;
 use crate::registry::{FOREGROUND_DELETION, ORPHAN, Propagation};
 
 /// One pass; whether anything changed.

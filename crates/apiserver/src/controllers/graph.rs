@@ -1,36 +1,18 @@
 //! [`Graph`]: every stored object with its owners and dependents, as the garbage
 //! collector's dependency graph (client-go's GC `GraphBuilder`), rebuilt for each pass,
-//! and the writes the controllers make on its nodes (through the generic store).
+//! and the writes the controllers make on its nodes (through the generic store, by their
+//! [`Writer`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::authentication::UserInfo;
+use super::writer::Writer;
 use crate::object::{finalizers, metadata_mut};
 use crate::registry::store::{DeleteOptions, GenericStore, Ownership, WriteRequest};
 use crate::registry::{Propagation, ResourceDef};
 use crate::storage::StoredObject;
-
-/// How the controllers write: through the generic store, as their user and field
-/// manager.
-pub(super) struct Writer<'a> {
-    pub(super) store: &'a GenericStore<'a>,
-    pub(super) user: &'a UserInfo,
-}
-
-impl Writer<'_> {
-    /// A write to `name` of `resource` in `namespace`.
-    pub(super) fn request<'r>(
-        &'r self,
-        resource: &'r ResourceDef,
-        namespace: Option<&'r str>,
-        name: &'r str,
-    ) -> WriteRequest<'r> {
-        WriteRequest::new(resource, namespace, name, self.user, super::FIELD_MANAGER)
-    }
-}
 
 /// One stored object and the resource it is stored under.
 pub(super) struct Node {

@@ -18,6 +18,7 @@ mod garbage_collector;
 mod graph;
 mod namespace_controller;
 mod service_account_controller;
+mod writer;
 
 use std::sync::Arc;
 
@@ -31,19 +32,6 @@ use crate::registry::{ResourceDef, Special};
 /// The most passes one wake-up runs: each pass makes progress (a deletion level, a
 /// finalizer removed), so owner chains deeper than this finish on the next wake-up.
 const MAX_PASSES: usize = 64;
-
-/// The field manager the controllers' writes are recorded under (client-go's default,
-/// the program's name).
-const FIELD_MANAGER: &str = "kube-controller-manager";
-
-/// Who the controllers write as.
-fn controller_user() -> UserInfo {
-    UserInfo {
-        username: "system:kube-controller-manager".to_owned(),
-        uid: String::new(),
-        groups: vec!["system:authenticated".to_owned()],
-    }
-}
 
 /// The switch and wake-up signal of the server's controllers. It is the generic store's
 /// [`WriteHook`]: writes that can concern the controllers wake them.
@@ -61,7 +49,7 @@ impl Controllers {
         Controllers {
             wake: Notify::new(),
             garbage_collector,
-            user: controller_user(),
+            user: writer::controller_user(),
         }
     }
 
@@ -86,7 +74,7 @@ impl Controllers {
 
     /// One pass of every controller over `store`; whether anything changed.
     pub(crate) fn sync_once(&self, store: &GenericStore<'_>) -> bool {
-        let writer = graph::Writer {
+        let writer = writer::Writer {
             store,
             user: &self.user,
         };

@@ -5,7 +5,8 @@
 
 use serde_json::Value;
 
-use super::graph::{Graph, Node, Writer};
+use super::graph::{Graph, Node};
+use super::writer::Writer;
 use crate::registry::{Propagation, Special};
 
 /// The finalizer the namespace controller owns.

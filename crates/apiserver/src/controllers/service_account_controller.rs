@@ -5,7 +5,8 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::graph::{Graph, Writer};
+use super::graph::Graph;
+use super::writer::Writer;
 use crate::registry::Special;
 use crate::registry::kinds::service_account::{DEFAULT_NAME, default_service_account};
 use crate::registry::store::Ownership;

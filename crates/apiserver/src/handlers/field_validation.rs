@@ -14,7 +14,7 @@ use kubeclient_machinery::{Status, StatusCause};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::Call;
+use super::call::Call;
 use crate::registry::store::Decoding;
 use crate::registry::validate::relaxed_quantities;
 use crate::registry::{BuiltinType, ResourceDef, WithType, builtin_type};

@@ -1,7 +1,9 @@
 //! HTTP request handling: routing, authentication, content negotiation, and one module
 //! per group of verbs.
 
+mod call;
 mod field_validation;
+mod live_uid;
 mod negotiate;
 mod object;
 mod read;
@@ -22,49 +24,14 @@ use serde_json::json;
 
 use crate::authentication::{self, UserInfo};
 use crate::faults::Fault;
-use crate::object::store_key;
 use crate::query;
 use crate::registry::{ResourceDef, Special, discovery, openapi};
 use crate::response::{self, Body, HandlerResult, json, status_response, text};
 use crate::state::State;
+use call::Call;
+use live_uid::live_uid;
 use negotiate::Encoding;
 use route::{ResourcePath, Route, route};
-
-/// What a resource handler needs from the request, read once.
-pub(crate) struct Call {
-    pub state: Arc<State>,
-    pub resource: Arc<ResourceDef>,
-    pub path: ResourcePath,
-    pub query: query::Query,
-    pub accept: Option<String>,
-    pub content_type: String,
-    pub user_agent: String,
-    pub body: Bytes,
-    /// Who sent the request.
-    pub user: UserInfo,
-}
-
-/// The uid of the stored ServiceAccount, Pod or Secret a token is bound to
-/// (`kind`, `namespace`, `name`), if it exists.
-pub(crate) fn live_uid(state: &State) -> impl Fn(&str, &str, &str) -> Option<String> + '_ {
-    move |kind, namespace, name| {
-        let plural = match kind {
-            "ServiceAccount" => "serviceaccounts",
-            "Pod" => "pods",
-            "Secret" => "secrets",
-            _ => return None,
-        };
-        let stored = state.store.get(
-            &kubeclient_machinery::GroupResource::new("", plural),
-            &store_key(Some(namespace), name),
-        )?;
-        stored
-            .value
-            .pointer("/metadata/uid")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned)
-    }
-}
 
 /// What the endpoints make of a request: their answer, or a Pod stream request for the
 /// streams layer (`crate::streams`, the kubelet's part), authenticated, routed and past the

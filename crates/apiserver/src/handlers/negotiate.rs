@@ -164,7 +164,7 @@ pub(crate) fn negotiate_encoding(
         })
 }
 
-impl super::Call {
+impl super::call::Call {
     /// The representation and encoding the request's `Accept` header picks for this
     /// resource (protobuf only for built-in kinds). Plain-object responses are turned into
     /// protobuf at one place, after the handler (`handlers::encode_response`); watches

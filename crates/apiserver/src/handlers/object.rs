@@ -10,7 +10,7 @@ use kubeclient_machinery::{
 };
 use serde_json::Value;
 
-use super::Call;
+use super::call::Call;
 use crate::registry::{FieldSelectors, event_versions};
 use crate::response::{HandlerResult, fail};
 use crate::storage::StoredObject;
@@ -30,7 +30,7 @@ impl Call {
 
     /// A stored object as the request's resource serves it (the version asked for).
     pub(crate) fn presented(&self, stored: Arc<StoredObject>) -> Arc<StoredObject> {
-        crate::registry::version_conversion::served_object(&self.resource, &stored)
+        crate::registry::apiextensions::version_conversion::served_object(&self.resource, &stored)
             .map_or(stored, Arc::new)
     }
 

@@ -9,11 +9,11 @@ use http::{Response, StatusCode};
 use kubeclient_machinery::{Status, StatusCause};
 use serde_json::{Value, json};
 
-use super::Call;
+use super::call::Call;
 use super::negotiate::{Output, Target};
 use super::object::store_key;
 use super::table::{self, IncludeObject};
-use crate::registry::version_conversion;
+use crate::registry::apiextensions::version_conversion;
 use crate::response::{Body, HandlerResult, fail, json, json_bytes};
 use crate::storage::{ListRequest, StorageError, StoredObject};
 

@@ -11,13 +11,13 @@ use kubeclient_machinery::{ErrorChain, Status};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::Call;
+use super::call::Call;
 use super::negotiate::{Encoding, Output, Target};
 use super::object::ObjectFilter;
 use super::read::{list_options_invalid, parse_rv};
 use super::table::{self, IncludeObject};
 use crate::registry::ResourceDef;
-use crate::registry::version_conversion;
+use crate::registry::apiextensions::version_conversion;
 use crate::response::{Body, HandlerResult, fail, streaming, with_body};
 use crate::state::State;
 use crate::storage::{

@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use super::kinds::strategy_for;
 use super::{Registry, ResourceDef};
 
 /// `GET /api`: the core group's versions.
@@ -89,17 +90,17 @@ pub(crate) fn api_resource_list(registry: &Registry, group: &str, version: &str)
         .filter(|r| r.group == group && r.version == version)
     {
         resources.push(resource_entry(resource));
-        for (name, group, version, kind, verbs) in extra_subresources(resource) {
+        for sub in strategy_for(resource).subresources() {
             let mut entry = json!({
-                "name": format!("{}/{name}", resource.plural),
+                "name": format!("{}/{}", resource.plural, sub.name),
                 "singularName": "",
                 "namespaced": resource.namespaced,
-                "kind": kind,
-                "verbs": verbs,
+                "kind": sub.kind,
+                "verbs": sub.verbs,
             });
-            if !group.is_empty() {
-                entry["group"] = json!(group);
-                entry["version"] = json!(version);
+            if !sub.group.is_empty() {
+                entry["group"] = json!(sub.group);
+                entry["version"] = json!(sub.version);
             }
             resources.push(entry);
         }
@@ -170,65 +171,16 @@ pub(crate) fn aggregated(registry: &Registry, core: bool) -> Value {
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
 }
 
-/// A subresource served by a handler of its own: name, the group and version of its
-/// kind (empty: core v1), kind, verbs.
-type ExtraSubresource = (
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static [&'static str],
-);
-
-/// The subresources of Pods (`attach`, `ephemeralcontainers`, `eviction`, `exec`, `log`,
-/// `portforward`) and ServiceAccounts (`token`), with the kinds and verbs kube-apiserver
-/// lists for them; none for other resources.
-fn extra_subresources(resource: &ResourceDef) -> &'static [ExtraSubresource] {
-    match (resource.group.as_str(), resource.plural.as_str()) {
-        ("", "pods") => &[
-            ("attach", "", "", "PodAttachOptions", &["create", "get"]),
-            (
-                "ephemeralcontainers",
-                "",
-                "",
-                "Pod",
-                &["get", "patch", "update"],
-            ),
-            ("eviction", "policy", "v1", "Eviction", &["create"]),
-            ("exec", "", "", "PodExecOptions", &["create", "get"]),
-            ("log", "", "", "Pod", &["get"]),
-            (
-                "portforward",
-                "",
-                "",
-                "PodPortForwardOptions",
-                &["create", "get"],
-            ),
-        ],
-        ("certificates.k8s.io", "certificatesigningrequests") => &[(
-            "approval",
-            "certificates.k8s.io",
-            "v1",
-            "CertificateSigningRequest",
-            &["get", "patch", "update"],
-        )],
-        ("", "serviceaccounts") => &[(
-            "token",
-            "authentication.k8s.io",
-            "v1",
-            "TokenRequest",
-            &["create"],
-        )],
-        _ => &[],
-    }
-}
-
 fn aggregated_resource(resource: &ResourceDef) -> Value {
     let kind = json!({"group": resource.group, "version": resource.version, "kind": resource.kind});
     let mut subresources = Vec::new();
-    for (name, group, version, response_kind, verbs) in extra_subresources(resource) {
-        let version = if version.is_empty() { "v1" } else { version };
-        subresources.push(json!({"subresource": name, "responseKind": {"group": group, "version": version, "kind": response_kind}, "verbs": verbs}));
+    for sub in strategy_for(resource).subresources() {
+        let version = if sub.version.is_empty() {
+            "v1"
+        } else {
+            sub.version
+        };
+        subresources.push(json!({"subresource": sub.name, "responseKind": {"group": sub.group, "version": version, "kind": sub.kind}, "verbs": sub.verbs}));
     }
     if resource.status_subresource {
         subresources.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
@@ -322,5 +274,70 @@ mod tests {
             .unwrap();
         assert_eq!(scale["kind"], "Scale");
         assert_eq!(scale["group"], "autoscaling");
+    }
+
+    /// The first object under `value` whose `key` is `name`.
+    fn find<'a>(value: &'a Value, key: &str, name: &str) -> Option<&'a Value> {
+        match value {
+            Value::Object(map) if map.get(key).is_some_and(|v| v == name) => Some(value),
+            Value::Object(map) => map.values().find_map(|v| find(v, key, name)),
+            Value::Array(items) => items.iter().find_map(|v| find(v, key, name)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn kinds_list_their_own_subresources_in_both_discovery_forms() {
+        let registry = Registry::new();
+        let core = api_resource_list(&registry, "", "v1");
+        let eviction = find(&core, "name", "pods/eviction").expect("pods/eviction");
+        assert_eq!(
+            (&eviction["kind"], &eviction["group"], &eviction["version"]),
+            (&json!("Eviction"), &json!("policy"), &json!("v1"))
+        );
+        assert_eq!(eviction["verbs"], json!(["create"]));
+        let exec = find(&core, "name", "pods/exec").expect("pods/exec");
+        assert_eq!(exec["kind"], "PodExecOptions");
+        assert!(exec.get("group").is_none(), "{exec}");
+        let token = find(&core, "name", "serviceaccounts/token").expect("token");
+        assert_eq!(
+            (&token["kind"], &token["group"], &token["verbs"]),
+            (
+                &json!("TokenRequest"),
+                &json!("authentication.k8s.io"),
+                &json!(["create"])
+            )
+        );
+        let certificates = api_resource_list(&registry, "certificates.k8s.io", "v1");
+        let approval =
+            find(&certificates, "name", "certificatesigningrequests/approval").expect("approval");
+        assert_eq!(approval["verbs"], json!(["get", "patch", "update"]));
+        assert!(find(&core, "name", "configmaps/exec").is_none());
+
+        let aggregated = aggregated(&registry, true);
+        let pods = find(&aggregated, "resource", "pods").expect("pods");
+        let names: Vec<&str> = pods["subresources"]
+            .as_array()
+            .expect("subresources")
+            .iter()
+            .filter_map(|s| s["subresource"].as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "attach",
+                "ephemeralcontainers",
+                "eviction",
+                "exec",
+                "log",
+                "portforward",
+                "status"
+            ]
+        );
+        let exec = find(pods, "subresource", "exec").expect("exec");
+        assert_eq!(
+            exec["responseKind"],
+            json!({"group": "", "version": "v1", "kind": "PodExecOptions"})
+        );
     }
 }

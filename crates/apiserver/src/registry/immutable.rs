@@ -8,7 +8,8 @@ use kubeclient_machinery::{Status, StatusCause};
 use serde_json::{Map, Value};
 
 use super::kinds::strategy_for;
-use super::store::{Decoding, StoreResult, WriteRequest, fail};
+use super::store::result::{StoreResult, fail};
+use super::store::write_request::{Decoding, WriteRequest};
 use crate::object::{meta_str, store_key};
 
 /// Checks `desired` (the object a write asks for, before server fields are carried

@@ -2,16 +2,15 @@
 //! CustomResourceDefinitions), the generic store every write goes through ([`store`]),
 //! one [`Strategy`](strategy::Strategy) per kind or family ([`kinds`]: defaults,
 //! validation, immutable fields, create-on-update, deletion, garbage collection), the
-//! pieces they share (`defaults`, `workloads`, `validate`, `immutable`), custom resource
-//! schemas and version conversion, the allocators, and the discovery and OpenAPI
-//! documents describing the resources. No HTTP here: the endpoints parse a
-//! request, call the store, and encode what it returns.
+//! pieces they share (`defaults`, `workloads`, `validate`, `immutable`), custom resources
+//! ([`apiextensions`]: CRDs, schemas, version conversion), the allocators, and the
+//! discovery and OpenAPI documents describing the resources. No HTTP here: the endpoints
+//! parse a request, call the store, and encode what it returns.
 
 mod allocators;
+pub(crate) mod apiextensions;
 mod builtin;
 mod builtin_types;
-mod crd;
-mod crd_validation;
 pub(crate) mod defaults;
 pub(crate) mod discovery;
 pub(crate) mod event_versions;
@@ -20,25 +19,20 @@ pub(crate) mod kinds;
 pub(crate) mod openapi;
 pub(crate) mod printers;
 mod resource;
-mod schema_formats;
-pub(crate) mod schema_patterns;
 pub(crate) mod store;
 pub(crate) mod strategy;
-mod structural_schema;
 mod type_errors;
 pub(crate) mod validate;
-mod validate_schema;
-pub(crate) mod version_conversion;
 pub(crate) mod workloads;
 
 use std::sync::{Arc, RwLock};
 
-pub(crate) use builtin::ALL_VERBS;
-pub(crate) use builtin_types::{BuiltinType, WithType, builtin_type};
-pub(crate) use crd::{
+pub(crate) use apiextensions::crd::{
     CRD_CLEANUP_FINALIZER, crd_resources, crd_served_resources, crd_status, set_terminating,
 };
-pub(crate) use crd_validation::validate as validate_crd;
+pub(crate) use apiextensions::crd_validation::validate as validate_crd;
+pub(crate) use builtin::ALL_VERBS;
+pub(crate) use builtin_types::{BuiltinType, WithType, builtin_type};
 pub(crate) use resource::{
     FOREGROUND_DELETION, FieldSelectors, ORPHAN, Propagation, ResourceDef, Special,
 };

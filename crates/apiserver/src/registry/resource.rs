@@ -62,7 +62,7 @@ pub(crate) struct ResourceDef {
     /// against (`handlers/validate_schema.rs`); `None` for built-in types.
     pub schema: Option<std::sync::Arc<serde_json::Value>>,
     /// The `pattern`s of `schema`, compiled once when the CRD was accepted.
-    pub patterns: std::sync::Arc<super::schema_patterns::CompiledPatterns>,
+    pub patterns: std::sync::Arc<super::apiextensions::schema_patterns::CompiledPatterns>,
     /// A custom resource's storage version (objects are stored in it and served in
     /// `version`: `handlers/version_conversion.rs`); `None` for built-in types.
     pub storage_version: Option<String>,

@@ -30,6 +30,22 @@ pub(crate) struct StrategyContext<'a> {
     pub(crate) resource: &'a ResourceDef,
 }
 
+/// A subresource discovery lists for a kind besides `status` and `scale` (those follow
+/// from the resource): kube-apiserver's storage map entries such as `pods/exec`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Subresource {
+    /// Its name (`exec`).
+    pub(crate) name: &'static str,
+    /// The group and version of what it answers with; both empty for core `v1`.
+    pub(crate) group: &'static str,
+    /// See `group`.
+    pub(crate) version: &'static str,
+    /// The kind it answers with (`PodExecOptions`).
+    pub(crate) kind: &'static str,
+    /// The verbs it serves.
+    pub(crate) verbs: &'static [&'static str],
+}
+
 /// What the generic store asks a kind. Every method has the generic behaviour as its
 /// default.
 pub(crate) trait Strategy: Sync {
@@ -176,6 +192,12 @@ pub(crate) trait Strategy: Sync {
     /// from `printers/`); `None` for the default `Name` / `Created At` table.
     fn table_columns(&self) -> Option<&'static [Column]> {
         None
+    }
+
+    /// The subresources discovery lists for its resource besides `status` and `scale`;
+    /// none by default.
+    fn subresources(&self) -> &'static [Subresource] {
+        &[]
     }
 
     /// The grace period a DELETE gives `object` (the rest of `CheckGracefulDelete`),

@@ -13,7 +13,7 @@ use kubeclient_machinery::{Status, StatusCause};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::store::{StoreResult, fail};
+use super::store::result::{StoreResult, fail, invalid_object};
 use crate::registry::{BuiltinType, ResourceDef, WithType, builtin_type};
 
 /// The most bytes all annotations of an object may hold (keys plus values), as upstream.
@@ -45,7 +45,7 @@ const QUANTITY_FIELDS: [&str; 13] = [
 pub(crate) fn check_object(resource: &ResourceDef, object: &Value) -> StoreResult<()> {
     check_decodes(resource, object)?;
     check_metadata(resource, object)?;
-    super::validate_schema::check_schema(resource, object)
+    super::apiextensions::validate_schema::check_schema(resource, object)
 }
 
 /// Checks that `object` encodes to at most `max_bytes` (a patch can grow an object
@@ -251,25 +251,6 @@ pub(crate) fn check_metadata(resource: &ResourceDef, object: &Value) -> StoreRes
         return Ok(());
     }
     Err(invalid_object(resource, object, causes))
-}
-
-/// 422 Invalid for `object` with `causes` (kube-apiserver's message naming the object).
-pub(super) fn invalid_object(
-    resource: &ResourceDef,
-    object: &Value,
-    causes: Vec<StatusCause>,
-) -> Box<Status> {
-    let name = object
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    fail(Status::invalid(
-        &resource.group,
-        &resource.kind,
-        name,
-        causes,
-    ))
 }
 
 /// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, the name part of a qualified name and a

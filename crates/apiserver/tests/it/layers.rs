@@ -79,7 +79,7 @@ fn layer_of(module: &str) -> Option<Layer> {
         .map(|(_, layer)| *layer)
 }
 
-fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+pub(crate) fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };

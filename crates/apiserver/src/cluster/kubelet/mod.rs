@@ -30,7 +30,7 @@ use tokio::sync::Notify;
 
 pub(crate) use runtime::{ContainerCommand, ContainerKey, ContainerRuntime, Exits};
 
-use super::ClusterOptions;
+use super::cluster_options::ClusterOptions;
 use super::node::{NodeInfo, kubelet_writer, pod_ip};
 use super::node_lease::Heartbeats;
 use super::writer::PODS;

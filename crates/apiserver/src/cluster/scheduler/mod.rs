@@ -30,9 +30,9 @@ use super::node::{NodeInfo, NodeSet, micro_now};
 use super::writer::{EventFor, LEASES, PODS, Writer};
 use crate::object::{now, store_key};
 use crate::registry::kinds::pod_binding::{
-    SCHEDULER_LEASE_NAME, SCHEDULER_LEASE_NAMESPACE, bind, set_condition,
+    SCHEDULER_LEASE_NAME, SCHEDULER_LEASE_NAMESPACE, set_condition,
 };
-use crate::registry::store::GenericStore;
+use crate::registry::store::{GenericStore, bind};
 
 /// The scheduler's name, as Pods name it in `spec.schedulerName`.
 const SCHEDULER_NAME: &str = "default-scheduler";

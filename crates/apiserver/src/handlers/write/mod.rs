@@ -5,11 +5,13 @@
 //!
 //! One file per verb: [`create`], [`update`], [`patch`] (with server-side apply),
 //! [`delete`] (with deletecollection) and [`scale`] (the scale subresource); what they
-//! share (the store request of a call, the answer after an update) is here.
+//! share: the store request of a call (here) and the write to an existing object with
+//! its answer ([`existing`]).
 
 mod create;
 mod delete;
 mod eviction;
+mod existing;
 mod patch;
 mod reviews;
 mod scale;
@@ -25,31 +27,25 @@ pub(crate) use scale::scale_of;
 pub(crate) use token_request::token_request;
 pub(crate) use update::update;
 
-use create::create_object;
-use scale::{validate_scale_replicas, with_replicas};
-
 use http::{Response, StatusCode};
 use kubeclient_machinery::{GroupResource, Status, StatusCause, StatusDetails, StatusReason};
 use serde_json::{Map, Value, json};
 
-use super::Call;
+use super::call::Call;
 use super::object::{dry_run_value, meta_str, metadata_mut, now, store_key};
 use crate::patch::managed_fields;
 use crate::patch::managed_fields::ListMerge;
 use crate::patch::strategic_merge::{
     ListStrategy, builtin_list_map_keys, builtin_list_strategy, strategic_merge,
 };
+use crate::registry::apiextensions::version_conversion;
 use crate::registry::kinds::strategy_for;
 use crate::registry::store::{
     self, Decoding, DeleteOptions, Deleted, Ownership, StoreResult, WriteRequest, WriteResult,
     conflict, invalid, with_write_context,
 };
-use crate::registry::version_conversion;
 use crate::response::{Body, HandlerResult, fail, json, json_bytes, with_warnings};
 use crate::storage::StoredObject;
-
-/// The most JSON patch operations one request may carry.
-const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
 fn as_object(value: Value) -> HandlerResult<Map<String, Value>> {
     match value {
@@ -121,68 +117,6 @@ impl Call {
             },
             field_check,
         })
-    }
-}
-
-/// Runs an update-like write (PUT, PATCH) on an existing object through the store and
-/// answers with the result. `compute` runs outside the store lock and again if another
-/// writer changed the object meanwhile.
-fn write_existing(
-    call: &Call,
-    require_rv: bool,
-    ownership: Ownership,
-    mut compute: impl FnMut(&StoredObject) -> HandlerResult<Map<String, Value>>,
-) -> HandlerResult<Response<Body>> {
-    let manager = call.field_manager();
-    let check = call.field_check();
-    let request = call.write_request(&manager, &check)?;
-    let result = call
-        .state
-        .generic_store()
-        .update(&request, require_rv, ownership, |current| {
-            compute(current).map(Some)
-        })?;
-    respond_after_update(call, result)
-}
-
-fn respond_after_update(call: &Call, result: WriteResult) -> HandlerResult<Response<Body>> {
-    let WriteResult {
-        stored,
-        computed,
-        warnings,
-        ..
-    } = result;
-    respond_with(call, stored.as_deref(), computed)
-        .map(|response| with_warnings(response, &warnings))
-}
-
-fn respond_with(
-    call: &Call,
-    stored: Option<&StoredObject>,
-    computed: Option<Value>,
-) -> HandlerResult<Response<Body>> {
-    if call.subresource() == Some("scale") {
-        let object = stored
-            .map(|s| s.value.clone())
-            .or(computed)
-            .unwrap_or(Value::Null);
-        return Ok(json(StatusCode::OK, &scale_of(call, &object)));
-    }
-    let resource = &call.resource;
-    match (stored, computed) {
-        (Some(stored), _) if !call.dry_run()? => Ok(json_bytes(
-            StatusCode::OK,
-            version_conversion::served_bytes(resource, stored),
-        )),
-        (_, Some(computed)) => Ok(json(
-            StatusCode::OK,
-            &*version_conversion::served_value(resource, &computed),
-        )),
-        (Some(stored), None) => Ok(json_bytes(
-            StatusCode::OK,
-            version_conversion::served_bytes(resource, stored),
-        )),
-        (None, None) => Err(fail(Status::internal_error("update produced no object"))),
     }
 }
 

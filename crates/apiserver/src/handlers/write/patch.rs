@@ -1,6 +1,12 @@
 //! PATCH: JSON, merge and strategic merge patches, and server-side apply.
 
+use super::create::create_object;
+use super::existing::write_existing;
+use super::scale::{validate_scale_replicas, with_replicas};
 use super::*;
+
+/// The most JSON patch operations one request may carry.
+const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
 /// PATCH: JSON patch, merge patch, strategic merge patch (built-ins) or server-side apply.
 pub(crate) fn patch(call: &Call) -> HandlerResult<Response<Body>> {

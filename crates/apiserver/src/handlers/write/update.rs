@@ -1,5 +1,8 @@
 //! PUT: replacing an object, its status or its scale.
 
+use super::create::create_object;
+use super::existing::write_existing;
+use super::scale::{validate_scale_replicas, with_replicas};
 use super::*;
 
 /// PUT: replaces an object (or its status / scale).

@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::registry::apiextensions::structural_schema;
 use crate::registry::strategy::{Strategy, StrategyContext};
-use crate::registry::structural_schema;
 
 /// The strategy of every custom resource.
 pub(crate) struct CustomResourceStrategy;

@@ -3,6 +3,7 @@
 //! and what else belongs to it. A kind not named here gets the generic strategy
 //! ([`strategy_for`] says which kind has which).
 
+pub(crate) mod certificate_signing_request;
 pub(crate) mod component_status;
 pub(crate) mod config_map;
 pub(crate) mod custom_resource;
@@ -42,6 +43,9 @@ pub(crate) fn strategy_for(resource: &ResourceDef) -> &'static dyn Strategy {
         ("", "PersistentVolumeClaim") => &persistent_volume::PersistentVolumeClaimStrategy,
         ("", "PersistentVolume") => &persistent_volume::PersistentVolumeStrategy,
         ("", "Node") => &node::NodeStrategy,
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            &certificate_signing_request::CertificateSigningRequestStrategy
+        }
         ("", "ComponentStatus") => &component_status::ComponentStatusStrategy,
         ("", "ReplicationController") => &workloads::REPLICATION_CONTROLLER,
         ("apps", "Deployment") => &workloads::DEPLOYMENT,

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::pod_binding::{cluster_runs, kubelet_runs};
 use crate::registry::defaults::{DEFAULT_SCHEDULER, child, child_or_insert, pod_spec, set};
 use crate::registry::printers::{self, Column};
-use crate::registry::strategy::{Strategy, StrategyContext, duplicates};
+use crate::registry::strategy::{Strategy, StrategyContext, Subresource, duplicates};
 use crate::registry::workloads;
 use crate::storage::Store;
 
@@ -19,9 +19,60 @@ const DEFAULT_GRACE_PERIOD_SECONDS: i64 = 30;
 /// The Pod strategy.
 pub(crate) struct PodStrategy;
 
+/// What discovery lists under `pods/`: the kubelet's streams, ephemeral containers and
+/// eviction, with the kinds and verbs kube-apiserver lists for them.
+const POD_SUBRESOURCES: &[Subresource] = &[
+    Subresource {
+        name: "attach",
+        group: "",
+        version: "",
+        kind: "PodAttachOptions",
+        verbs: &["create", "get"],
+    },
+    Subresource {
+        name: "ephemeralcontainers",
+        group: "",
+        version: "",
+        kind: "Pod",
+        verbs: &["get", "patch", "update"],
+    },
+    Subresource {
+        name: "eviction",
+        group: "policy",
+        version: "v1",
+        kind: "Eviction",
+        verbs: &["create"],
+    },
+    Subresource {
+        name: "exec",
+        group: "",
+        version: "",
+        kind: "PodExecOptions",
+        verbs: &["create", "get"],
+    },
+    Subresource {
+        name: "log",
+        group: "",
+        version: "",
+        kind: "Pod",
+        verbs: &["get"],
+    },
+    Subresource {
+        name: "portforward",
+        group: "",
+        version: "",
+        kind: "PodPortForwardOptions",
+        verbs: &["create", "get"],
+    },
+];
+
 impl Strategy for PodStrategy {
     fn table_columns(&self) -> Option<&'static [Column]> {
         Some(printers::pod::POD)
+    }
+
+    fn subresources(&self) -> &'static [Subresource] {
+        POD_SUBRESOURCES
     }
 
     fn prepare_for_create(&self, context: StrategyContext<'_>, object: &mut Map<String, Value>) {

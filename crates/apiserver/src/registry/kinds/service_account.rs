@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::registry::printers::{self, Column};
-use crate::registry::strategy::Strategy;
+use crate::registry::strategy::{Strategy, Subresource};
 
 /// The ServiceAccount strategy.
 pub(crate) struct ServiceAccountStrategy;
@@ -14,6 +14,17 @@ pub(crate) struct ServiceAccountStrategy;
 impl Strategy for ServiceAccountStrategy {
     fn table_columns(&self) -> Option<&'static [Column]> {
         Some(printers::config::SERVICE_ACCOUNT)
+    }
+
+    /// `serviceaccounts/token`: a TokenRequest.
+    fn subresources(&self) -> &'static [Subresource] {
+        &[Subresource {
+            name: "token",
+            group: "authentication.k8s.io",
+            version: "v1",
+            kind: "TokenRequest",
+            verbs: &["create"],
+        }]
     }
 
     fn return_deleted_object(&self) -> bool {

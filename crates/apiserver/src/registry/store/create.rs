@@ -4,9 +4,10 @@
 use super::validate_object;
 use super::*;
 use crate::object::{generate_name, now};
+use crate::registry::apiextensions::version_conversion;
 use crate::registry::kinds::strategy_for;
 use crate::registry::strategy::Strategy;
-use crate::registry::{Special, validate, version_conversion};
+use crate::registry::{Special, validate};
 use crate::storage::Write;
 
 impl GenericStore<'_> {

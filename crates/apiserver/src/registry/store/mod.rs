@@ -11,13 +11,18 @@
 //! controllers' wake-up).
 //!
 //! One file per verb: [`create`], [`update`] (with the compute step PUT, PATCH, apply
-//! and controllers share) and [`delete`] (with deletecollection); what they share is
-//! here.
+//! and controllers share), [`delete`] (with deletecollection) and [`binding`] (a Pod's
+//! binding to a node); the request is [`write_request`], the results and errors
+//! [`result`] (neither imports the rest of the store, so the checks the store runs can
+//! use them); what the verbs share besides is here.
 
+mod binding;
 mod create;
 mod delete;
 mod hook;
+pub(crate) mod result;
 mod update;
+pub(crate) mod write_request;
 
 use std::sync::Arc;
 
@@ -26,25 +31,19 @@ use serde_json::{Map, Value, json};
 
 use super::strategy::StrategyContext;
 use super::{Registry, ResourceDef, event_versions};
-use crate::authentication::UserInfo;
 use crate::object::{meta_str, metadata_mut, store_key};
 use crate::patch::managed_fields;
 use crate::patch::strategic_merge::builtin_list_map_keys;
 use crate::storage::{Store, StoredObject};
 
+pub(crate) use binding::bind;
 pub(crate) use delete::{DeleteOptions, Deleted};
 #[cfg(test)]
 pub(crate) use hook::NoHook;
 pub(crate) use hook::{Committed, Hooks, WriteHook};
+pub(crate) use result::{StoreResult, conflict, fail, invalid};
 pub(crate) use update::Ownership;
-
-/// The result of a registry operation: the value, or the Status the API answers with.
-pub(crate) type StoreResult<T> = Result<T, Box<Status>>;
-
-/// A [`Status`] as a registry error.
-pub(crate) fn fail(status: Status) -> Box<Status> {
-    Box::new(status)
-}
+pub(crate) use write_request::{Decoding, WriteRequest};
 
 /// Fields the server owns: wiped from create bodies and carried over on updates.
 const SYSTEM_FIELDS: [&str; 5] = [
@@ -55,79 +54,8 @@ const SYSTEM_FIELDS: [&str; 5] = [
     "selfLink",
 ];
 
-/// Which request brought the object to the store: create and update name the kind in
-/// their error messages, as the API server's body decoder does; patches do not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Decoding {
-    /// A POST or PUT body (or an object a controller or bootstrap writes).
-    Body,
-    /// The result of a patch.
-    Patch,
-}
-
-/// The request's own check of the decoded object (the endpoint's `fieldValidation`:
-/// unknown and duplicate fields), run where kube-apiserver's decoder would have run it;
-/// it returns the warnings to send.
-pub(crate) type FieldCheck<'a> =
-    &'a (dyn Fn(&mut Value, Decoding) -> StoreResult<Vec<String>> + 'a);
-
-/// No field check (controllers and bootstrap write well-formed objects).
-fn no_field_check(_: &mut Value, _: Decoding) -> StoreResult<Vec<String>> {
-    Ok(Vec::new())
-}
-
-/// One write: what it writes, and how. [`WriteRequest::new`] gives an object written by
-/// the server itself (no dry run, no field check); the endpoints fill in the request's
-/// options.
-pub(crate) struct WriteRequest<'a> {
-    /// The resource, in the version the request speaks.
-    pub(crate) resource: &'a ResourceDef,
-    /// The namespace (`None` for cluster-scoped resources).
-    pub(crate) namespace: Option<&'a str>,
-    /// The object's name (`""` for a create with `generateName`).
-    pub(crate) name: &'a str,
-    /// The subresource written (`status`, `scale`, `approval`, `ephemeralcontainers`).
-    pub(crate) subresource: Option<&'a str>,
-    /// `dryRun=All`: everything is checked, nothing is stored.
-    pub(crate) dry_run: bool,
-    /// Who writes.
-    pub(crate) user: &'a UserInfo,
-    /// The manager managedFields record the write under.
-    pub(crate) field_manager: &'a str,
-    /// How the object reached the store.
-    pub(crate) decoding: Decoding,
-    /// The request's field check.
-    pub(crate) field_check: FieldCheck<'a>,
-}
-
-impl<'a> WriteRequest<'a> {
-    /// A write by the server itself (a controller, bootstrap) as `user`, recorded under
-    /// `field_manager`.
-    pub(crate) fn new(
-        resource: &'a ResourceDef,
-        namespace: Option<&'a str>,
-        name: &'a str,
-        user: &'a UserInfo,
-        field_manager: &'a str,
-    ) -> Self {
-        WriteRequest {
-            resource,
-            namespace,
-            name,
-            subresource: None,
-            dry_run: false,
-            user,
-            field_manager,
-            decoding: Decoding::Body,
-            field_check: &no_field_check,
-        }
-    }
-
-    /// The group and resource, for Status messages.
-    pub(crate) fn group_resource(&self) -> GroupResource {
-        self.resource.group_resource()
-    }
-
+/// What the store's verbs ask of a request.
+impl WriteRequest<'_> {
     /// Where the resource's objects are stored (`events.k8s.io` Events with core Events).
     fn storage(&self) -> GroupResource {
         event_versions::storage_of(self.resource)
@@ -368,31 +296,6 @@ impl GenericStore<'_> {
             &store_key(namespace, name),
         )
     }
-}
-
-/// 409 for a stale resourceVersion, with the API server's message.
-pub(crate) fn conflict(resource: &GroupResource, name: &str) -> Box<Status> {
-    fail(Status::conflict(
-        resource,
-        name,
-        "the object has been modified; please apply your changes to the latest version and try again",
-    ))
-}
-
-/// 422 Invalid with one cause.
-pub(crate) fn invalid(
-    resource: &ResourceDef,
-    name: &str,
-    field: &str,
-    reason: &str,
-    message: &str,
-) -> Box<Status> {
-    fail(Status::invalid(
-        &resource.group,
-        &resource.kind,
-        name,
-        vec![StatusCause::new(reason, message, field)],
-    ))
 }
 
 /// The Go types upstream marks `+structType=atomic`: owned whole by whoever sets them.

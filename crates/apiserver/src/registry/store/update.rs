@@ -5,9 +5,10 @@
 use super::validate_object;
 use super::*;
 use crate::object::{finalized, meta_str, now};
+use crate::registry::apiextensions::version_conversion;
 use crate::registry::kinds::pod_binding::BINDING_SUBRESOURCE;
 use crate::registry::kinds::strategy_for;
-use crate::registry::{Special, immutable, validate, version_conversion};
+use crate::registry::{Special, immutable, validate};
 use crate::storage::Write;
 
 /// How an update treats managedFields.

@@ -1,6 +1,6 @@
 //! The `pattern`s of a CRD version's schema, compiled once when the CRD is created or
-//! updated and kept with the served version ([`ResourceDef::patterns`](super::ResourceDef)),
-//! so validating an object never compiles a regular expression and takes no lock.
+//! updated and kept with the served version
+//! ([`ResourceDef::patterns`](crate::registry::ResourceDef)), so validating an object never compiles a regular expression and takes no lock.
 //!
 //! kube-apiserver compiles each pattern with Go's `regexp` (RE2 syntax) and refuses the
 //! CRD when one does not compile (`apiextensions/validation/validation.go`: "must be a

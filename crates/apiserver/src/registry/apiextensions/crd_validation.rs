@@ -11,7 +11,7 @@
 //!   (`schema_patterns.rs`).
 //!
 //! Even an approved CRD never shadows a built-in resource: the registry serves built-ins
-//! first ([`Registry::register`](super::Registry::register)).
+//! first ([`Registry::register`](crate::registry::Registry::register)).
 
 use kubeclient_machinery::StatusCause;
 use serde_json::Value;

@@ -20,9 +20,9 @@ use kubeclient_machinery::StatusCause;
 use serde_json::Value;
 
 use super::schema_formats;
-use super::store::StoreResult;
+use super::schema_patterns::CompiledPatterns;
 use crate::registry::ResourceDef;
-use crate::registry::schema_patterns::CompiledPatterns;
+use crate::registry::store::result::{StoreResult, invalid_object};
 
 /// Stop collecting after this many causes (a huge invalid object must not make a huge
 /// answer).
@@ -71,7 +71,7 @@ pub(crate) fn check_schema(resource: &ResourceDef, object: &Value) -> StoreResul
         return Ok(());
     }
     causes.truncate(MAX_CAUSES);
-    Err(super::validate::invalid_object(resource, object, causes))
+    Err(invalid_object(resource, object, causes))
 }
 
 /// Go's `%v` and `%T` of a decoded JSON value, for kube-apiserver's accessor errors.
@@ -458,7 +458,8 @@ mod tests {
 
     fn causes_of(schema: Value, value: Value) -> Vec<(String, String, String)> {
         let mut causes = Vec::new();
-        let patterns = crate::registry::schema_patterns::compile(&schema, "").unwrap_or_default();
+        let patterns = crate::registry::apiextensions::schema_patterns::compile(&schema, "")
+            .unwrap_or_default();
         validate(&patterns, &schema, &value, "spec", &mut causes);
         causes
             .into_iter()

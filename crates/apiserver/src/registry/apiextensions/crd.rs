@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::resource::{
+use crate::registry::resource::{
     FieldSelectors, PrinterColumn, ResourceDef, ScaleSpec, Special, api_resource,
 };
 
