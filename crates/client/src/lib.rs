@@ -61,6 +61,7 @@ pub mod scale;
 mod sync;
 pub mod tools;
 pub mod util;
+pub mod webhook;
 pub mod workqueue;
 
 pub use api::{
