@@ -1,8 +1,9 @@
-//! Apply configurations (client-go's `applyconfigurations/`): for every built-in kind of
-//! core/v1, apps/v1, batch/v1, networking/v1, rbac/v1 and coordination/v1 (and every type
-//! they reach), a builder in which every field is optional and only what was set is
-//! serialized, so a server-side apply states exactly the fields its manager owns.
-//! `#[derive(CustomResource)]` generates one for a custom resource too.
+//! Apply configurations (client-go's `applyconfigurations/`): for every built-in kind (every
+//! group version of k8s.io/api that k8s-openapi has for each Kubernetes version it supports,
+//! [`GROUP_VERSIONS`], plus CustomResourceDefinition and APIService; the kinds are in
+//! [`KINDS`]) and every type they reach, a builder in which every field is optional and
+//! only what was set is serialized, so a server-side apply states exactly the fields its
+//! manager owns. `#[derive(CustomResource)]` generates one for a custom resource too.
 //!
 //! Send one with [`Api::apply_configuration`](crate::Api::apply_configuration); rebuild
 //! what one manager owns from an object's `managedFields` with
@@ -34,7 +35,9 @@ mod extract;
 mod generated;
 
 pub use extract::ExtractError;
-pub use generated::{KINDS, apps, batch, coordination, core, meta, networking, rbac, scheduling};
+// One module per group (`apps::v1`, `autoscaling::v2`, `apiextensions::v1` ...), `KINDS` and
+// `GROUP_VERSIONS`: whatever the generator wrote.
+pub use generated::*;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
@@ -209,9 +212,170 @@ mod tests {
         assert!(KINDS.contains(&("coordination.k8s.io/v1", "Lease")));
     }
 
-    /// Regenerating the apply configurations changes nothing. The sources are k8s-openapi's
-    /// `src` directory and a kubernetes/client-go git directory, named by
-    /// `KUBECLIENT_APPLYCONFIG_SOURCES` (colon-separated); without them this prints `skipped`.
+    #[test]
+    fn markers_of_the_other_groups_come_from_their_schemas() {
+        use super::apiextensions::v1::{
+            CustomResourceDefinitionSpecApplyConfiguration, JSONSchemaPropsApplyConfiguration,
+        };
+        use super::autoscaling::v2::{
+            HorizontalPodAutoscalerSpecApplyConfiguration,
+            HorizontalPodAutoscalerStatusApplyConfiguration,
+        };
+        use super::policy::v1::{
+            PodDisruptionBudgetSpecApplyConfiguration, PodDisruptionBudgetStatusApplyConfiguration,
+        };
+        // autoscaling/v2: a HorizontalPodAutoscaler's metrics are one atomic list, its
+        // conditions a list-map keyed by type.
+        assert!(HorizontalPodAutoscalerSpecApplyConfiguration::is_atomic(
+            "metrics"
+        ));
+        assert_eq!(
+            HorizontalPodAutoscalerSpecApplyConfiguration::list_map_keys("metrics"),
+            None
+        );
+        assert!(!HorizontalPodAutoscalerSpecApplyConfiguration::is_atomic(
+            "maxReplicas"
+        ));
+        assert_eq!(
+            HorizontalPodAutoscalerStatusApplyConfiguration::list_map_keys("conditions"),
+            Some(&["type"][..])
+        );
+        assert!(HorizontalPodAutoscalerStatusApplyConfiguration::is_atomic(
+            "currentMetrics"
+        ));
+        // policy/v1: a PodDisruptionBudget's selector is an atomic LabelSelector.
+        assert!(PodDisruptionBudgetSpecApplyConfiguration::is_atomic(
+            "selector"
+        ));
+        assert!(!PodDisruptionBudgetSpecApplyConfiguration::is_atomic(
+            "minAvailable"
+        ));
+        assert_eq!(
+            PodDisruptionBudgetStatusApplyConfiguration::list_map_keys("conditions"),
+            Some(&["type"][..])
+        );
+        // apiextensions-apiserver's schema: a CRD's versions are atomic, CEL rules keyed by rule.
+        assert!(CustomResourceDefinitionSpecApplyConfiguration::is_atomic(
+            "versions"
+        ));
+        assert_eq!(
+            JSONSchemaPropsApplyConfiguration::list_map_keys("x-kubernetes-validations"),
+            Some(&["rule"][..])
+        );
+    }
+
+    /// The identity of `A` names the same `apiVersion` and `kind` as k8s-openapi's type.
+    fn identity_api_version<A: ApplyConfiguration>() -> &'static str {
+        use k8s_openapi::Resource;
+        let identity = serde_json::to_value(A::identity("x", None)).unwrap();
+        assert_eq!(identity["apiVersion"], A::Object::API_VERSION);
+        assert_eq!(identity["kind"], A::Object::KIND);
+        A::Object::API_VERSION
+    }
+
+    #[test]
+    fn every_group_version_k8s_openapi_has_in_every_kubernetes_version_is_generated() {
+        // k8s-openapi 0.29's group versions of k8s.io/api in each of v1_33 to v1_37, but the
+        // create-only reviews (authentication/v1, authorization/v1) and
+        // admissionregistration/v1beta1 (1.33's kinds are not 1.34's); then
+        // apiextensions-apiserver's and kube-aggregator's.
+        let expected = [
+            "v1",
+            "admissionregistration.k8s.io/v1",
+            "admissionregistration.k8s.io/v1alpha1",
+            "internal.apiserver.k8s.io/v1alpha1",
+            "apps/v1",
+            "autoscaling/v1",
+            "autoscaling/v2",
+            "batch/v1",
+            "certificates.k8s.io/v1",
+            "certificates.k8s.io/v1beta1",
+            "coordination.k8s.io/v1",
+            "coordination.k8s.io/v1alpha2",
+            "coordination.k8s.io/v1beta1",
+            "discovery.k8s.io/v1",
+            "events.k8s.io/v1",
+            "flowcontrol.apiserver.k8s.io/v1",
+            "networking.k8s.io/v1",
+            "node.k8s.io/v1",
+            "policy/v1",
+            "rbac.authorization.k8s.io/v1",
+            "resource.k8s.io/v1alpha3",
+            "resource.k8s.io/v1beta1",
+            "resource.k8s.io/v1beta2",
+            "scheduling.k8s.io/v1",
+            "storage.k8s.io/v1",
+            "apiextensions.k8s.io/v1",
+            "apiregistration.k8s.io/v1",
+        ];
+        assert_eq!(GROUP_VERSIONS, expected);
+        // One kind of each, typed: the module exists and its identity is k8s-openapi's.
+        let typed = [
+            identity_api_version::<core::v1::ConfigMapApplyConfiguration>(),
+            identity_api_version::<
+                admissionregistration::v1::ValidatingAdmissionPolicyApplyConfiguration,
+            >(),
+            identity_api_version::<
+                admissionregistration::v1alpha1::MutatingAdmissionPolicyApplyConfiguration,
+            >(),
+            identity_api_version::<apiserverinternal::v1alpha1::StorageVersionApplyConfiguration>(),
+            identity_api_version::<apps::v1::DeploymentApplyConfiguration>(),
+            identity_api_version::<autoscaling::v1::HorizontalPodAutoscalerApplyConfiguration>(),
+            identity_api_version::<autoscaling::v2::HorizontalPodAutoscalerApplyConfiguration>(),
+            identity_api_version::<batch::v1::JobApplyConfiguration>(),
+            identity_api_version::<certificates::v1::CertificateSigningRequestApplyConfiguration>(),
+            identity_api_version::<certificates::v1beta1::ClusterTrustBundleApplyConfiguration>(),
+            identity_api_version::<coordination::v1::LeaseApplyConfiguration>(),
+            identity_api_version::<coordination::v1alpha2::LeaseCandidateApplyConfiguration>(),
+            identity_api_version::<coordination::v1beta1::LeaseCandidateApplyConfiguration>(),
+            identity_api_version::<discovery::v1::EndpointSliceApplyConfiguration>(),
+            identity_api_version::<events::v1::EventApplyConfiguration>(),
+            identity_api_version::<flowcontrol::v1::FlowSchemaApplyConfiguration>(),
+            identity_api_version::<networking::v1::IngressApplyConfiguration>(),
+            identity_api_version::<node::v1::RuntimeClassApplyConfiguration>(),
+            identity_api_version::<policy::v1::PodDisruptionBudgetApplyConfiguration>(),
+            identity_api_version::<rbac::v1::RoleApplyConfiguration>(),
+            identity_api_version::<resource::v1alpha3::DeviceTaintRuleApplyConfiguration>(),
+            identity_api_version::<resource::v1beta1::ResourceClaimApplyConfiguration>(),
+            identity_api_version::<resource::v1beta2::ResourceClaimApplyConfiguration>(),
+            identity_api_version::<scheduling::v1::PriorityClassApplyConfiguration>(),
+            identity_api_version::<storage::v1::StorageClassApplyConfiguration>(),
+            identity_api_version::<apiextensions::v1::CustomResourceDefinitionApplyConfiguration>(),
+            identity_api_version::<apiregistration::v1::APIServiceApplyConfiguration>(),
+        ];
+        assert_eq!(typed, expected);
+        for group_version in GROUP_VERSIONS {
+            assert!(
+                KINDS
+                    .iter()
+                    .any(|(api_version, _)| api_version == group_version),
+                "{group_version} has no kind"
+            );
+        }
+        assert!(
+            KINDS
+                .iter()
+                .all(|(api_version, _)| GROUP_VERSIONS.contains(api_version))
+        );
+    }
+
+    #[test]
+    fn a_recursive_schema_field_is_boxed_and_set_by_value() {
+        use super::apiextensions::v1::JSONSchemaPropsApplyConfiguration as Schema;
+        let schema = Schema::default()
+            .with_type("object")
+            .with_not(Schema::default().with_required(["spec"]));
+        assert_eq!(
+            serde_json::to_value(&schema).unwrap(),
+            json!({"type": "object", "not": {"required": ["spec"]}})
+        );
+    }
+
+    /// Regenerating the apply configurations (every group version) changes nothing. The
+    /// sources are k8s-openapi's `src` directory and the git directories of
+    /// kubernetes/client-go, kubernetes/apiextensions-apiserver and kubernetes/kube-aggregator,
+    /// named by `KUBECLIENT_APPLYCONFIG_SOURCES` (colon-separated, in that order); without
+    /// them this prints `skipped`.
     #[test]
     fn regenerating_the_apply_configurations_changes_nothing() {
         let Ok(sources) = std::env::var("KUBECLIENT_APPLYCONFIG_SOURCES") else {

@@ -61,14 +61,18 @@ fn register<T: FactoryResource>(
 /// use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kubeclient::controller::{Action, Controller, ReconcileRequest, retry_with_backoff};
+/// use kubeclient::applyconfigurations::core::v1::ConfigMapApplyConfiguration;
 /// use kubeclient::informers::SharedInformerFactory;
-/// use kubeclient::{CancellationToken, Client};
+/// use kubeclient::{Api, ApplyOptions, CancellationToken, Client};
 ///
 /// async fn reconcile(request: ReconcileRequest<Deployment>, client: Arc<Client>) -> Result<Action, kubeclient::Error> {
-///     match request.object {
-///         Some(_deployment) => println!("reconcile {}", request.key),
-///         None => println!("{} is gone", request.key),
-///     }
+///     let Some(deployment) = request.object else { return Ok(Action::done()) }; // gone
+///     // Server-side apply of exactly the fields this controller owns (docs/APPLY.md).
+///     let replicas = deployment.spec.replicas.unwrap_or(1);
+///     let summary = ConfigMapApplyConfiguration::new(format!("{}-summary", request.name), &request.namespace)
+///         .with_data([("replicas", replicas.to_string())]);
+///     let configmaps: Api<ConfigMap> = Api::namespaced(Client::clone(&client), &request.namespace);
+///     configmaps.apply_configuration(&summary, &ApplyOptions::new("deployment-summary").force()).await?;
 ///     Ok(Action::done())
 /// }
 ///

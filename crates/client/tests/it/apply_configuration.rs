@@ -1,6 +1,7 @@
 //! Typed server-side apply (issue 29): two field managers apply overlapping apply
-//! configurations of a Deployment, a Service (ports keyed by port and protocol), a ConfigMap
-//! and a custom resource. Every scenario asserts its own expectations on the embedded
+//! configurations of a Deployment, a Service (ports keyed by port and protocol), a ConfigMap,
+//! a cluster-scoped PriorityClass (scheduling/v1, one of the other generated groups) and a
+//! custom resource. Every scenario asserts its own expectations on the embedded
 //! server over HTTP and writes a transcript (each step's outcome: the fields it touched, or
 //! the conflict's code, reason and causes; then what `extract` gives for each manager);
 //! with a real kube-apiserver (`KUBECLIENT_REALAPI_KUBECONFIG`) the same scenario runs there
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kubeclient::applyconfigurations::ApplyConfiguration;
 use kubeclient::applyconfigurations::apps::v1::{
@@ -23,6 +25,7 @@ use kubeclient::applyconfigurations::core::v1::{
 use kubeclient::applyconfigurations::meta::v1::{
     LabelSelectorApplyConfiguration, ObjectMetaApplyConfiguration,
 };
+use kubeclient::applyconfigurations::scheduling::v1::PriorityClassApplyConfiguration;
 use kubeclient::customresource::{CustomResourceExt, install_crd};
 use kubeclient::{Api, ApplyOptions, Client, CustomResource, Error};
 use serde::{Deserialize, Serialize};
@@ -341,6 +344,45 @@ async fn configmap_scenario(client: &Client, ns: &str) -> Transcript {
     t
 }
 
+/// A cluster-scoped object of a group outside the first six generated: alpha creates a
+/// PriorityClass, beta takes its description by force and labels it.
+async fn priority_class_scenario(client: &Client, ns: &str) -> Transcript {
+    let api: Api<PriorityClass> = Api::all(client.clone());
+    let mut t = Transcript::default();
+    // Cluster-scoped: named after the test's namespace so runs on one server do not meet.
+    let name = format!("{ns}-batch");
+    let fields = |pc: &PriorityClass| json!({"value": pc.value, "description": pc.description, "labels": pc.metadata.labels});
+    let create = PriorityClassApplyConfiguration::new(&name)
+        .with_value(1000)
+        .with_description("alpha's");
+    t.note(
+        "alpha creates",
+        outcome(
+            api.apply_configuration(&create, &options(ALPHA)).await,
+            fields,
+        ),
+    );
+    let describe = PriorityClassApplyConfiguration::new(&name).with_description("beta's");
+    t.note(
+        "beta describes",
+        outcome(
+            api.apply_configuration(&describe, &options(BETA)).await,
+            fields,
+        ),
+    );
+    let describe = describe.with_labels([("team", "b")]);
+    let forced = api
+        .apply_configuration(&describe, &options(BETA).force())
+        .await;
+    t.note("beta forces", outcome(forced, fields));
+    let current = api.get(&name).await.expect("the priority class");
+    for manager in [ALPHA, BETA] {
+        let owned = PriorityClassApplyConfiguration::extract(&current, manager).expect("extracts");
+        t.note(&format!("{manager} extracts"), value(&owned));
+    }
+    t
+}
+
 async fn widget_scenario(client: &Client, ns: &str) -> Transcript {
     install_crd(client, &Widget::crd(), Duration::from_secs(30))
         .await
@@ -571,6 +613,41 @@ async fn configmap_shared_and_forced_ownership() {
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "NS"}})
         );
     })
+    .await;
+}
+
+#[tokio::test]
+async fn cluster_scoped_priority_class_conflict_force_and_extract() {
+    on_both(
+        "apply-pc",
+        |c, ns| async move { priority_class_scenario(&c, &ns).await },
+        |t| {
+            assert_eq!(
+                parsed(t, "alpha creates")["ok"],
+                json!({"value": 1000, "description": "alpha's", "labels": null})
+            );
+            let conflict = parsed(t, "beta describes");
+            assert_eq!(conflict["code"], 409);
+            assert_eq!(conflict["causes"][0]["field"], ".description");
+            assert_eq!(
+                parsed(t, "beta forces")["ok"],
+                json!({"value": 1000, "description": "beta's", "labels": {"team": "b"}})
+            );
+            assert_eq!(
+                parsed(t, "alpha extracts"),
+                json!({
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": "NS-batch"},
+                    "value": 1000,
+                })
+            );
+            let beta = parsed(t, "beta extracts");
+            assert_eq!(beta["description"], "beta's");
+            assert_eq!(beta["metadata"]["labels"], json!({"team": "b"}));
+            assert_eq!(beta.get("value"), None);
+        },
+    )
     .await;
 }
 
