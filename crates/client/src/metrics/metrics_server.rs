@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::prometheus_metrics::Metrics;
+use crate::util::accept_loop::AcceptLoop;
 
 /// The most request-head bytes read before answering 431.
 const MAX_HEAD_BYTES: usize = 8 * 1024;
@@ -43,10 +43,8 @@ type HealthSlot = Arc<std::sync::Mutex<Option<HealthFn>>>;
 /// ```
 #[must_use = "dropping the server stops it"]
 pub struct MetricsServer {
-    address: SocketAddr,
     health: HealthSlot,
-    stop: CancellationToken,
-    task: Option<JoinHandle<()>>,
+    server: AcceptLoop,
 }
 
 impl MetricsServer {
@@ -62,20 +60,15 @@ impl MetricsServer {
     ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(address).await?;
         let address = listener.local_addr()?;
-        let stop = CancellationToken::new();
         let ready: ReadyFn = Arc::new(ready);
         let health = HealthSlot::default();
         let probes = Probes {
             ready,
             health: health.clone(),
         };
-        let task = tokio::spawn(accept_loop(listener, metrics, probes, stop.clone()));
-        Ok(MetricsServer {
-            address,
-            health,
-            stop,
-            task: Some(task),
-        })
+        let server =
+            AcceptLoop::spawn(address, |stop| accept_loop(listener, metrics, probes, stop));
+        Ok(MetricsServer { health, server })
     }
 
     /// Makes `/healthz` answer 500 with the error while `check` fails, e.g. a leader
@@ -86,28 +79,19 @@ impl MetricsServer {
 
     /// Where it listens.
     pub fn local_addr(&self) -> SocketAddr {
-        self.address
+        self.server.local_addr()
     }
 
     /// Stops listening and waits for the accept loop to end.
-    pub async fn shutdown(mut self) {
-        self.stop.cancel();
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
-    }
-}
-
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        self.stop.cancel();
+    pub async fn shutdown(self) {
+        self.server.shutdown().await;
     }
 }
 
 impl std::fmt::Debug for MetricsServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MetricsServer")
-            .field("address", &self.address)
+            .field("address", &self.server.local_addr())
             .finish_non_exhaustive()
     }
 }

@@ -3,6 +3,7 @@
 //! `cert`, on by default) certificate generation ([`cert`]) and CertificateSigningRequest
 //! helpers ([`csr`]).
 
+pub(crate) mod accept_loop;
 #[cfg(feature = "cert")]
 pub mod cert;
 pub mod clock;

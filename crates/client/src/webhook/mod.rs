@@ -1,8 +1,8 @@
 //! Admission webhooks as controller-runtime writes them (`pkg/webhook/admission`): a
-//! [`CustomDefaulter`] or [`CustomValidator`] per type, and the functions that answer the
-//! API server's `AdmissionReview` (admission.k8s.io/v1) with them: [`default_review`] (the
+//! [`CustomDefaulter`] or [`CustomValidator`] per type, the functions that answer the API
+//! server's `AdmissionReview` (admission.k8s.io/v1) with them: [`default_review`] (the
 //! object's changes as a JSON patch) and [`validate_review`] (allowed or denied, with
-//! warnings).
+//! warnings), and the HTTPS [`WebhookServer`] that serves them.
 //!
 //! # Examples
 //!
@@ -35,6 +35,7 @@
 
 mod admission_review;
 mod defaulter;
+mod server;
 mod validator;
 
 pub use admission_review::{
@@ -42,6 +43,7 @@ pub use admission_review::{
     Operation, ResponseStatus,
 };
 pub use defaulter::{CustomDefaulter, default_review};
+pub use server::{WebhookServer, WebhookServerBuilder, WebhookServerError};
 pub use validator::{CustomValidator, Warnings, validate_review};
 
 /// Why a webhook refuses an object: the message the API server shows the user

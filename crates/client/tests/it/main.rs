@@ -40,6 +40,7 @@
 //! - `streams`: logs, exec, attach and port-forward over WebSockets (issue 17).
 //! - `tools_watch`: the retry watcher across a server restart and a 410, and the `until`
 //!   helpers.
+//! - `webhook`: the admission webhook server over HTTPS: reviews, refusals, certificate rotation.
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
 mod apply_configuration;
@@ -76,3 +77,4 @@ mod support;
 mod tools_watch;
 mod typed;
 mod watch_bytes;
+mod webhook;

@@ -1,0 +1,395 @@
+//! [`WebhookServer`]: the HTTPS server the API server calls admission webhooks on
+//! (controller-runtime's `webhook.Server`): one path per webhook, the serving certificate
+//! read from a directory (`tls.crt`, `tls.key`) and read again when the files change.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::{AdmissionReview, CustomDefaulter, CustomValidator, default_review, validate_review};
+use crate::rest::tls::crypto_provider;
+use crate::util::accept_loop::AcceptLoop;
+
+/// The largest review read (controller-runtime's limit: 7 MiB).
+const MAX_REVIEW_BYTES: usize = 7 * 1024 * 1024;
+
+/// The certificate files in a certificate directory (controller-runtime's names).
+const CERT_FILE: &str = "tls.crt";
+/// The key file.
+const KEY_FILE: &str = "tls.key";
+
+/// How long a connection may take to send its request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+type ReviewFuture = Pin<Box<dyn Future<Output = AdmissionReview> + Send>>;
+type Route = Arc<dyn Fn(AdmissionReview) -> ReviewFuture + Send + Sync>;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WebhookServerError {
+    /// The serving certificate or key could not be read or used.
+    #[error("the webhook serving certificate in {dir}: {message}")]
+    Certificate {
+        /// The certificate directory.
+        dir: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The address could not be bound.
+    #[error("the webhook server cannot listen on {address}")]
+    Listen {
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Builds a [`WebhookServer`].
+#[must_use]
+pub struct WebhookServerBuilder {
+    address: SocketAddr,
+    cert_dir: PathBuf,
+    routes: HashMap<String, Route>,
+}
+
+impl WebhookServerBuilder {
+    /// Listens on `address` (default `0.0.0.0:9443`, controller-runtime's port).
+    pub fn address(mut self, address: SocketAddr) -> Self {
+        self.address = address;
+        self
+    }
+
+    /// Reads `tls.crt` and `tls.key` from `dir` (default
+    /// `<temp dir>/k8s-webhook-server/serving-certs`, controller-runtime's).
+    pub fn cert_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cert_dir = dir.into();
+        self
+    }
+
+    /// Serves a mutating webhook at `path` with `defaulter` (see [`default_review`]).
+    pub fn defaulter<K, D>(mut self, path: &str, defaulter: D) -> Self
+    where
+        K: Serialize + DeserializeOwned + Send + 'static,
+        D: CustomDefaulter<K> + 'static,
+    {
+        let defaulter = Arc::new(defaulter);
+        let route: Route = Arc::new(move |review| {
+            let defaulter = Arc::clone(&defaulter);
+            Box::pin(async move { default_review(defaulter.as_ref(), review).await })
+        });
+        self.routes.insert(path.to_owned(), route);
+        self
+    }
+
+    /// Serves a validating webhook at `path` with `validator` (see [`validate_review`]).
+    pub fn validator<K, V>(mut self, path: &str, validator: V) -> Self
+    where
+        K: DeserializeOwned + Send + Sync + 'static,
+        V: CustomValidator<K> + 'static,
+    {
+        let validator = Arc::new(validator);
+        let route: Route = Arc::new(move |review| {
+            let validator = Arc::clone(&validator);
+            Box::pin(async move { validate_review(validator.as_ref(), review).await })
+        });
+        self.routes.insert(path.to_owned(), route);
+        self
+    }
+
+    /// Reads the certificate and starts serving.
+    ///
+    /// # Errors
+    ///
+    /// [`WebhookServerError`] when the certificate cannot be used or the address bound.
+    pub async fn start(self) -> Result<WebhookServer, WebhookServerError> {
+        let certificates = Arc::new(CertificateFiles::load(&self.cert_dir)?);
+        let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(crypto_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|err| WebhookServerError::Certificate {
+                dir: self.cert_dir.clone(),
+                message: err.to_string(),
+            })?
+            .with_no_client_auth()
+            .with_cert_resolver(certificates);
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        let listener =
+            TcpListener::bind(self.address)
+                .await
+                .map_err(|source| WebhookServerError::Listen {
+                    address: self.address,
+                    source,
+                })?;
+        let address = listener
+            .local_addr()
+            .map_err(|source| WebhookServerError::Listen {
+                address: self.address,
+                source,
+            })?;
+        let routes = Arc::new(self.routes);
+        let server = AcceptLoop::spawn(address, |stop| {
+            accept_loop(listener, acceptor, routes, stop)
+        });
+        Ok(WebhookServer { server })
+    }
+}
+
+/// Serves admission webhooks over HTTPS until shut down or dropped.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn run() -> Result<(), kubeclient::webhook::WebhookServerError> {
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kubeclient::webhook::{CustomValidator, WebhookServer};
+///
+/// struct AnyConfigMap;
+/// impl CustomValidator<ConfigMap> for AnyConfigMap {}
+///
+/// let server = WebhookServer::builder()
+///     .cert_dir("/etc/webhook/certs")
+///     .validator("/validate-configmaps", AnyConfigMap)
+///     .start()
+///     .await?;
+/// println!("webhooks on https://{}", server.local_addr());
+/// # Ok(()) }
+/// ```
+#[must_use = "dropping the server stops it"]
+pub struct WebhookServer {
+    server: AcceptLoop,
+}
+
+impl WebhookServer {
+    /// A builder with controller-runtime's defaults and no webhook yet.
+    pub fn builder() -> WebhookServerBuilder {
+        WebhookServerBuilder {
+            address: SocketAddr::from(([0, 0, 0, 0], 9443)),
+            cert_dir: std::env::temp_dir()
+                .join("k8s-webhook-server")
+                .join("serving-certs"),
+            routes: HashMap::new(),
+        }
+    }
+
+    /// The address it listens on.
+    #[must_use]
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// Stops accepting and waits for the listener to close (requests in flight finish on
+    /// their own tasks).
+    pub async fn shutdown(self) {
+        self.server.shutdown().await;
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    routes: Arc<HashMap<String, Route>>,
+    stop: CancellationToken,
+) {
+    loop {
+        let accepted = tokio::select! {
+            () = stop.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((stream, _)) = accepted else {
+            continue;
+        };
+        let (acceptor, routes) = (acceptor.clone(), Arc::clone(&routes));
+        tokio::spawn(async move {
+            let Ok(Ok(tls)) = tokio::time::timeout(REQUEST_TIMEOUT, acceptor.accept(stream)).await
+            else {
+                return;
+            };
+            let service = hyper::service::service_fn(move |request| {
+                let routes = Arc::clone(&routes);
+                async move { Ok::<_, std::convert::Infallible>(answer(&routes, request).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(REQUEST_TIMEOUT)
+                .serve_connection(TokioIo::new(tls), service)
+                .await;
+        });
+    }
+}
+
+/// One request: a review posted as JSON to a webhook's path.
+async fn answer(
+    routes: &HashMap<String, Route>,
+    request: http::Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    let Some(route) = routes.get(request.uri().path()) else {
+        return plain(StatusCode::NOT_FOUND, "no webhook at this path");
+    };
+    if request.method() != Method::POST {
+        return plain(StatusCode::METHOD_NOT_ALLOWED, "webhooks take POST");
+    }
+    let json = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim() == "application/json")
+        });
+    if !json {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "the content type must be application/json",
+        );
+    }
+    let body = match Limited::new(request.into_body(), MAX_REVIEW_BYTES)
+        .collect()
+        .await
+    {
+        Ok(body) => body.to_bytes(),
+        Err(_) => {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "the review is larger than 7 MiB or was cut off",
+            );
+        }
+    };
+    let review: AdmissionReview = match serde_json::from_slice(&body) {
+        Ok(review) => review,
+        Err(err) => {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                &format!("the body is not an AdmissionReview: {err}"),
+            );
+        }
+    };
+    if review.request.is_none() {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "the AdmissionReview has no request",
+        );
+    }
+    let answered = route(review).await;
+    match serde_json::to_vec(&answered) {
+        Ok(bytes) => Response::builder()
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(bytes)))
+            .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "")),
+        Err(_) => plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the answer does not serialize",
+        ),
+    }
+}
+
+fn plain(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(message.to_owned())));
+    *response.status_mut() = status;
+    response
+}
+
+/// The serving certificate, read again when `tls.crt` or `tls.key` changes (a rotated
+/// Secret volume); files that cannot be used keep the previous certificate. The files are
+/// compared by content at each TLS handshake (a few KB, far cheaper than the handshake;
+/// modification times can be too coarse to see a quick rotation).
+#[derive(Debug)]
+struct CertificateFiles {
+    dir: PathBuf,
+    current: Mutex<Loaded>,
+}
+
+#[derive(Debug)]
+struct Loaded {
+    key: Arc<CertifiedKey>,
+    /// The files' bytes the key was read from (or last seen, if unusable).
+    files: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl CertificateFiles {
+    fn load(dir: &Path) -> Result<Self, WebhookServerError> {
+        let files = read_files(dir);
+        let key = files
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|(cert, key)| certified_key(cert, key))
+            .map_err(|message| WebhookServerError::Certificate {
+                dir: dir.to_owned(),
+                message,
+            })?;
+        Ok(CertificateFiles {
+            dir: dir.to_owned(),
+            current: Mutex::new(Loaded {
+                key: Arc::new(key),
+                files: files.ok(),
+            }),
+        })
+    }
+
+    fn current(&self) -> Arc<CertifiedKey> {
+        let mut loaded = crate::sync::lock(&self.current);
+        let files = read_files(&self.dir).ok();
+        if files.is_some() && files != loaded.files {
+            match files.as_ref().map(|(cert, key)| certified_key(cert, key)) {
+                Some(Ok(key)) => loaded.key = Arc::new(key),
+                Some(Err(message)) => tracing::warn!(
+                    dir = %self.dir.display(),
+                    %message,
+                    "the webhook serving certificate changed but cannot be used; keeping the previous one"
+                ),
+                None => {}
+            }
+            loaded.files = files;
+        }
+        Arc::clone(&loaded.key)
+    }
+}
+
+impl ResolvesServerCert for CertificateFiles {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.current())
+    }
+}
+
+/// The certificate and key files' bytes.
+fn read_files(dir: &Path) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let read = |file: &str| {
+        std::fs::read(dir.join(file)).map_err(|err| format!("cannot read {file}: {err}"))
+    };
+    Ok((read(CERT_FILE)?, read(KEY_FILE)?))
+}
+
+fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, String> {
+    let chain = CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| format!("{CERT_FILE} is not PEM: {err}"))?;
+    if chain.is_empty() {
+        return Err(format!("{CERT_FILE} holds no certificate"));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem)
+        .map_err(|err| format!("{KEY_FILE} is not a PEM private key: {err}"))?;
+    CertifiedKey::from_der(chain, key, &crypto_provider())
+        .map_err(|err| format!("the certificate and key do not go together: {err}"))
+}
