@@ -35,6 +35,8 @@ const MAX_REVIEW_BYTES: usize = 7 * 1024 * 1024;
 const CERT_FILE: &str = "tls.crt";
 /// The key file.
 const KEY_FILE: &str = "tls.key";
+/// The CA certificate of a self-signed serving certificate.
+const CA_FILE: &str = "ca.crt";
 
 /// How long a connection may take to send its request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -71,6 +73,9 @@ pub struct WebhookServerBuilder {
     address: SocketAddr,
     cert_dir: PathBuf,
     routes: HashMap<String, Route>,
+    /// The DNS names of a self-signed serving certificate to write when there is none.
+    #[cfg(feature = "cert")]
+    self_signed: Option<Vec<String>>,
 }
 
 impl WebhookServerBuilder {
@@ -84,6 +89,18 @@ impl WebhookServerBuilder {
     /// `<temp dir>/k8s-webhook-server/serving-certs`, controller-runtime's).
     pub fn cert_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cert_dir = dir.into();
+        self
+    }
+
+    /// When the certificate directory has no `tls.crt` and `tls.key`, writes a serving
+    /// certificate for `dns_names` (and 127.0.0.1) there, signed by a new CA whose
+    /// certificate goes to `ca.crt`: what [`WebhookServer::ca_bundle`] hands out for the
+    /// webhook configurations' `caBundle`. Files already there are used as they are, so a
+    /// restart keeps the same certificate. (In a cluster, cert-manager usually writes
+    /// them.)
+    #[cfg(feature = "cert")]
+    pub fn self_signed(mut self, dns_names: &[&str]) -> Self {
+        self.self_signed = Some(dns_names.iter().map(|n| (*n).to_owned()).collect());
         self
     }
 
@@ -123,6 +140,15 @@ impl WebhookServerBuilder {
     ///
     /// [`WebhookServerError`] when the certificate cannot be used or the address bound.
     pub async fn start(self) -> Result<WebhookServer, WebhookServerError> {
+        #[cfg(feature = "cert")]
+        if let Some(dns_names) = &self.self_signed {
+            write_self_signed(&self.cert_dir, dns_names).map_err(|message| {
+                WebhookServerError::Certificate {
+                    dir: self.cert_dir.clone(),
+                    message,
+                }
+            })?;
+        }
         let certificates = Arc::new(CertificateFiles::load(&self.cert_dir)?);
         let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(crypto_provider()))
             .with_safe_default_protocol_versions()
@@ -151,7 +177,8 @@ impl WebhookServerBuilder {
         let server = AcceptLoop::spawn(address, |stop| {
             accept_loop(listener, acceptor, routes, stop)
         });
-        Ok(WebhookServer { server })
+        let ca_bundle = std::fs::read_to_string(self.cert_dir.join(CA_FILE)).ok();
+        Ok(WebhookServer { server, ca_bundle })
     }
 }
 
@@ -178,6 +205,7 @@ impl WebhookServerBuilder {
 #[must_use = "dropping the server stops it"]
 pub struct WebhookServer {
     server: AcceptLoop,
+    ca_bundle: Option<String>,
 }
 
 impl WebhookServer {
@@ -189,7 +217,17 @@ impl WebhookServer {
                 .join("k8s-webhook-server")
                 .join("serving-certs"),
             routes: HashMap::new(),
+            #[cfg(feature = "cert")]
+            self_signed: None,
         }
+    }
+
+    /// The PEM of the CA in the certificate directory's `ca.crt` (written by
+    /// [`self_signed`](WebhookServerBuilder::self_signed)), for the `caBundle` of the
+    /// webhook configurations; `None` when there is none.
+    #[must_use]
+    pub fn ca_bundle(&self) -> Option<&str> {
+        self.ca_bundle.as_deref()
     }
 
     /// The address it listens on.
@@ -392,4 +430,36 @@ fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, String
         .map_err(|err| format!("{KEY_FILE} is not a PEM private key: {err}"))?;
     CertifiedKey::from_der(chain, key, &crypto_provider())
         .map_err(|err| format!("the certificate and key do not go together: {err}"))
+}
+
+/// Writes a CA and a serving certificate for `dns_names` into `dir` unless a certificate
+/// and key are there already.
+#[cfg(feature = "cert")]
+fn write_self_signed(dir: &Path, dns_names: &[String]) -> Result<(), String> {
+    use crate::util::cert::{CertConfig, CertificateAuthority, ExtKeyUsage};
+
+    if dir.join(CERT_FILE).exists() && dir.join(KEY_FILE).exists() {
+        return Ok(());
+    }
+    let ca = CertificateAuthority::new_self_signed("kubeclient-webhook-ca")
+        .map_err(|err| format!("cannot create a CA: {err}"))?;
+    let serving = ca
+        .sign(&CertConfig {
+            common_name: dns_names
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "webhook".to_owned()),
+            dns_names: dns_names.to_vec(),
+            ip_addresses: vec![std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)],
+            usages: vec![ExtKeyUsage::ServerAuth],
+            ..CertConfig::default()
+        })
+        .map_err(|err| format!("cannot sign the serving certificate: {err}"))?;
+    std::fs::create_dir_all(dir).map_err(|err| format!("cannot create it: {err}"))?;
+    let write = |file: &str, text: &str| {
+        std::fs::write(dir.join(file), text).map_err(|err| format!("cannot write {file}: {err}"))
+    };
+    write(CA_FILE, ca.cert_pem())?;
+    write(KEY_FILE, &serving.key_pem)?;
+    write(CERT_FILE, &serving.cert_pem)
 }

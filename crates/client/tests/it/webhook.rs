@@ -276,3 +276,29 @@ async fn a_missing_or_garbled_certificate_is_a_startup_error_naming_the_director
     let garbled = error().await;
     assert!(garbled.contains(&dir.display().to_string()), "{garbled}");
 }
+
+#[tokio::test]
+async fn a_self_signed_certificate_is_written_once_and_its_ca_is_the_bundle() {
+    let dir = scratch("webhook-self-signed").join("certs");
+    let start_self_signed = || async {
+        WebhookServer::builder()
+            .address("127.0.0.1:0".parse().unwrap())
+            .cert_dir(&dir)
+            .self_signed(&["webhook.default.svc"])
+            .defaulter("/mutate-configmaps", Labels)
+            .start()
+            .await
+            .unwrap()
+    };
+    let server = start_self_signed().await;
+    let bundle = server.ca_bundle().unwrap().to_owned();
+    assert!(mutate_trusting(&server, &bundle).await.is_ok());
+    server.shutdown().await;
+    let restarted = start_self_signed().await;
+    assert_eq!(
+        restarted.ca_bundle(),
+        Some(bundle.as_str()),
+        "a restart keeps the certificate"
+    );
+    assert!(mutate_trusting(&restarted, &bundle).await.is_ok());
+}
