@@ -261,8 +261,9 @@ impl OidcProvider {
             .ok_or(OidcError::NoRefreshToken)?;
         let token_url = self.token_endpoint().await?;
         let refreshed = self.refresh(&token_url, &refresh_token).await?;
+        let id_token = refreshed.id_token;
         let fresh = Tokens {
-            id_token: Some(refreshed.id_token),
+            id_token: Some(id_token.clone()),
             refresh_token: Some(refreshed.refresh_token.unwrap_or(refresh_token)),
         };
         if let Some(target) = self.config.persist_to.clone() {
@@ -274,7 +275,6 @@ impl OidcProvider {
                     source: std::io::Error::other(err.to_string()),
                 })??;
         }
-        let id_token = fresh.id_token.clone().unwrap_or_default();
         *tokens = fresh;
         Ok(id_token)
     }
@@ -448,9 +448,6 @@ impl Refreshed {
             url: url.to_owned(),
             message: message.to_owned(),
         };
-        if body.len() > MAX_RESPONSE_BYTES {
-            return Err(invalid("a token response larger than 1 MiB"));
-        }
         let fields: BTreeMap<String, String> =
             match serde_json::from_slice::<BTreeMap<String, serde_json::Value>>(body) {
                 Ok(json) => json

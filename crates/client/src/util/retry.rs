@@ -72,7 +72,9 @@ impl RetryBackoff {
         } else {
             1.0
         };
-        self.duration = self.duration.mul_f64(factor.min(1e6)).min(MAX_SLEEP);
+        self.duration = Duration::try_from_secs_f64(self.duration.as_secs_f64() * factor)
+            .unwrap_or(MAX_SLEEP)
+            .min(MAX_SLEEP);
         if let Some(cap) = self.cap
             && self.duration > cap
         {
@@ -81,7 +83,7 @@ impl RetryBackoff {
         }
         if self.jitter.is_finite() && self.jitter > 0.0 {
             let extra = sleep.as_secs_f64() * self.jitter * fastrand::f64();
-            sleep + Duration::try_from_secs_f64(extra).unwrap_or(Duration::ZERO)
+            sleep.saturating_add(Duration::try_from_secs_f64(extra).unwrap_or(Duration::ZERO))
         } else {
             sleep
         }
@@ -251,6 +253,23 @@ mod tests {
         };
         let (calls, _, slept) = run(capped, &["conflict"; 20]).await;
         assert_eq!((calls, slept), (2, Duration::from_millis(10)));
+    }
+
+    #[test]
+    fn a_huge_first_sleep_neither_panics_nor_overflows() {
+        let mut backoff = RetryBackoff {
+            steps: 3,
+            duration: Duration::MAX,
+            factor: 5.0,
+            jitter: 1.0,
+            cap: None,
+        };
+        assert_eq!(backoff.step(), Duration::MAX, "the jitter saturates");
+        assert_eq!(
+            backoff.duration,
+            super::MAX_SLEEP,
+            "the next sleep is capped"
+        );
     }
 
     #[tokio::test(start_paused = true)]
