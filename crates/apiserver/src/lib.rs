@@ -8,7 +8,7 @@
 //!
 //! Start here: [`ApiServer`]. Storage is in [`storage`], test faults in [`faults`], helpers
 //! for tests that drive real clients in [`testing`]. The resource table and discovery
-//! (`registry`), request handling (`handlers`), the Pod streams (`streams`), patches (`patch`) and shared state are
+//! (`registry`), request handling (`endpoints`), the Pod streams (`streams`), patches (`patch`) and shared state are
 //! private: the server is used over HTTP.
 //!
 //! # Example
@@ -28,8 +28,8 @@ mod bootstrap;
 mod cluster;
 mod container_runtime;
 mod controllers;
+mod endpoints;
 pub mod faults;
-mod handlers;
 mod object;
 mod patch;
 pub mod pod_logs;

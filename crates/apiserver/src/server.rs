@@ -19,8 +19,8 @@ use crate::authentication::{DEFAULT_SERVICE_ACCOUNT_ISSUER, UserInfo};
 use crate::cluster::{ClusterOptions, SimulatedCluster};
 use crate::container_runtime::BuiltinRuntime;
 use crate::controllers::Controllers;
+use crate::endpoints::{self, Handled};
 use crate::faults::Faults;
-use crate::handlers::{self, Handled};
 use crate::pod_logs::PodLogs;
 use crate::registry::Registry;
 use crate::registry::store::{Hooks, WriteHook};
@@ -577,7 +577,7 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    match handlers::handle(state.clone(), request, client_certificate).await {
+    match endpoints::handle(state.clone(), request, client_certificate).await {
         Handled::Answer(response) => response,
         Handled::PodStream {
             request,

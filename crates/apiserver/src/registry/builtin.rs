@@ -17,524 +17,347 @@ pub(crate) const ALL_VERBS: &[&str] = &[
     "watch",
 ];
 
-/// Flags of one row of the built-in table.
-#[derive(Clone, Copy, Default)]
-struct Flags {
+/// One built-in resource: its names, and which of the generic store's features it uses.
+#[derive(Clone, Copy)]
+struct Builtin {
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+    kind: &'static str,
     namespaced: bool,
+    short_names: &'static [&'static str],
+    /// Serves a `status` subresource.
     status: bool,
+    /// Serves a `scale` subresource at `.spec.replicas` / `.status.replicas`.
     scale: bool,
+    /// `metadata.generation` moves when the spec changes.
     generation: bool,
-    all: bool,
+    /// Listed by `kubectl get all` (the `all` category).
+    in_all: bool,
+    special: Special,
 }
 
-const NS: Flags = Flags {
-    namespaced: true,
-    status: false,
-    scale: false,
-    generation: false,
-    all: false,
-};
-const CLUSTER: Flags = Flags {
-    namespaced: false,
-    status: false,
-    scale: false,
-    generation: false,
-    all: false,
-};
+impl Builtin {
+    const fn namespaced(
+        group: &'static str,
+        version: &'static str,
+        plural: &'static str,
+        kind: &'static str,
+    ) -> Self {
+        Self {
+            group,
+            version,
+            plural,
+            kind,
+            namespaced: true,
+            short_names: &[],
+            status: false,
+            scale: false,
+            generation: false,
+            in_all: false,
+            special: Special::None,
+        }
+    }
 
-/// (group, version, plural, kind, short names, flags, special)
-type Row = (
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static [&'static str],
-    Flags,
-    Special,
-);
+    const fn cluster(
+        group: &'static str,
+        version: &'static str,
+        plural: &'static str,
+        kind: &'static str,
+    ) -> Self {
+        Self {
+            namespaced: false,
+            ..Self::namespaced(group, version, plural, kind)
+        }
+    }
 
-const BUILTINS: &[Row] = &[
-    (
-        "",
-        "v1",
-        "namespaces",
-        "Namespace",
-        &["ns"],
-        Flags {
+    const fn short_names(self, short_names: &'static [&'static str]) -> Self {
+        Self {
+            short_names,
+            ..self
+        }
+    }
+
+    const fn status(self) -> Self {
+        Self {
             status: true,
-            ..CLUSTER
-        },
-        Special::Namespace,
-    ),
-    (
-        "",
-        "v1",
-        "pods",
-        "Pod",
-        &["po"],
-        Flags {
-            status: true,
-            generation: true,
-            all: true,
-            ..NS
-        },
-        Special::None,
-    ),
-    (
-        "",
-        "v1",
-        "podtemplates",
-        "PodTemplate",
-        &[],
-        NS,
-        Special::None,
-    ),
-    (
-        "",
-        "v1",
-        "services",
-        "Service",
-        &["svc"],
-        Flags {
-            status: true,
-            all: true,
-            ..NS
-        },
-        Special::None,
-    ),
-    (
-        "",
-        "v1",
-        "endpoints",
-        "Endpoints",
-        &["ep"],
-        NS,
-        Special::None,
-    ),
-    (
-        "",
-        "v1",
-        "configmaps",
-        "ConfigMap",
-        &["cm"],
-        NS,
-        Special::None,
-    ),
-    ("", "v1", "secrets", "Secret", &[], NS, Special::None),
-    (
-        "",
-        "v1",
-        "serviceaccounts",
-        "ServiceAccount",
-        &["sa"],
-        NS,
-        Special::None,
-    ),
-    ("", "v1", "events", "Event", &["ev"], NS, Special::None),
-    (
-        "",
-        "v1",
-        "nodes",
-        "Node",
-        &["no"],
-        Flags {
-            status: true,
-            ..CLUSTER
-        },
-        Special::None,
-    ),
-    (
-        "",
-        "v1",
-        "persistentvolumeclaims",
-        "PersistentVolumeClaim",
-        &["pvc"],
-        Flags { status: true, ..NS },
-        Special::None,
-    ),
-    (
-        "",
-        "v1",
-        "persistentvolumes",
-        "PersistentVolume",
-        &["pv"],
-        Flags {
-            status: true,
-            ..CLUSTER
-        },
-        Special::None,
-    ),
-    (
-        "",
-        "v1",
-        "replicationcontrollers",
-        "ReplicationController",
-        &["rc"],
-        Flags {
-            status: true,
+            ..self
+        }
+    }
+
+    const fn scale(self) -> Self {
+        Self {
             scale: true,
+            ..self
+        }
+    }
+
+    const fn generation(self) -> Self {
+        Self {
             generation: true,
-            all: true,
-            ..NS
-        },
-        Special::None,
-    ),
-    (
-        "",
-        "v1",
-        "resourcequotas",
-        "ResourceQuota",
-        &["quota"],
-        Flags { status: true, ..NS },
-        Special::None,
-    ),
-    (
-        "",
-        "v1",
-        "limitranges",
-        "LimitRange",
-        &["limits"],
-        NS,
-        Special::None,
-    ),
-    (
-        "apps",
-        "v1",
-        "deployments",
-        "Deployment",
-        &["deploy"],
-        Flags {
-            status: true,
-            scale: true,
-            generation: true,
-            all: true,
-            ..NS
-        },
-        Special::None,
-    ),
-    (
-        "apps",
-        "v1",
-        "replicasets",
-        "ReplicaSet",
-        &["rs"],
-        Flags {
-            status: true,
-            scale: true,
-            generation: true,
-            all: true,
-            ..NS
-        },
-        Special::None,
-    ),
-    (
-        "apps",
-        "v1",
-        "statefulsets",
-        "StatefulSet",
-        &["sts"],
-        Flags {
-            status: true,
-            scale: true,
-            generation: true,
-            all: true,
-            ..NS
-        },
-        Special::None,
-    ),
-    (
-        "apps",
-        "v1",
-        "daemonsets",
-        "DaemonSet",
-        &["ds"],
-        Flags {
-            status: true,
-            generation: true,
-            all: true,
-            ..NS
-        },
-        Special::None,
-    ),
-    (
-        "apps",
-        "v1",
-        "controllerrevisions",
-        "ControllerRevision",
-        &[],
-        NS,
-        Special::None,
-    ),
-    (
-        "batch",
-        "v1",
-        "jobs",
-        "Job",
-        &[],
-        Flags {
-            status: true,
-            generation: true,
-            all: true,
-            ..NS
-        },
-        Special::None,
-    ),
-    (
-        "batch",
-        "v1",
-        "cronjobs",
-        "CronJob",
-        &["cj"],
-        Flags {
-            status: true,
-            generation: true,
-            all: true,
-            ..NS
-        },
-        Special::None,
-    ),
-    (
-        "coordination.k8s.io",
-        "v1",
-        "leases",
-        "Lease",
-        &[],
-        NS,
-        Special::None,
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "v1",
-        "roles",
-        "Role",
-        &[],
-        NS,
-        Special::None,
-    ),
-    (
+            ..self
+        }
+    }
+
+    const fn in_all(self) -> Self {
+        Self {
+            in_all: true,
+            ..self
+        }
+    }
+
+    const fn special(self, special: Special) -> Self {
+        Self { special, ..self }
+    }
+
+    fn verbs(&self) -> Vec<String> {
+        match self.special {
+            Special::Review => strings(&["create"]),
+            Special::ReadOnly => strings(&["get", "list"]),
+            _ => strings(ALL_VERBS),
+        }
+    }
+
+    fn resource_def(&self) -> ResourceDef {
+        let categories = if self.in_all {
+            vec!["all".to_owned()]
+        } else {
+            Vec::new()
+        };
+        ResourceDef {
+            api: api_resource(
+                self.group,
+                self.version,
+                self.kind,
+                self.plural,
+                self.kind.to_ascii_lowercase(),
+                self.namespaced,
+                self.verbs(),
+                strings(self.short_names),
+                categories,
+            ),
+            list_kind: format!("{}List", self.kind),
+            status_subresource: self.status,
+            scale: self.scale.then(|| ScaleSpec {
+                spec_replicas_path: ".spec.replicas".to_owned(),
+                status_replicas_path: ".status.replicas".to_owned(),
+                label_selector_path: Some(".status.selector".to_owned()),
+            }),
+            tracks_generation: self.generation,
+            builtin: true,
+            field_selectors: FieldSelectors::Builtin(builtin_field_selectors(
+                self.group, self.kind,
+            )),
+            printer_columns: Vec::new(),
+            storage_version: None,
+            storage_schema: None,
+            deprecation_warning: None,
+            special: self.special,
+            schema: None,
+            patterns: Default::default(),
+        }
+    }
+}
+
+const BUILTINS: &[Builtin] = &[
+    Builtin::cluster("", "v1", "namespaces", "Namespace")
+        .short_names(&["ns"])
+        .status()
+        .special(Special::Namespace),
+    Builtin::namespaced("", "v1", "pods", "Pod")
+        .short_names(&["po"])
+        .status()
+        .generation()
+        .in_all(),
+    Builtin::namespaced("", "v1", "podtemplates", "PodTemplate"),
+    Builtin::namespaced("", "v1", "services", "Service")
+        .short_names(&["svc"])
+        .status()
+        .in_all(),
+    Builtin::namespaced("", "v1", "endpoints", "Endpoints").short_names(&["ep"]),
+    Builtin::namespaced("", "v1", "configmaps", "ConfigMap").short_names(&["cm"]),
+    Builtin::namespaced("", "v1", "secrets", "Secret"),
+    Builtin::namespaced("", "v1", "serviceaccounts", "ServiceAccount").short_names(&["sa"]),
+    Builtin::namespaced("", "v1", "events", "Event").short_names(&["ev"]),
+    Builtin::cluster("", "v1", "nodes", "Node")
+        .short_names(&["no"])
+        .status(),
+    Builtin::namespaced("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+        .short_names(&["pvc"])
+        .status(),
+    Builtin::cluster("", "v1", "persistentvolumes", "PersistentVolume")
+        .short_names(&["pv"])
+        .status(),
+    Builtin::namespaced("", "v1", "replicationcontrollers", "ReplicationController")
+        .short_names(&["rc"])
+        .status()
+        .scale()
+        .generation()
+        .in_all(),
+    Builtin::namespaced("", "v1", "resourcequotas", "ResourceQuota")
+        .short_names(&["quota"])
+        .status(),
+    Builtin::namespaced("", "v1", "limitranges", "LimitRange").short_names(&["limits"]),
+    Builtin::namespaced("apps", "v1", "deployments", "Deployment")
+        .short_names(&["deploy"])
+        .status()
+        .scale()
+        .generation()
+        .in_all(),
+    Builtin::namespaced("apps", "v1", "replicasets", "ReplicaSet")
+        .short_names(&["rs"])
+        .status()
+        .scale()
+        .generation()
+        .in_all(),
+    Builtin::namespaced("apps", "v1", "statefulsets", "StatefulSet")
+        .short_names(&["sts"])
+        .status()
+        .scale()
+        .generation()
+        .in_all(),
+    Builtin::namespaced("apps", "v1", "daemonsets", "DaemonSet")
+        .short_names(&["ds"])
+        .status()
+        .generation()
+        .in_all(),
+    Builtin::namespaced("apps", "v1", "controllerrevisions", "ControllerRevision"),
+    Builtin::namespaced("batch", "v1", "jobs", "Job")
+        .status()
+        .generation()
+        .in_all(),
+    Builtin::namespaced("batch", "v1", "cronjobs", "CronJob")
+        .short_names(&["cj"])
+        .status()
+        .generation()
+        .in_all(),
+    Builtin::namespaced("coordination.k8s.io", "v1", "leases", "Lease"),
+    Builtin::namespaced("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+    Builtin::namespaced(
         "rbac.authorization.k8s.io",
         "v1",
         "rolebindings",
         "RoleBinding",
-        &[],
-        NS,
-        Special::None,
     ),
-    (
+    Builtin::cluster(
         "rbac.authorization.k8s.io",
         "v1",
         "clusterroles",
         "ClusterRole",
-        &[],
-        CLUSTER,
-        Special::None,
     ),
-    (
+    Builtin::cluster(
         "rbac.authorization.k8s.io",
         "v1",
         "clusterrolebindings",
         "ClusterRoleBinding",
-        &[],
-        CLUSTER,
-        Special::None,
     ),
-    (
-        "networking.k8s.io",
-        "v1",
-        "ingresses",
-        "Ingress",
-        &["ing"],
-        Flags {
-            status: true,
-            generation: true,
-            ..NS
-        },
-        Special::None,
-    ),
-    (
+    Builtin::namespaced("networking.k8s.io", "v1", "ingresses", "Ingress")
+        .short_names(&["ing"])
+        .status()
+        .generation(),
+    Builtin::namespaced(
         "networking.k8s.io",
         "v1",
         "networkpolicies",
         "NetworkPolicy",
-        &["netpol"],
-        Flags {
-            generation: true,
-            ..NS
-        },
-        Special::None,
-    ),
-    (
+    )
+    .short_names(&["netpol"])
+    .generation(),
+    Builtin::namespaced(
         "policy",
         "v1",
         "poddisruptionbudgets",
         "PodDisruptionBudget",
-        &["pdb"],
-        Flags {
-            status: true,
-            generation: true,
-            ..NS
-        },
-        Special::None,
-    ),
-    (
+    )
+    .short_names(&["pdb"])
+    .status()
+    .generation(),
+    Builtin::namespaced(
         "autoscaling",
         "v2",
         "horizontalpodautoscalers",
         "HorizontalPodAutoscaler",
-        &["hpa"],
-        Flags {
-            status: true,
-            all: true,
-            ..NS
-        },
-        Special::None,
-    ),
-    (
-        "storage.k8s.io",
-        "v1",
-        "storageclasses",
-        "StorageClass",
-        &["sc"],
-        CLUSTER,
-        Special::None,
-    ),
-    (
+    )
+    .short_names(&["hpa"])
+    .status()
+    .in_all(),
+    Builtin::cluster("storage.k8s.io", "v1", "storageclasses", "StorageClass").short_names(&["sc"]),
+    Builtin::cluster(
         "scheduling.k8s.io",
         "v1",
         "priorityclasses",
         "PriorityClass",
-        &["pc"],
-        CLUSTER,
-        Special::None,
-    ),
-    (
-        "discovery.k8s.io",
-        "v1",
-        "endpointslices",
-        "EndpointSlice",
-        &[],
-        NS,
-        Special::None,
-    ),
-    (
-        "",
-        "v1",
-        "componentstatuses",
-        "ComponentStatus",
-        &["cs"],
-        CLUSTER,
-        Special::ReadOnly,
-    ),
-    (
-        "events.k8s.io",
-        "v1",
-        "events",
-        "Event",
-        &["ev"],
-        NS,
-        Special::None,
-    ),
-    (
+    )
+    .short_names(&["pc"]),
+    Builtin::namespaced("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
+    Builtin::cluster("", "v1", "componentstatuses", "ComponentStatus")
+        .short_names(&["cs"])
+        .special(Special::ReadOnly),
+    Builtin::namespaced("events.k8s.io", "v1", "events", "Event").short_names(&["ev"]),
+    Builtin::cluster(
         "certificates.k8s.io",
         "v1",
         "certificatesigningrequests",
         "CertificateSigningRequest",
-        &["csr"],
-        Flags {
-            status: true,
-            ..CLUSTER
-        },
-        Special::None,
-    ),
-    (
-        "apiregistration.k8s.io",
-        "v1",
-        "apiservices",
-        "APIService",
-        &[],
-        Flags {
-            status: true,
-            ..CLUSTER
-        },
-        Special::None,
-    ),
-    (
+    )
+    .short_names(&["csr"])
+    .status(),
+    Builtin::cluster("apiregistration.k8s.io", "v1", "apiservices", "APIService").status(),
+    Builtin::cluster(
         "authorization.k8s.io",
         "v1",
         "selfsubjectaccessreviews",
         "SelfSubjectAccessReview",
-        &[],
-        CLUSTER,
-        Special::Review,
-    ),
-    (
+    )
+    .special(Special::Review),
+    Builtin::cluster(
         "authorization.k8s.io",
         "v1",
         "selfsubjectrulesreviews",
         "SelfSubjectRulesReview",
-        &[],
-        CLUSTER,
-        Special::Review,
-    ),
-    (
+    )
+    .special(Special::Review),
+    Builtin::cluster(
         "authorization.k8s.io",
         "v1",
         "subjectaccessreviews",
         "SubjectAccessReview",
-        &[],
-        CLUSTER,
-        Special::Review,
-    ),
-    (
+    )
+    .special(Special::Review),
+    Builtin::namespaced(
         "authorization.k8s.io",
         "v1",
         "localsubjectaccessreviews",
         "LocalSubjectAccessReview",
-        &[],
-        NS,
-        Special::Review,
-    ),
-    (
+    )
+    .special(Special::Review),
+    Builtin::cluster(
         "authentication.k8s.io",
         "v1",
         "selfsubjectreviews",
         "SelfSubjectReview",
-        &[],
-        CLUSTER,
-        Special::Review,
-    ),
+    )
+    .special(Special::Review),
     // kubectl before 1.28 asks the beta version (same kind, same answer).
-    (
+    Builtin::cluster(
         "authentication.k8s.io",
         "v1beta1",
         "selfsubjectreviews",
         "SelfSubjectReview",
-        &[],
-        CLUSTER,
-        Special::Review,
-    ),
-    (
-        "authentication.k8s.io",
-        "v1",
-        "tokenreviews",
-        "TokenReview",
-        &[],
-        CLUSTER,
-        Special::Review,
-    ),
-    (
+    )
+    .special(Special::Review),
+    Builtin::cluster("authentication.k8s.io", "v1", "tokenreviews", "TokenReview")
+        .special(Special::Review),
+    Builtin::cluster(
         "apiextensions.k8s.io",
         "v1",
         "customresourcedefinitions",
         "CustomResourceDefinition",
-        &["crd", "crds"],
-        Flags {
-            status: true,
-            generation: true,
-            ..CLUSTER
-        },
-        Special::CustomResourceDefinition,
-    ),
+    )
+    .short_names(&["crd", "crds"])
+    .status()
+    .generation()
+    .special(Special::CustomResourceDefinition),
 ];
 
 fn strings(items: &[&str]) -> Vec<String> {
@@ -543,47 +366,5 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 /// The built-in resource table.
 pub(crate) fn builtin_resources() -> Vec<ResourceDef> {
-    BUILTINS
-        .iter()
-        .map(
-            |&(group, version, plural, kind, short_names, flags, special)| ResourceDef {
-                api: api_resource(
-                    group,
-                    version,
-                    kind,
-                    plural,
-                    kind.to_ascii_lowercase(),
-                    flags.namespaced,
-                    match special {
-                        Special::Review => strings(&["create"]),
-                        Special::ReadOnly => strings(&["get", "list"]),
-                        _ => strings(ALL_VERBS),
-                    },
-                    strings(short_names),
-                    if flags.all {
-                        vec!["all".to_owned()]
-                    } else {
-                        Vec::new()
-                    },
-                ),
-                list_kind: format!("{kind}List"),
-                status_subresource: flags.status,
-                scale: flags.scale.then(|| ScaleSpec {
-                    spec_replicas_path: ".spec.replicas".to_owned(),
-                    status_replicas_path: ".status.replicas".to_owned(),
-                    label_selector_path: Some(".status.selector".to_owned()),
-                }),
-                tracks_generation: flags.generation,
-                builtin: true,
-                field_selectors: FieldSelectors::Builtin(builtin_field_selectors(group, kind)),
-                printer_columns: Vec::new(),
-                storage_version: None,
-                storage_schema: None,
-                deprecation_warning: None,
-                special,
-                schema: None,
-                patterns: Default::default(),
-            },
-        )
-        .collect()
+    BUILTINS.iter().map(Builtin::resource_def).collect()
 }

@@ -59,12 +59,12 @@ pub(crate) struct ResourceDef {
     /// Kind-specific behaviour.
     pub special: Special,
     /// A custom resource version's `openAPIV3Schema`, which stored objects are validated
-    /// against (`handlers/validate_schema.rs`); `None` for built-in types.
+    /// against (`registry/apiextensions/validate_schema.rs`); `None` for built-in types.
     pub schema: Option<std::sync::Arc<serde_json::Value>>,
     /// The `pattern`s of `schema`, compiled once when the CRD was accepted.
     pub patterns: std::sync::Arc<super::apiextensions::schema_patterns::CompiledPatterns>,
     /// A custom resource's storage version (objects are stored in it and served in
-    /// `version`: `handlers/version_conversion.rs`); `None` for built-in types.
+    /// `version`: `registry/apiextensions/version_conversion.rs`); `None` for built-in types.
     pub storage_version: Option<String>,
     /// The storage version's `openAPIV3Schema` (what an object converted to it keeps).
     pub storage_schema: Option<std::sync::Arc<serde_json::Value>>,

@@ -5,7 +5,7 @@
 //! In a cluster kube-apiserver proxies these requests to the Pod's kubelet; here the
 //! server answers them itself from [`Sessions`](crate::sessions::Sessions) (log lines,
 //! built-in commands, port-forward targets). The endpoints route and authenticate the
-//! request and return it as `handlers::Handled::PodStream`; the server hands it
+//! request and return it as `endpoints::Handled::PodStream`; the server hands it
 //! here. Endpoints and streams never import each other.
 
 pub(crate) mod builtin_commands;

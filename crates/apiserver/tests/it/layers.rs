@@ -25,7 +25,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("sessions", Layer::Context),
     ("response", Layer::Context),
     ("query", Layer::Context),
-    ("handlers", Layer::Endpoints),
+    ("endpoints", Layer::Endpoints),
     ("streams", Layer::Streams),
     ("controllers", Layer::Controllers),
     ("cluster", Layer::Controllers),
@@ -207,15 +207,15 @@ fn the_import_scan_sees_every_form_of_crate_path() {
         ["registry"]
     );
     assert_eq!(
-        crate_modules("use crate::{Limits, handlers::Call};"),
-        ["Limits", "handlers"]
+        crate_modules("use crate::{Limits, endpoints::Call};"),
+        ["Limits", "endpoints"]
     );
     assert_eq!(
         crate_modules("    let x = crate::object::now(); crate::sync::lock(&a)"),
         ["object", "sync"]
     );
     assert!(crate_modules("/// See [`crate::controllers`].").is_empty());
-    assert!(crate_modules("// crate::handlers").is_empty());
+    assert!(crate_modules("// crate::endpoints").is_empty());
     assert!(Layer::Controllers.may_import(Layer::Registry));
     assert!(!Layer::Controllers.may_import(Layer::Bootstrap));
     assert!(!Layer::Registry.may_import(Layer::Endpoints));

@@ -2,7 +2,7 @@
 //! store's `TableConvertor`): the columns `kubectl get` shows for the common kinds, with
 //! the `-o wide` ones at priority 1, and how each cell is computed from an object. Which
 //! kind prints with which columns is its strategy's (`Strategy::table_columns`); kinds
-//! without a printer get the default `Name` / `Created At` table (`handlers/table.rs`).
+//! without a printer get the default `Name` / `Created At` table (`endpoints/table.rs`).
 
 pub(crate) mod config;
 pub(crate) mod event;

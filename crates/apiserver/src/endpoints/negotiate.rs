@@ -167,7 +167,7 @@ pub(crate) fn negotiate_encoding(
 impl super::call::Call {
     /// The representation and encoding the request's `Accept` header picks for this
     /// resource (protobuf only for built-in kinds). Plain-object responses are turned into
-    /// protobuf at one place, after the handler (`handlers::encode_response`); watches
+    /// protobuf at one place, after the handler (`endpoints::encode_response`); watches
     /// frame their events themselves.
     ///
     /// # Errors

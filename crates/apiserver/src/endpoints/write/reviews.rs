@@ -121,7 +121,7 @@ fn token_review(call: &Call, spec: &Value) -> HandlerResult<Value> {
     };
     let (user, audiences) = match call.state.tokens.lookup(token) {
         Ok(claims) => {
-            let live_uid = crate::handlers::live_uid::live_uid(&call.state);
+            let live_uid = crate::endpoints::live_uid::live_uid(&call.state);
             match claims.verify(now_seconds(), &wanted, &live_uid) {
                 Ok(audiences) => (claims.user(), audiences),
                 Err(rejection) => {
