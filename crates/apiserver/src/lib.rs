@@ -33,6 +33,7 @@ pub mod faults;
 mod object;
 mod patch;
 pub mod pod_logs;
+mod port_forward_allowlist;
 mod query;
 mod registry;
 mod response;

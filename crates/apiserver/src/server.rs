@@ -57,6 +57,7 @@ pub struct ApiServerBuilder {
     bookmark_interval: Duration,
     limits: Limits,
     legacy_remote_command: bool,
+    port_forward_allow: Vec<SocketAddr>,
     initial_revision: u64,
     garbage_collector: bool,
     kubernetes_minor_version: u32,
@@ -79,6 +80,7 @@ impl Default for ApiServerBuilder {
             bookmark_interval: Duration::from_secs(60),
             limits: Limits::default(),
             legacy_remote_command: false,
+            port_forward_allow: Vec::new(),
             initial_revision: 0,
             garbage_collector: true,
             kubernetes_minor_version: DEFAULT_KUBERNETES_MINOR_VERSION,
@@ -180,6 +182,27 @@ impl ApiServerBuilder {
     /// `v5.channel.k8s.io`. Default: both, v5 preferred.
     pub fn legacy_remote_command(mut self, enabled: bool) -> Self {
         self.legacy_remote_command = enabled;
+        self
+    }
+
+    /// Host addresses a Pod's port-forward may dial (the `host:port` its annotation
+    /// `port-forward.kubeclient.dev/<port>` names). None by default: a simulated Pod
+    /// reaches nothing on the host unless the operator says so, since anyone who may
+    /// create a Pod could otherwise reach every service on it. More can be allowed while
+    /// the server runs ([`ApiServer::allow_port_forward`]).
+    ///
+    /// ```
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kubeclient_apiserver::ApiServer::builder()
+    ///     .port_forward_allow(["127.0.0.1:8080".parse()?])
+    ///     .start()
+    ///     .await?;
+    /// # server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn port_forward_allow(mut self, addresses: impl IntoIterator<Item = SocketAddr>) -> Self {
+        self.port_forward_allow.extend(addresses);
         self
     }
 
@@ -442,10 +465,16 @@ impl ApiServerBuilder {
                     .unwrap_or_else(|| vec![self.service_account_issuer.clone()]),
                 service_account_issuer: self.service_account_issuer.clone(),
             },
-            sessions: if self.legacy_remote_command {
-                Sessions::legacy_remote_command()
-            } else {
-                Sessions::default()
+            sessions: {
+                let sessions = if self.legacy_remote_command {
+                    Sessions::legacy_remote_command()
+                } else {
+                    Sessions::default()
+                };
+                for address in &self.port_forward_allow {
+                    sessions.port_forward_allowlist().allow(*address);
+                }
+                sessions
             },
             write_hook,
             tokens: Default::default(),
@@ -753,6 +782,21 @@ impl ApiServer {
     /// ```
     pub fn pod_logs(&self) -> &PodLogs {
         &self.state.sessions.pod_logs
+    }
+
+    /// Lets a Pod's port-forward dial `address` from now on (see
+    /// [`ApiServerBuilder::port_forward_allow`]): a test allows its own listener.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kubeclient_apiserver::ApiServer::start().await?;
+    /// let echo = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// server.allow_port_forward(echo.local_addr()?);
+    /// // a Pod annotated `port-forward.kubeclient.dev/8080: <that address>` now forwards there
+    /// # Ok(()) }
+    /// ```
+    pub fn allow_port_forward(&self, address: SocketAddr) {
+        self.state.sessions.port_forward_allowlist().allow(address);
     }
 
     /// Forgets all change history: watches and lists from older resourceVersions get 410.

@@ -1,12 +1,13 @@
 //! [`Sessions`]: what the server's streaming sessions (pod logs, exec, attach and
-//! port-forward) share: the Pod logs they read, and the signal that ends them when the
-//! server shuts down.
+//! port-forward) share: the Pod logs they read, the host addresses port-forward may dial,
+//! and the signal that ends them when the server shuts down.
 
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
 use crate::pod_logs::PodLogs;
+use crate::port_forward_allowlist::PortForwardAllowlist;
 
 /// Shared state of streaming sessions.
 ///
@@ -20,6 +21,8 @@ pub struct Sessions {
     shutdown: watch::Sender<bool>,
     /// Exec and attach offer only `v4.channel.k8s.io`, as API servers before 1.30 did.
     legacy_remote_command: bool,
+    /// The host addresses port-forward may dial.
+    port_forward_allowlist: PortForwardAllowlist,
 }
 
 impl Default for Sessions {
@@ -28,6 +31,7 @@ impl Default for Sessions {
             pod_logs: Arc::default(),
             shutdown: watch::Sender::new(false),
             legacy_remote_command: false,
+            port_forward_allowlist: PortForwardAllowlist::default(),
         }
     }
 }
@@ -45,6 +49,11 @@ impl Sessions {
     /// Whether exec and attach offer only `v4.channel.k8s.io`.
     pub fn is_legacy_remote_command(&self) -> bool {
         self.legacy_remote_command
+    }
+
+    /// The host addresses port-forward may dial (none unless the operator allows some).
+    pub(crate) fn port_forward_allowlist(&self) -> &PortForwardAllowlist {
+        &self.port_forward_allowlist
     }
 
     /// Ends every session (and refuses to keep new ones alive).

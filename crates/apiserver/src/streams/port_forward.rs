@@ -59,7 +59,7 @@ pub(crate) fn handle<B>(
     let ports = parse_ports(request.uri().query())?;
     let targets: Vec<Result<SocketAddr, PortTargetError>> = ports
         .iter()
-        .map(|port| port_target(&target, *port))
+        .map(|port| port_target(&target, *port, state.sessions.port_forward_allowlist()))
         .collect();
     let session = Session {
         state: state.clone(),

@@ -196,7 +196,11 @@ impl Session {
                         break;
                     }
                     if let Opened::Complete(complete) = opened {
-                        let target = port_target(&self.pod, complete.port);
+                        let target = port_target(
+                            &self.pod,
+                            complete.port,
+                            self.state.sessions.port_forward_allowlist(),
+                        );
                         let (frames, data, error) = (frames.clone(), complete.data, complete.error);
                         let request_id = complete.request_id.clone();
                         let (from_client, complete) = take_receiver(complete);

@@ -1,11 +1,13 @@
 //! Where a Pod's port forwards to (what the kubelet's port-forward dials inside the Pod's
-//! network namespace): the loopback `host:port` in the Pod's annotation
-//! `port-forward.kubeclient.dev/<port>`, or a [`PortTargetError`] the session reports on
-//! the port's error stream.
+//! network namespace): the `host:port` in the Pod's annotation
+//! `port-forward.kubeclient.dev/<port>` when the operator allows it
+//! ([`PortForwardAllowlist`]), or a [`PortTargetError`] the session reports on the port's
+//! error stream.
 
 use std::net::{AddrParseError, SocketAddr};
 
 use super::pod_target::PodTarget;
+use crate::port_forward_allowlist::PortForwardAllowlist;
 
 /// The annotation prefix naming a port's target: `port-forward.kubeclient.dev/8080`.
 pub(crate) const PORT_FORWARD_ANNOTATION_PREFIX: &str = "port-forward.kubeclient.dev/";
@@ -25,11 +27,11 @@ pub(crate) enum PortTargetError {
         /// The annotation that would name the target.
         key: String,
     },
-    /// The annotation names an address off the loopback interface.
+    /// The annotation names an address the operator has not allowed.
     #[error(
-        "error forwarding port {port} to pod {pod}: {key}={address} is not a loopback address (only 127.0.0.0/8 and ::1 are allowed)"
+        "error forwarding port {port} to pod {pod}: {key}={address} is not in the server's port-forward allowlist (start it with --port-forward-allow {address}, or call ApiServer::allow_port_forward)"
     )]
-    NotLoopback {
+    NotAllowed {
         /// The Pod's port.
         port: u16,
         /// The Pod's name.
@@ -55,12 +57,16 @@ pub(crate) enum PortTargetError {
     },
 }
 
-/// Where `port` of the Pod forwards to, from its annotation (loopback addresses only).
+/// Where `port` of the Pod forwards to, from its annotation (allowed addresses only).
 ///
 /// # Errors
 ///
-/// No annotation, an address off the loopback interface, or one that does not parse.
-pub(crate) fn port_target(target: &PodTarget, port: u16) -> Result<SocketAddr, PortTargetError> {
+/// No annotation, an address the allowlist does not hold, or one that does not parse.
+pub(crate) fn port_target(
+    target: &PodTarget,
+    port: u16,
+    allowlist: &PortForwardAllowlist,
+) -> Result<SocketAddr, PortTargetError> {
     let key = format!("{PORT_FORWARD_ANNOTATION_PREFIX}{port}");
     let pod = || target.name.clone();
     let Some(value) = target.pod.value["metadata"]["annotations"][&key].as_str() else {
@@ -71,8 +77,8 @@ pub(crate) fn port_target(target: &PodTarget, port: u16) -> Result<SocketAddr, P
         });
     };
     match value.trim().parse::<SocketAddr>() {
-        Ok(address) if address.ip().is_loopback() => Ok(address),
-        Ok(address) => Err(PortTargetError::NotLoopback {
+        Ok(address) if allowlist.allows(&address) => Ok(address),
+        Ok(address) => Err(PortTargetError::NotAllowed {
             port,
             pod: pod(),
             key,

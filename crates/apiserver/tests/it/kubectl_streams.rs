@@ -222,6 +222,7 @@ async fn kubectl_port_forward_keeps_four_20_mib_streams_alive_under_connection_c
     let t = TestServer::start().await;
     let kubectl = Kubectl::for_server(&t);
     let echo = echo_server().await;
+    t.server.allow_port_forward(echo);
     forwarding_pod(&kubectl, echo).await;
     let (mut child, local) = port_forward(&kubectl, ":8080").await;
     let started = std::time::Instant::now();
@@ -272,6 +273,7 @@ async fn kubectl_port_forward_carries_bytes_both_ways_on_concurrent_connections(
     let t = TestServer::start().await;
     let kubectl = Kubectl::for_server(&t);
     let echo = echo_server().await;
+    t.server.allow_port_forward(echo);
     forwarding_pod(&kubectl, echo).await;
     let (mut child, local) = port_forward(&kubectl, ":8080").await;
     let mut clients = Vec::new();

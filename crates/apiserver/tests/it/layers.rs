@@ -19,6 +19,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("faults", Layer::Leaf),
     ("tls", Layer::Leaf),
     ("pod_logs", Layer::Leaf),
+    ("port_forward_allowlist", Layer::Leaf),
     ("yaml_body", Layer::Leaf),
     ("registry", Layer::Registry),
     ("state", Layer::Context),

@@ -93,6 +93,11 @@ pub(crate) struct ServeArgs {
     /// Default: the issuer.
     #[arg(long, value_name = "AUDIENCE,...", value_delimiter = ',')]
     api_audiences: Vec<String>,
+    /// Host addresses a Pod's port-forward may dial (what its annotation
+    /// `port-forward.kubeclient.dev/<port>` names), comma separated IP:PORT. None by
+    /// default: simulated Pods reach nothing on this host unless it is listed here.
+    #[arg(long, value_name = "IP:PORT,...", value_delimiter = ',')]
+    port_forward_allow: Vec<SocketAddr>,
     /// Serve the fault-injection admin paths (POST /_kubeclient/faults/...).
     #[arg(long)]
     enable_faults: bool,
@@ -224,6 +229,7 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
         .endpoints_controller(!args.no_endpoints_controller)
         .endpoint_slice_controller(!args.no_endpointslice_controller)
         .time_scale(args.time_scale)
+        .port_forward_allow(args.port_forward_allow.iter().copied())
         .enable_admin_faults(args.enable_faults)
         .service_account_issuer(args.service_account_issuer.clone())
         .max_request_body_bytes(args.max_request_body_bytes)

@@ -421,6 +421,8 @@ async fn port_forward_carries_bytes_both_ways_on_several_ports() {
     let fixture = start().await;
     let first = echo_server().await;
     let second = echo_server().await;
+    fixture.server.allow_port_forward(first);
+    fixture.server.allow_port_forward(second);
     let pods = forwarding_pod(
         &fixture,
         json!({"port-forward.kubeclient.dev/8080": first.to_string(),
@@ -449,19 +451,41 @@ async fn port_forward_carries_bytes_both_ways_on_several_ports() {
     );
 }
 
+/// Issue 26: a Pod reaches only the host addresses the operator allows; a listener on
+/// loopback the allowlist does not name (a database, an etcd, the server itself) is not
+/// dialled.
 #[tokio::test]
-async fn port_forward_reports_ports_without_a_loopback_target() {
+async fn port_forward_dials_only_allowed_addresses() {
     let fixture = start().await;
+    let unlisted = echo_server().await;
     let pods = forwarding_pod(
         &fixture,
-        json!({"port-forward.kubeclient.dev/80": "10.0.0.1:80"}),
+        json!({"port-forward.kubeclient.dev/80": "10.0.0.1:80",
+               "port-forward.kubeclient.dev/82": unlisted.to_string(),
+               "port-forward.kubeclient.dev/83": fixture.server.address().to_string()}),
     )
     .await;
-    let mut forwarder = pods.port_forward("web", &[80, 81]).await.expect("forward");
+    let mut forwarder = pods
+        .port_forward("web", &[80, 81, 82, 83])
+        .await
+        .expect("forward");
     let remote = within("the 80 error", forwarder.take_error(80).expect("once"))
         .await
         .expect("an error for port 80");
-    assert!(remote.contains("not a loopback address"), "{remote}");
+    assert!(
+        remote.contains("not in the server's port-forward allowlist"),
+        "{remote}"
+    );
+    assert!(
+        remote.contains("--port-forward-allow 10.0.0.1:80"),
+        "{remote}"
+    );
+    for port in [82, 83] {
+        let refused = within("the error", forwarder.take_error(port).expect("once"))
+            .await
+            .expect("an error for a loopback address not allowed");
+        assert!(refused.contains("allowlist"), "port {port}: {refused}");
+    }
     let missing = within("the 81 error", forwarder.take_error(81).expect("once"))
         .await
         .expect("an error for port 81");
@@ -483,6 +507,7 @@ async fn port_forward_reports_ports_without_a_loopback_target() {
 async fn local_forwarder_serves_concurrent_connections() {
     let fixture = start().await;
     let target = echo_server().await;
+    fixture.server.allow_port_forward(target);
     let pods = forwarding_pod(
         &fixture,
         json!({"port-forward.kubeclient.dev/8080": target.to_string()}),
@@ -537,6 +562,7 @@ async fn exec_and_port_forward_go_through_tls_and_the_token_like_every_request()
     );
 
     let target = echo_server().await;
+    fixture.server.allow_port_forward(target);
     let pods_api: Api<Pod> = Api::namespaced(fixture.client.clone(), "default");
     create_pod(
         &pods_api,
