@@ -68,14 +68,9 @@ pub(crate) fn create(store: &GenericStore<'_>, address: std::net::SocketAddr) {
     for role in cluster_roles() {
         writer.put("clusterroles", role);
     }
-    let binding = json!({
-        "kind": "ClusterRoleBinding", "apiVersion": "rbac.authorization.k8s.io/v1",
-        "metadata": {"name": "cluster-admin", "labels": bootstrapping_labels(),
-                     "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"}],
-    });
-    writer.put("clusterrolebindings", binding);
+    for (role, groups) in BOOTSTRAP_BINDINGS {
+        writer.put("clusterrolebindings", cluster_role_binding(role, groups));
+    }
     // The components kube-apiserver reports on (`kubectl get componentstatuses`): this
     // server is all of them, and healthy while it answers.
     for (name, message) in [
@@ -133,6 +128,46 @@ impl Bootstrap<'_> {
             }
         }
     }
+}
+
+/// kube-apiserver's bootstrap ClusterRoleBindings (`bootstrappolicy.ClusterRoleBindings`)
+/// of the roles this server has: each to its ClusterRole of the same name, for groups.
+const BOOTSTRAP_BINDINGS: &[(&str, &[&str])] = &[
+    ("cluster-admin", &["system:masters"]),
+    ("system:basic-user", &["system:authenticated"]),
+    ("system:discovery", &["system:authenticated"]),
+    (
+        "system:public-info-viewer",
+        &["system:authenticated", "system:unauthenticated"],
+    ),
+    (
+        "system:service-account-issuer-discovery",
+        &["system:serviceaccounts"],
+    ),
+];
+
+fn cluster_role_binding(role: &str, groups: &[&str]) -> Value {
+    let subjects: Vec<Value> = groups
+        .iter()
+        .map(|group| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}))
+        .collect();
+    json!({
+        "kind": "ClusterRoleBinding", "apiVersion": "rbac.authorization.k8s.io/v1",
+        "metadata": {"name": role, "labels": bootstrapping_labels(),
+                     "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": subjects,
+    })
+}
+
+/// A bootstrap ClusterRole with `rules`.
+fn bootstrap_cluster_role(name: &str, rules: Value) -> Value {
+    json!({
+        "kind": "ClusterRole", "apiVersion": "rbac.authorization.k8s.io/v1",
+        "metadata": {"name": name, "labels": bootstrapping_labels(),
+                     "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+        "rules": rules,
+    })
 }
 
 fn bootstrapping_labels() -> Value {
@@ -245,17 +280,40 @@ fn cluster_roles() -> Vec<Value> {
         labels.remove("rbac.authorization.k8s.io/aggregate-to-none");
     }
     vec![
-        json!({
-            "kind": "ClusterRole", "apiVersion": "rbac.authorization.k8s.io/v1",
-            "metadata": {"name": "cluster-admin", "labels": bootstrapping_labels(),
-                         "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
-            "rules": [
+        bootstrap_cluster_role(
+            "cluster-admin",
+            json!([
                 {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
                 {"nonResourceURLs": ["*"], "verbs": ["*"]},
-            ],
-        }),
+            ]),
+        ),
         admin_role,
         aggregated("edit", edit),
         aggregated("view", view),
+        bootstrap_cluster_role(
+            "system:basic-user",
+            // `kubectl auth whoami` too, since SelfSubjectReview went GA (1.28).
+            json!([{"apiGroups": ["authorization.k8s.io"],
+                    "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                    "verbs": ["create"]},
+                   {"apiGroups": ["authentication.k8s.io"],
+                    "resources": ["selfsubjectreviews"], "verbs": ["create"]}]),
+        ),
+        bootstrap_cluster_role(
+            "system:discovery",
+            json!([{"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
+                                        "/openapi", "/openapi/*", "/readyz", "/version", "/version/"],
+                    "verbs": ["get"]}]),
+        ),
+        bootstrap_cluster_role(
+            "system:public-info-viewer",
+            json!([{"nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"],
+                    "verbs": ["get"]}]),
+        ),
+        bootstrap_cluster_role(
+            "system:service-account-issuer-discovery",
+            json!([{"nonResourceURLs": ["/.well-known/openid-configuration", "/openid/v1/jwks"],
+                    "verbs": ["get"]}]),
+        ),
     ]
 }

@@ -24,6 +24,7 @@
 //! ```
 
 mod authentication;
+mod authorization;
 mod bootstrap;
 mod cluster;
 mod container_runtime;
@@ -51,6 +52,7 @@ mod yaml_body;
 mod fuzz_tests;
 
 pub use authentication::DEFAULT_SERVICE_ACCOUNT_ISSUER;
+pub use authorization::{AuthorizationMode, UnknownAuthorizationMode};
 pub use cluster::{MAX_NODES, SimulatedCluster};
 pub use faults::{Fault, Faults, MAX_FAULT_COUNT, RequestCounts};
 pub use pod_logs::PodLogs;

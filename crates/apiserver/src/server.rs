@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::authentication::{DEFAULT_SERVICE_ACCOUNT_ISSUER, UserInfo};
+use crate::authorization::AuthorizationMode;
 use crate::cluster::{ClusterOptions, SimulatedCluster};
 use crate::container_runtime::BuiltinRuntime;
 use crate::controllers::Controllers;
@@ -63,6 +64,7 @@ pub struct ApiServerBuilder {
     kubernetes_minor_version: u32,
     service_account_issuer: String,
     api_audiences: Option<Vec<String>>,
+    authorization_mode: AuthorizationMode,
     cluster: ClusterOptions,
 }
 
@@ -86,6 +88,7 @@ impl Default for ApiServerBuilder {
             kubernetes_minor_version: DEFAULT_KUBERNETES_MINOR_VERSION,
             service_account_issuer: DEFAULT_SERVICE_ACCOUNT_ISSUER.to_owned(),
             api_audiences: None,
+            authorization_mode: AuthorizationMode::AlwaysAllow,
             cluster: ClusterOptions::default(),
         }
     }
@@ -203,6 +206,30 @@ impl ApiServerBuilder {
     /// ```
     pub fn port_forward_allow(mut self, addresses: impl IntoIterator<Item = SocketAddr>) -> Self {
         self.port_forward_allow.extend(addresses);
+        self
+    }
+
+    /// How requests are authorized (kube-apiserver's `--authorization-mode`): the
+    /// default [`AuthorizationMode::AlwaysAllow`] lets every authenticated user do
+    /// everything; [`AuthorizationMode::Rbac`] answers from Roles, ClusterRoles and their
+    /// bindings, so a ServiceAccount (or `kubectl --as`) may do only what it was granted.
+    /// The server's own token and client certificates without a subject stay in
+    /// `system:masters`, which may do everything.
+    ///
+    /// ```
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use kubeclient_apiserver::{ApiServer, AuthorizationMode};
+    ///
+    /// let server = ApiServer::builder()
+    ///     .authorization_mode(AuthorizationMode::Rbac)
+    ///     .start()
+    ///     .await?;
+    /// # server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn authorization_mode(mut self, mode: AuthorizationMode) -> Self {
+        self.authorization_mode = mode;
         self
     }
 
@@ -464,6 +491,7 @@ impl ApiServerBuilder {
                     .filter(|audiences| !audiences.is_empty())
                     .unwrap_or_else(|| vec![self.service_account_issuer.clone()]),
                 service_account_issuer: self.service_account_issuer.clone(),
+                authorization_mode: self.authorization_mode,
             },
             sessions: {
                 let sessions = if self.legacy_remote_command {

@@ -68,6 +68,8 @@ pub(crate) struct Config {
     /// The audiences the API accepts ServiceAccount tokens for, and gives TokenRequests
     /// that name none (`--api-audiences`; default: the issuer).
     pub api_audiences: Vec<String>,
+    /// Who may do what (`--authorization-mode`).
+    pub authorization_mode: crate::authorization::AuthorizationMode,
 }
 
 /// Everything a request handler reads or changes.

@@ -3,10 +3,12 @@
 
 mod call;
 mod field_validation;
+mod impersonation;
 mod live_uid;
 mod negotiate;
 mod object;
 mod read;
+mod request_attributes;
 mod route;
 mod table;
 mod watch;
@@ -23,12 +25,14 @@ use kubeclient_machinery::{ErrorChain, Status, StatusReason};
 use serde_json::json;
 
 use crate::authentication::{self, UserInfo};
+use crate::authorization::{self, AuthorizationMode, Decision};
 use crate::faults::Fault;
 use crate::query;
 use crate::registry::{ResourceDef, Special, discovery, openapi};
 use crate::response::{self, Body, HandlerResult, json, status_response, text};
 use crate::state::State;
 use call::Call;
+use impersonation::ImpersonationError;
 use live_uid::live_uid;
 use negotiate::Encoding;
 use route::{ResourcePath, Route, route};
@@ -99,6 +103,30 @@ where
     };
     match user {
         Some(user) => {
+            let mode = state.config.authorization_mode;
+            let user = match impersonation::acting_user(&request, user, mode, &state.store) {
+                Ok(user) => user,
+                Err(ImpersonationError::NoUser(message)) => {
+                    return response::with_body(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "text/plain; charset=utf-8",
+                        response::full(message),
+                    )
+                    .into();
+                }
+                Err(ImpersonationError::Forbidden(status)) => {
+                    return status_response(&status).into();
+                }
+            };
+            if !public && mode != AuthorizationMode::AlwaysAllow {
+                let attributes =
+                    request_attributes::request_attributes(&request, &route, user.clone());
+                if let Decision::Deny(reason) =
+                    authorization::authorize(mode, &state.store, &attributes)
+                {
+                    return status_response(&attributes.forbidden(&reason)).into();
+                }
+            }
             request.extensions_mut().insert(user);
         }
         None if !public => {

@@ -46,6 +46,19 @@ pub(crate) struct Subresource {
     pub(crate) verbs: &'static [&'static str],
 }
 
+/// The rule an object's name follows (kube-apiserver's `ValidateObjectMeta` name
+/// functions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NameRule {
+    /// A DNS-1123 subdomain (`NameIsDNSSubdomain`): most kinds.
+    Subdomain,
+    /// A DNS-1123 label (`NameIsDNSLabel`): Namespaces.
+    Label,
+    /// A path segment (`ValidatePathSegmentName`): not `.` or `..`, no `/` or `%`; the
+    /// RBAC kinds, whose bootstrap names hold colons.
+    PathSegment,
+}
+
 /// What the generic store asks a kind. Every method has the generic behaviour as its
 /// default.
 pub(crate) trait Strategy: Sync {
@@ -121,10 +134,10 @@ pub(crate) trait Strategy: Sync {
         let _ = (metadata, name);
     }
 
-    /// Whether the names of its objects are DNS-1123 labels (Namespaces) rather than
-    /// subdomains.
-    fn names_are_labels(&self) -> bool {
-        false
+    /// What the names of its objects must look like: DNS-1123 subdomains for most kinds,
+    /// labels for Namespaces, path segments for the RBAC kinds (`system:basic-user`).
+    fn name_rule(&self) -> NameRule {
+        NameRule::Subdomain
     }
 
     /// Whether a change of the annotations bumps `metadata.generation` (Deployments copy

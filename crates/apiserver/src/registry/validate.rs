@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::store::result::{StoreResult, fail, invalid_object};
+use super::strategy::NameRule;
 use crate::registry::{BuiltinType, ResourceDef, WithType, builtin_type};
 
 /// The most bytes all annotations of an object may hold (keys plus values), as upstream.
@@ -360,11 +361,10 @@ fn label_value(value: &str) -> Result<(), LabelValueError> {
     Ok(())
 }
 
-/// Checks a name as the API server does for most resources (a DNS-1123 subdomain; a
-/// DNS-1123 label for namespaces).
+/// Checks a name as the API server does: a DNS-1123 subdomain for most resources, a
+/// DNS-1123 label for namespaces, a path segment for the RBAC kinds.
 pub(crate) fn validate_name(resource: &ResourceDef, name: &str) -> StoreResult<()> {
-    let label_only = super::kinds::strategy_for(resource).names_are_labels();
-    let max = if label_only { 63 } else { 253 };
+    let rule = super::kinds::strategy_for(resource).name_rule();
     let valid_label = |label: &str| {
         let bytes = label.as_bytes();
         match (bytes.first(), bytes.last()) {
@@ -378,19 +378,24 @@ pub(crate) fn validate_name(resource: &ResourceDef, name: &str) -> StoreResult<(
             _ => false,
         }
     };
-    let valid = name.len() <= max
-        && if label_only {
-            valid_label(name)
-        } else {
-            name.split('.').all(valid_label)
-        };
-    if valid {
-        return Ok(());
-    }
-    let message = if label_only {
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-    } else {
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    let message = match rule {
+        NameRule::Label if name.len() <= 63 && valid_label(name) => return Ok(()),
+        NameRule::Subdomain if name.len() <= 253 && name.split('.').all(valid_label) => {
+            return Ok(());
+        }
+        NameRule::Label => {
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+        }
+        NameRule::Subdomain => {
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+        }
+        NameRule::PathSegment => match name {
+            "." => "may not be '.'",
+            ".." => "may not be '..'",
+            _ if name.contains('/') => "may not contain '/'",
+            _ if name.contains('%') => "may not contain '%'",
+            _ => return Ok(()),
+        },
     };
     Err(fail(Status::invalid(
         &resource.group,
@@ -418,6 +423,17 @@ mod tests {
         assert!(validate_name(&configmaps, "App").is_err());
         assert!(validate_name(&configmaps, "-a").is_err());
         assert!(validate_name(&namespaces, "a.b").is_err());
+        let roles = registry
+            .lookup("rbac.authorization.k8s.io", "v1", "clusterroles")
+            .unwrap();
+        assert!(
+            validate_name(&roles, "system:basic-user").is_ok(),
+            "RBAC names are path segments"
+        );
+        assert!(validate_name(&roles, "Mixed Case").is_ok());
+        for bad in [".", "..", "a/b", "100%"] {
+            assert!(validate_name(&roles, bad).is_err(), "{bad}");
+        }
         let err = validate_name(&configmaps, "Bad_Name").unwrap_err();
         assert_eq!(err.code, 422);
         assert!(

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("port_forward_allowlist", Layer::Leaf),
     ("yaml_body", Layer::Leaf),
     ("registry", Layer::Registry),
+    ("authorization", Layer::Registry),
     ("state", Layer::Context),
     ("sessions", Layer::Context),
     ("response", Layer::Context),

@@ -39,6 +39,7 @@
 //! - `python`: the official Python client drives the server.
 //! - `tokens`: ServiceAccount tokens bound to audience, expiry and their objects (issue 24).
 
+mod authorization;
 mod bootstrap;
 mod cluster;
 mod cluster_daemon_sets;

@@ -4,7 +4,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kubeclient_apiserver::{ApiServer, DEFAULT_SERVICE_ACCOUNT_ISSUER, Limits, WatcherLimits};
+use kubeclient_apiserver::{
+    ApiServer, AuthorizationMode, DEFAULT_SERVICE_ACCOUNT_ISSUER, Limits, WatcherLimits,
+};
 
 /// The environment variable `kubeclient serve` reads its token from when neither
 /// `--token` nor `--token-file` is given.
@@ -98,6 +100,11 @@ pub(crate) struct ServeArgs {
     /// default: simulated Pods reach nothing on this host unless it is listed here.
     #[arg(long, value_name = "IP:PORT,...", value_delimiter = ',')]
     port_forward_allow: Vec<SocketAddr>,
+    /// How requests are authorized, as kube-apiserver's flag: AlwaysAllow (every
+    /// authenticated user may do everything) or RBAC (Roles, ClusterRoles and their
+    /// bindings decide; the server's own token stays in system:masters).
+    #[arg(long, value_name = "MODE", default_value = "AlwaysAllow")]
+    authorization_mode: AuthorizationMode,
     /// Serve the fault-injection admin paths (POST /_kubeclient/faults/...).
     #[arg(long)]
     enable_faults: bool,
@@ -230,6 +237,7 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
         .endpoint_slice_controller(!args.no_endpointslice_controller)
         .time_scale(args.time_scale)
         .port_forward_allow(args.port_forward_allow.iter().copied())
+        .authorization_mode(args.authorization_mode)
         .enable_admin_faults(args.enable_faults)
         .service_account_issuer(args.service_account_issuer.clone())
         .max_request_body_bytes(args.max_request_body_bytes)

@@ -188,6 +188,30 @@ impl Status {
         .with_details(named_details(resource, name))
     }
 
+    /// 403, as kube-apiserver's `NewForbidden`: `pods "web" is forbidden: {why}`, `pods is
+    /// forbidden: {why}` without a name, and `forbidden: {why}` for a non-resource path
+    /// (an empty resource).
+    ///
+    /// ```
+    /// use kubeclient_machinery::{GroupResource, Status};
+    ///
+    /// let status = Status::forbidden(&GroupResource::new("", "secrets"), "", "User \"bob\" cannot list ...");
+    /// assert_eq!(status.message, "secrets is forbidden: User \"bob\" cannot list ...");
+    /// assert_eq!(status.code, 403);
+    /// ```
+    #[must_use]
+    pub fn forbidden(resource: &GroupResource, name: &str, why: &str) -> Self {
+        let message = if resource.group.is_empty() && resource.resource.is_empty() {
+            format!("forbidden: {why}")
+        } else if name.is_empty() {
+            format!("{resource} is forbidden: {why}")
+        } else {
+            format!("{resource} {name:?} is forbidden: {why}")
+        };
+        Status::failure(StatusReason::Forbidden, message)
+            .with_details(named_details(resource, name))
+    }
+
     /// 409: `Operation cannot be fulfilled on configmaps "x": {why}`.
     #[must_use]
     pub fn conflict(resource: &GroupResource, name: &str, why: &str) -> Self {

@@ -1,12 +1,13 @@
 //! The review resources, answered at once and never stored: access reviews
 //! (`SelfSubjectAccessReview` for `kubectl auth can-i`, `SubjectAccessReview`,
 //! `LocalSubjectAccessReview`), `SelfSubjectRulesReview`, `SelfSubjectReview`
-//! (`kubectl auth whoami`) and `TokenReview`. The server authorizes every authenticated
-//! user for everything, so access reviews are allowed, as with kube-apiserver's
-//! `AlwaysAllow` authorizer.
+//! (`kubectl auth whoami`) and `TokenReview`. Access and rules reviews answer from the
+//! server's authorizer: with `AlwaysAllow` everything is allowed, with RBAC the bound
+//! rules decide (and the review names the binding that allowed it).
 
 use super::*;
 use crate::authentication::{UserInfo, now_seconds};
+use crate::authorization::{self, Attributes, AuthorizationMode, Decision, PolicyRule, Rbac};
 
 /// POST of a review: the request object with its `status` filled in, 201.
 pub(crate) fn review(call: &Call) -> HandlerResult<Response<Body>> {
@@ -17,13 +18,9 @@ pub(crate) fn review(call: &Call) -> HandlerResult<Response<Body>> {
     let status = match resource.kind.as_str() {
         "SelfSubjectAccessReview" | "SubjectAccessReview" | "LocalSubjectAccessReview" => {
             check_access_review(call, &object, &spec)?;
-            json!({"allowed": true})
+            access_review_status(call, &object, &spec)
         }
-        "SelfSubjectRulesReview" => json!({
-            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-            "incomplete": false,
-        }),
+        "SelfSubjectRulesReview" => rules_review_status(call, &spec),
         "SelfSubjectReview" => json!({"userInfo": call.user.to_json()}),
         "TokenReview" => token_review(call, &spec)?,
         other => {
@@ -92,6 +89,112 @@ fn check_access_review(
         }
     }
     Ok(())
+}
+
+fn spec_strings(spec: &Value, field: &str) -> Vec<String> {
+    spec.get(field)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The question an access review asks, of the authorizer.
+fn access_review_attributes(call: &Call, object: &Map<String, Value>, spec: &Value) -> Attributes {
+    let user = if call.resource.kind == "SelfSubjectAccessReview" {
+        call.user.clone()
+    } else {
+        UserInfo {
+            username: spec
+                .get("user")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            uid: spec
+                .get("uid")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            groups: spec_strings(spec, "groups"),
+        }
+    };
+    let field = |at: &Value, name: &str| {
+        at.get(name)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    if let Some(path) = spec.get("nonResourceAttributes").filter(|v| !v.is_null()) {
+        return Attributes::path(user, &field(path, "verb"), &field(path, "path"));
+    }
+    let asked = spec
+        .get("resourceAttributes")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let namespace = if call.resource.kind == "LocalSubjectAccessReview" {
+        object
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| call.path.namespace.clone())
+            .unwrap_or_default()
+    } else {
+        field(&asked, "namespace")
+    };
+    Attributes::resource(
+        user,
+        &field(&asked, "verb"),
+        &field(&asked, "group"),
+        &field(&asked, "resource"),
+        &namespace,
+        &field(&asked, "name"),
+    )
+    .with_subresource(&field(&asked, "subresource"))
+}
+
+/// `status` of an access review: `allowed`, and the authorizer's reason when it gave one.
+fn access_review_status(call: &Call, object: &Map<String, Value>, spec: &Value) -> Value {
+    let attributes = access_review_attributes(call, object, spec);
+    let decision = authorization::authorize(
+        call.state.config.authorization_mode,
+        &call.state.store,
+        &attributes,
+    );
+    let mut status = json!({"allowed": decision.allowed()});
+    let (Decision::Allow(reason) | Decision::Deny(reason)) = decision;
+    if !reason.is_empty() {
+        status["reason"] = json!(reason);
+    }
+    status
+}
+
+/// `status` of a `SelfSubjectRulesReview` (`kubectl auth can-i --list`): the rules bound to
+/// the user cluster-wide and in `spec.namespace`, split into resource and non-resource
+/// rules; everything when nothing is authorized.
+fn rules_review_status(call: &Call, spec: &Value) -> Value {
+    if call.state.config.authorization_mode == AuthorizationMode::AlwaysAllow {
+        return json!({
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": false,
+        });
+    }
+    let namespace = spec.get("namespace").and_then(Value::as_str).unwrap_or("");
+    let (rules, errors) = Rbac::new(&call.state.store).rules_for(&call.user, namespace);
+    let (paths, resources): (Vec<&PolicyRule>, Vec<&PolicyRule>) = rules
+        .iter()
+        .partition(|rule| !rule.non_resource_urls.is_empty());
+    let mut status = json!({
+        "resourceRules": resources.iter().map(|rule| rule.to_json()).collect::<Vec<_>>(),
+        "nonResourceRules": paths.iter().map(|rule| rule.to_json()).collect::<Vec<_>>(),
+        "incomplete": !errors.is_empty(),
+    });
+    if !errors.is_empty() {
+        status["evaluationError"] = json!(errors);
+    }
+    status
 }
 
 /// Whether `spec.token` is the server's token or one it issued, and whose.

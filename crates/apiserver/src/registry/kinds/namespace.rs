@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use crate::object::metadata_mut;
 use crate::registry::Propagation;
 use crate::registry::printers::{self, Column};
-use crate::registry::strategy::{Strategy, StrategyContext};
+use crate::registry::strategy::{NameRule, Strategy, StrategyContext};
 
 /// The label every namespace carries with its name (Kubernetes 1.21+).
 const NAME_LABEL: &str = "kubernetes.io/metadata.name";
@@ -40,8 +40,8 @@ impl Strategy for NamespaceStrategy {
         }
     }
 
-    fn names_are_labels(&self) -> bool {
-        true
+    fn name_rule(&self) -> NameRule {
+        NameRule::Label
     }
 
     fn deletion_finalizer(&self, _: Propagation) -> Option<&'static str> {

@@ -5,7 +5,7 @@
 //! object; Endpoints, Leases and the RBAC bindings have table columns.
 
 use crate::registry::printers::{self, Column};
-use crate::registry::strategy::Strategy;
+use crate::registry::strategy::{NameRule, Strategy};
 
 /// A strategy of switches only.
 pub(crate) struct SimpleStrategy {
@@ -17,6 +17,8 @@ pub(crate) struct SimpleStrategy {
     return_deleted: bool,
     /// The table's columns.
     columns: Option<&'static [Column]>,
+    /// The rule names follow.
+    names: NameRule,
 }
 
 /// The generic store's own switches.
@@ -25,6 +27,7 @@ const GENERIC: SimpleStrategy = SimpleStrategy {
     unconditional_update: true,
     return_deleted: false,
     columns: None,
+    names: NameRule::Subdomain,
 };
 
 /// core/v1 Endpoints.
@@ -58,11 +61,13 @@ pub(crate) static LEASE: SimpleStrategy = SimpleStrategy {
 /// Roles and ClusterRoles.
 pub(crate) static RBAC_ROLE: SimpleStrategy = SimpleStrategy {
     create_on_update: true,
+    names: NameRule::PathSegment,
     ..GENERIC
 };
 /// RoleBindings and ClusterRoleBindings.
 pub(crate) static RBAC_BINDING: SimpleStrategy = SimpleStrategy {
     create_on_update: true,
+    names: NameRule::PathSegment,
     columns: Some(printers::config::ROLE_BINDING),
     ..GENERIC
 };
@@ -82,5 +87,9 @@ impl Strategy for SimpleStrategy {
 
     fn table_columns(&self) -> Option<&'static [Column]> {
         self.columns
+    }
+
+    fn name_rule(&self) -> NameRule {
+        self.names
     }
 }
