@@ -237,6 +237,13 @@ impl Error {
     pub fn is_conflict(&self) -> bool {
         self.api().is_some_and(ApiError::is_conflict)
     }
+
+    /// Whether this is a 403 Forbidden from the server: the user may not do it (RBAC
+    /// refused it, or an admission plugin did).
+    #[must_use]
+    pub fn is_forbidden(&self) -> bool {
+        self.api().is_some_and(ApiError::is_forbidden)
+    }
 }
 
 /// `Result` with [`Error`].

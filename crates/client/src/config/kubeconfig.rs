@@ -134,6 +134,22 @@ pub struct AuthInfo {
     /// azure, gone from client-go too, are refused (use an exec plugin).
     #[serde(default, rename = "auth-provider")]
     pub auth_provider: Option<serde_json::Value>,
+    /// The user to act as (`as`).
+    #[serde(default, rename = "as", skip_serializing_if = "Option::is_none")]
+    pub impersonate_user: Option<String>,
+    /// The uid to act as (`as-uid`).
+    #[serde(default, rename = "as-uid", skip_serializing_if = "Option::is_none")]
+    pub impersonate_uid: Option<String>,
+    /// The groups to act in (`as-groups`).
+    #[serde(default, rename = "as-groups", skip_serializing_if = "Option::is_none")]
+    pub impersonate_groups: Option<Vec<String>>,
+    /// Extra fields of the impersonated user (`as-user-extra`).
+    #[serde(
+        default,
+        rename = "as-user-extra",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub impersonate_user_extra: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 impl std::fmt::Debug for AuthInfo {
@@ -156,6 +172,8 @@ impl std::fmt::Debug for AuthInfo {
                 "auth_provider",
                 &self.auth_provider.as_ref().map(|_| "<redacted>"),
             )
+            .field("impersonate_user", &self.impersonate_user)
+            .field("impersonate_groups", &self.impersonate_groups)
             .finish()
     }
 }

@@ -14,6 +14,7 @@
 //! ```
 
 pub(crate) mod exec;
+mod impersonation;
 mod kubeconfig;
 pub(crate) mod oidc;
 
@@ -23,6 +24,7 @@ use std::time::Duration;
 use base64::Engine as _;
 
 pub use exec::{ExecCredential, ExecError};
+pub use impersonation::{Impersonation, ImpersonationError};
 use kubeconfig::NamedEntry;
 pub use kubeconfig::{
     AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster,
@@ -154,6 +156,10 @@ pub struct Config {
     /// (JSON for custom resources); [`ContentType::Json`](crate::rest::ContentType::Json)
     /// for JSON everywhere.
     pub content_type: crate::rest::ContentType,
+    /// The user every request acts as (client-go's `rest.Config.Impersonate`, a kubeconfig
+    /// user's `as`, `as-groups`, `as-uid`, `as-user-extra`); `None` acts as the
+    /// credentials' own user.
+    pub impersonate: Option<Impersonation>,
 }
 
 /// The default [`Config::watch_idle_margin`].
@@ -262,6 +268,7 @@ impl Config {
             user_agent: None,
             metrics: None,
             content_type: crate::rest::ContentType::default(),
+            impersonate: None,
         }
     }
 
@@ -366,6 +373,18 @@ impl Config {
             )
         })?;
         let mut config = Config::new(cluster_url);
+        let impersonation = Impersonation {
+            user: user.impersonate_user.clone().unwrap_or_default(),
+            uid: user.impersonate_uid.clone().filter(|uid| !uid.is_empty()),
+            groups: user.impersonate_groups.clone().unwrap_or_default(),
+            extra: user.impersonate_user_extra.clone().unwrap_or_default(),
+        };
+        if !impersonation.is_empty() {
+            if let Err(err) = impersonation.headers() {
+                return Err(invalid(format!("users[{user_name}].as"), err.to_string()));
+            }
+            config.impersonate = Some(impersonation);
+        }
         if let Some(namespace) = context.namespace.filter(|n| !n.is_empty()) {
             config.default_namespace = namespace;
         }

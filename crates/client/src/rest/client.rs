@@ -64,6 +64,8 @@ pub(super) struct Inner {
     pub(super) limiter: Option<TokenBucket>,
     default_namespace: String,
     pub(super) user_agent: HeaderValue,
+    /// The `Impersonate-*` headers of every request (none unless `Config::impersonate`).
+    pub(super) impersonation: Vec<(http::HeaderName, HeaderValue)>,
     /// `host:port` of the server, the `host` label of metrics.
     host: String,
     metrics: Option<Arc<dyn super::ClientMetrics>>,
@@ -116,9 +118,16 @@ impl Client {
                 "Config::user_agent {user_agent:?} is not a valid header value (use visible ASCII)"
             ))
         })?;
+        let impersonation = match &config.impersonate {
+            Some(impersonate) => impersonate
+                .headers()
+                .map_err(|err| Error::InvalidRequest(format!("Config::impersonate: {err}")))?,
+            None => Vec::new(),
+        };
         Ok(Client {
             inner: Arc::new(Inner {
                 transports,
+                impersonation,
                 base_url,
                 auth,
                 limiter: (config.qps > 0.0).then(|| TokenBucket::new(config.qps, config.burst)),
@@ -202,6 +211,9 @@ impl Client {
         }
         if let Some(authorization) = self.inner.auth.header().await? {
             builder = builder.header(AUTHORIZATION, authorization);
+        }
+        for (name, value) in &self.inner.impersonation {
+            builder = builder.header(name, value);
         }
         let http_request = builder
             .body(Full::new(request.body.clone()))

@@ -106,6 +106,9 @@ impl Client {
         if let Some(authorization) = self.inner.auth.header().await? {
             builder = builder.header(AUTHORIZATION, authorization);
         }
+        for (name, value) in &self.inner.impersonation {
+            builder = builder.header(name, value);
+        }
         let http_request = builder
             .body(Full::new(Bytes::new()))
             .map_err(|err| Error::InvalidRequest(format!("{url}: {err}")))?;

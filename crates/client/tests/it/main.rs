@@ -53,6 +53,7 @@ mod custom_resource;
 mod dynamic;
 mod events;
 mod hangs;
+mod impersonation;
 mod informer_pipeline;
 mod informers;
 mod leader_election;
