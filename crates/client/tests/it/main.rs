@@ -69,6 +69,7 @@ mod realapi_comparison;
 mod realapi_differential;
 mod realapi_etcd;
 mod realapi_garbage_collection;
+mod realapi_rbac;
 mod reflector_rules;
 mod retry;
 mod scale;
