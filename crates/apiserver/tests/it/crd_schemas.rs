@@ -176,3 +176,57 @@ async fn custom_resources_of_several_versions_are_stored_in_one_and_served_in_ea
         404
     );
 }
+
+/// Issue 30: a custom resource whose body names another kind is a 422 naming that kind, as
+/// a real kube-apiserver answers (checked on v1.20): on create and on a patch that
+/// changes it. Another apiVersion stays a 400.
+#[tokio::test]
+async fn a_custom_resource_body_of_another_kind_is_invalid() {
+    let t = TestServer::start().await;
+    t.create_crd(&example_crd("widgets", "Widget", json!({})))
+        .await;
+    let path = "/apis/example.com/v1/namespaces/default/widgets";
+    let reply = t
+        .post(
+            path,
+            &json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "a"}}),
+        )
+        .await;
+    reply.assert_status_message(
+        422,
+        r#"Gadget.example.com "a" is invalid: kind: Invalid value: "Gadget": must be Widget"#,
+    );
+    let details = &reply.json()["details"];
+    assert_eq!(
+        (details["kind"].as_str(), details["group"].as_str()),
+        (Some("Gadget"), Some("example.com"))
+    );
+    let other_version = t
+        .post(
+            path,
+            &json!({"apiVersion": "other.com/v1", "kind": "Widget", "metadata": {"name": "b"}}),
+        )
+        .await;
+    other_version.assert_status_message(
+        400,
+        "the API version in the data (other.com/v1) does not match the expected API version (example.com/v1)",
+    );
+    let created = t
+        .post(
+            path,
+            &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "ok"}}),
+        )
+        .await;
+    assert_eq!(created.status, 201);
+    let patched = t
+        .patch(
+            &format!("{path}/ok"),
+            "application/merge-patch+json",
+            r#"{"kind":"Gadget"}"#,
+        )
+        .await;
+    patched.assert_status_message(
+        422,
+        r#"Gadget.example.com "ok" is invalid: kind: Invalid value: "Gadget": must be Widget"#,
+    );
+}

@@ -148,6 +148,21 @@ pub(crate) fn check_type_meta(
             "the API version in the data ({api_version}) does not match the expected API version ({expected_version})"
         ))));
     }
+    if kind != resource.kind && !resource.builtin {
+        // A custom resource's kind is validated like a field (apiextensions-apiserver's
+        // strategy), naming the kind the data gave.
+        let name = crate::object::meta_str(&Value::Object(object.clone()), "name").to_owned();
+        return Err(fail(Status::invalid(
+            &resource.group,
+            &kind,
+            &name,
+            vec![kubeclient_machinery::StatusCause::new(
+                "FieldValueInvalid",
+                &format!("Invalid value: {kind:?}: must be {}", resource.kind),
+                "kind",
+            )],
+        )));
+    }
     if kind != resource.kind {
         return Err(fail(Status::bad_request(format!(
             "{kind} in version {:?} cannot be handled as a {}: the kind in the data does not match the resource",
