@@ -11,12 +11,14 @@
 //! resource exists.
 
 mod attributes;
+mod escalation;
 mod policy_rule;
 mod rbac;
 
 pub(crate) use attributes::Attributes;
 #[cfg(test)]
 pub(crate) use attributes::Target;
+pub(crate) use escalation::{RbacWrite, check_rbac_write};
 pub(crate) use policy_rule::PolicyRule;
 pub(crate) use rbac::Rbac;
 use rbac::RbacDecision;

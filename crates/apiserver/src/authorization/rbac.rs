@@ -164,9 +164,7 @@ impl<'a> Rbac<'a> {
                     format!("ClusterRole {role_name:?}"),
                 ),
                 "Role" => (
-                    self.store
-                        .get(&rbac("roles"), &store_key(Some(namespace), role_name))
-                        .map(|role| PolicyRule::all_of(&role.value)),
+                    self.role_rules(namespace, role_name),
                     format!("Role {role_name:?}"),
                 ),
                 _ => continue,
@@ -188,9 +186,16 @@ impl<'a> Rbac<'a> {
         errors
     }
 
+    /// A Role's rules; `None` when it does not exist.
+    pub(crate) fn role_rules(&self, namespace: &str, name: &str) -> Option<Vec<PolicyRule>> {
+        self.store
+            .get(&rbac("roles"), &store_key(Some(namespace), name))
+            .map(|role| PolicyRule::all_of(&role.value))
+    }
+
     /// A ClusterRole's rules, with those its `aggregationRule` selects; `None` when it
     /// does not exist.
-    fn cluster_role_rules(&self, name: &str) -> Option<Vec<PolicyRule>> {
+    pub(crate) fn cluster_role_rules(&self, name: &str) -> Option<Vec<PolicyRule>> {
         let role = self.store.get(&rbac("clusterroles"), name)?;
         let mut rules = PolicyRule::all_of(&role.value);
         let mut seen = BTreeSet::from([name.to_owned()]);

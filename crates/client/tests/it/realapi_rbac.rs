@@ -61,6 +61,17 @@ async fn set_up(admin: &Client, namespace: &str) {
                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
                    "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "{ns}"}]}),
         ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+            json!({"metadata": {"name": "rbac-writer"},
+                   "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": ["create"]}]}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+            json!({"metadata": {"name": "rbw"},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "rbac-writer"},
+                   "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "{ns}"}]}),
+        ),
     ];
     for (path, body) in objects {
         let outcome = answer(admin, namespace, Method::POST, path, Some(body)).await;
@@ -92,6 +103,38 @@ async fn transcript(admin: &Client, bot: &Client, namespace: &str) -> Vec<(Strin
         ),
         (Method::GET, "/apis/nope.io/v1/things", None),
         (Method::GET, "/foo", None),
+        // Escalation: a Role with a rule the account does not hold; one it holds; a
+        // binding of a Role it holds and of one that does not exist.
+        (
+            Method::POST,
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+            Some(
+                json!({"metadata": {"name": "sneaky"}, "rules": [{"apiGroups": [""], "resources": ["secrets", "pods"], "verbs": ["get", "delete"]}]}),
+            ),
+        ),
+        (
+            Method::POST,
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+            Some(
+                json!({"metadata": {"name": "held"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
+            ),
+        ),
+        (
+            Method::POST,
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+            Some(
+                json!({"metadata": {"name": "okb"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+                        "subjects": [{"kind": "User", "name": "bob"}]}),
+            ),
+        ),
+        (
+            Method::POST,
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+            Some(
+                json!({"metadata": {"name": "nob"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "missing"},
+                        "subjects": [{"kind": "User", "name": "bob"}]}),
+            ),
+        ),
     ];
     let mut answers = Vec::new();
     for (method, path, body) in as_bot {

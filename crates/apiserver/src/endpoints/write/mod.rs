@@ -33,6 +33,7 @@ use serde_json::{Map, Value, json};
 
 use super::call::Call;
 use super::object::{dry_run_value, meta_str, metadata_mut, now, store_key};
+use crate::authorization::{RbacWrite, check_rbac_write};
 use crate::patch::managed_fields;
 use crate::patch::managed_fields::ListMerge;
 use crate::patch::strategic_merge::{
@@ -86,9 +87,27 @@ impl Call {
         store::check_namespace(&self.resource, self.path.namespace.as_deref(), object)
     }
 
-    /// The request's `fieldValidation`, as the store's field check.
+    /// The request's own checks of the decoded object, as the store's field check: its
+    /// `fieldValidation`, then (for Roles and role bindings under RBAC) the escalation and
+    /// bind checks, which see the object a patch makes too.
     fn field_check(&self) -> impl Fn(&mut Value, Decoding) -> StoreResult<Vec<String>> + '_ {
-        move |object, decoding| self.validate_fields(object, decoding)
+        move |object, decoding| {
+            let warnings = self.validate_fields(object, decoding)?;
+            if self.resource.group == "rbac.authorization.k8s.io" && self.subresource().is_none() {
+                let write = RbacWrite {
+                    resource: &self.resource.plural,
+                    namespace: self.path.namespace.as_deref().unwrap_or(""),
+                    object,
+                };
+                check_rbac_write(
+                    self.state.config.authorization_mode,
+                    &self.state.store,
+                    &self.user,
+                    &write,
+                )?;
+            }
+            Ok(warnings)
+        }
     }
 
     /// The store request of this call, written by `field_manager` with `field_check`
