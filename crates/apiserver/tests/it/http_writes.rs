@@ -708,3 +708,51 @@ async fn writes_answer_partial_object_metadata_when_asked() {
         .await;
     assert_eq!(missing.json()["kind"], "Status", "errors stay Status");
 }
+
+/// Issue 30: a Secret applier keeps its `stringData` fields in managedFields when another
+/// manager writes the Secret later (the strategy turns `stringData` into `data`, so those
+/// fields are never in the stored object; a real kube-apiserver keeps them).
+#[tokio::test]
+async fn a_secret_appliers_string_data_stays_owned_after_another_write() {
+    let t = TestServer::start().await;
+    let path = "/api/v1/namespaces/default/secrets/s3";
+    for value in ["v1", "v2"] {
+        let body = format!(
+            r#"{{"apiVersion":"v1","kind":"Secret","metadata":{{"name":"s3","labels":{{"a":"b"}}}},"stringData":{{"k":"{value}"}}}}"#
+        );
+        let reply = t
+            .patch(
+                &format!("{path}?fieldManager=me"),
+                "application/apply-patch+yaml",
+                &body,
+            )
+            .await;
+        assert_eq!(
+            reply.status,
+            if value == "v1" { 201 } else { 200 },
+            "{}",
+            String::from_utf8_lossy(&reply.body)
+        );
+    }
+    let reply = t
+        .patch(
+            &format!("{path}?fieldManager=other"),
+            "application/merge-patch+json",
+            r#"{"data":{"x":"eA=="}}"#,
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+    let managed = reply.json()["metadata"]["managedFields"].clone();
+    let fields_of = |manager: &str| {
+        managed
+            .as_array()
+            .and_then(|entries| entries.iter().find(|e| e["manager"] == manager))
+            .map(|e| e["fieldsV1"].clone())
+    };
+    assert_eq!(
+        fields_of("me"),
+        Some(json!({"f:metadata": {"f:labels": {"f:a": {}}}, "f:stringData": {"f:k": {}}})),
+        "as a real v1.20 records it: {managed}"
+    );
+    assert_eq!(fields_of("other"), Some(json!({"f:data": {"f:x": {}}})));
+}

@@ -403,7 +403,7 @@ pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, ctx: &WriteCon
             None => entries.push(ctx.entry(Operation::Update, changed)),
         }
     }
-    finish(new, entries, ctx.scope);
+    finish(new, entries, ctx.scope, old);
 }
 
 /// Server-side apply of `applied` (the configuration sent with
@@ -456,6 +456,7 @@ pub(crate) fn apply(
             &mut result,
             vec![ctx.entry(Operation::Apply, applied_set)],
             ctx.scope,
+            None,
         );
         return Ok(result);
     };
@@ -532,7 +533,7 @@ pub(crate) fn apply(
     // 3. Merge and record.
     let mut result = merge(&pruned, &config);
     others.push(ctx.entry(Operation::Apply, applied_set));
-    finish(&mut result, others, ctx.scope);
+    finish(&mut result, others, ctx.scope, Some(live));
     Ok(result)
 }
 
@@ -625,14 +626,28 @@ fn normalize(entries: Vec<ManagedFieldsEntry>) -> Vec<ManagedFieldsEntry> {
     out
 }
 
-/// Drops in-scope paths that no longer exist in `obj` from every entry, then writes the
-/// entries. This keeps ownership honest whatever the caller's merge did.
-fn finish(obj: &mut Value, mut entries: Vec<ManagedFieldsEntry>, scope: FieldScope) {
+/// Drops in-scope paths that the write removed from `obj` from every entry, then writes
+/// the entries. This keeps ownership honest whatever the caller's merge did. A path that
+/// was not in the object `before` the write either stays owned (a Secret applier's
+/// `stringData`, which the strategy turns into `data`, stays in its entry when another
+/// manager writes, as upstream's field manager keeps it); with no object before (a
+/// create), every path missing from `obj` is dropped.
+fn finish(
+    obj: &mut Value,
+    mut entries: Vec<ManagedFieldsEntry>,
+    scope: FieldScope,
+    before: Option<&Value>,
+) {
     let mut snapshot = Resolver::new(obj);
+    let mut previous = before.map(Resolver::new);
     for entry in &mut entries {
-        entry
-            .fields
-            .retain(|path| !scope.contains(path) || snapshot.resolve(path).is_some());
+        entry.fields.retain(|path| {
+            !scope.contains(path)
+                || snapshot.resolve(path).is_some()
+                || previous
+                    .as_mut()
+                    .is_some_and(|previous| previous.resolve(path).is_none())
+        });
     }
     write_managed_fields(obj, entries);
 }
