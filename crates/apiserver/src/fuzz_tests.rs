@@ -35,6 +35,7 @@ fn state() -> Arc<State> {
             service_account_issuer: crate::authentication::DEFAULT_SERVICE_ACCOUNT_ISSUER
                 .to_owned(),
             api_audiences: vec![crate::authentication::DEFAULT_SERVICE_ACCOUNT_ISSUER.to_owned()],
+            webhooks: Default::default(),
         },
         sessions: Default::default(),
         // No controller task runs here: writes wake nothing.

@@ -44,6 +44,7 @@ mod streams;
 mod sync;
 pub mod testing;
 mod tls;
+mod webhook_client;
 mod yaml_body;
 
 #[cfg(test)]

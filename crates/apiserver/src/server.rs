@@ -23,6 +23,7 @@ use crate::endpoints::{self, Handled};
 use crate::faults::Faults;
 use crate::pod_logs::PodLogs;
 use crate::registry::Registry;
+use crate::registry::admission::WebhookPolicy;
 use crate::registry::store::{Hooks, WriteHook};
 use crate::response::Body;
 use crate::sessions::Sessions;
@@ -62,6 +63,7 @@ pub struct ApiServerBuilder {
     kubernetes_minor_version: u32,
     service_account_issuer: String,
     api_audiences: Option<Vec<String>>,
+    remote_webhooks: bool,
     cluster: ClusterOptions,
 }
 
@@ -84,6 +86,7 @@ impl Default for ApiServerBuilder {
             kubernetes_minor_version: DEFAULT_KUBERNETES_MINOR_VERSION,
             service_account_issuer: DEFAULT_SERVICE_ACCOUNT_ISSUER.to_owned(),
             api_audiences: None,
+            remote_webhooks: false,
             cluster: ClusterOptions::default(),
         }
     }
@@ -255,6 +258,15 @@ impl ApiServerBuilder {
         S: Into<String>,
     {
         self.api_audiences = Some(audiences.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Whether admission webhooks whose `clientConfig.url` resolves off loopback may be
+    /// called (default: no; such a call fails, and the webhook's `failurePolicy`
+    /// decides). The embedded server is for tests on one machine: a configuration copied
+    /// from a cluster should not make it call out.
+    pub fn allow_remote_webhooks(mut self, allow: bool) -> Self {
+        self.remote_webhooks = allow;
         self
     }
 
@@ -441,6 +453,9 @@ impl ApiServerBuilder {
                     .filter(|audiences| !audiences.is_empty())
                     .unwrap_or_else(|| vec![self.service_account_issuer.clone()]),
                 service_account_issuer: self.service_account_issuer.clone(),
+                webhooks: WebhookPolicy {
+                    allow_remote: self.remote_webhooks,
+                },
             },
             sessions: if self.legacy_remote_command {
                 Sessions::legacy_remote_command()

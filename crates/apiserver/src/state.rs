@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::authentication::TokenRegistry;
 use crate::faults::Faults;
 use crate::registry::Registry;
+use crate::registry::admission::WebhookPolicy;
 use crate::registry::store::{GenericStore, WriteHook};
 use crate::sessions::Sessions;
 use crate::storage::{Store, WatcherLimits};
@@ -68,6 +69,8 @@ pub(crate) struct Config {
     /// The audiences the API accepts ServiceAccount tokens for, and gives TokenRequests
     /// that name none (`--api-audiences`; default: the issuer).
     pub api_audiences: Vec<String>,
+    /// How admission webhooks may be called.
+    pub webhooks: WebhookPolicy,
 }
 
 /// Everything a request handler reads or changes.
@@ -107,6 +110,7 @@ impl State {
             resources: &self.registry,
             max_object_bytes: self.config.limits.max_object_bytes,
             hook: &*self.write_hook,
+            webhooks: self.config.webhooks,
         }
     }
 }

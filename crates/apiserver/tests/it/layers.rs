@@ -20,6 +20,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("tls", Layer::Leaf),
     ("pod_logs", Layer::Leaf),
     ("yaml_body", Layer::Leaf),
+    ("webhook_client", Layer::Leaf),
     ("registry", Layer::Registry),
     ("state", Layer::Context),
     ("sessions", Layer::Context),

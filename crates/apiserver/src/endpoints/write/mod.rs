@@ -116,6 +116,7 @@ impl Call {
                 Decoding::Body
             },
             field_check,
+            admit: true,
         })
     }
 }
