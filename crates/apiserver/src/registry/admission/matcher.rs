@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kubeclient_machinery::{GroupResource, Status};
 
 use super::attributes::{Attributes, Operation};
-use super::webhook::{Rule, Webhook};
+use super::webhook::{GROUP, Rule, Webhook};
 use crate::registry::{Registry, ResourceDef};
 use crate::storage::Store;
 
@@ -128,10 +128,20 @@ pub(crate) fn should_call(
     webhook: &Webhook,
     attributes: &Attributes<'_>,
 ) -> Result<Option<Invocation>, Box<Status>> {
+    let resource = attributes.resource;
+    // kube-apiserver never sends the webhook configurations themselves to webhooks: a
+    // broken webhook could otherwise never be removed.
+    if resource.group == GROUP
+        && matches!(
+            resource.plural.as_str(),
+            "mutatingwebhookconfigurations" | "validatingwebhookconfigurations"
+        )
+    {
+        return Ok(None);
+    }
     let Some(invocation) = invocation(registry, webhook, attributes) else {
         return Ok(None);
     };
-    let resource = attributes.resource;
     let is_namespace = resource.group.is_empty() && resource.plural == "namespaces";
     // Cluster-scoped objects (but Namespaces) are never exempted by a namespaceSelector.
     if !attributes.namespace.is_empty() || is_namespace {
