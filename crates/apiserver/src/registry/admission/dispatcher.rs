@@ -201,7 +201,11 @@ fn verdict(
 fn denied(name: &str, status: Option<&Value>) -> Box<Status> {
     let mut result: Status = status
         .and_then(|status| serde_json::from_value(status.clone()).ok())
-        .unwrap_or_else(|| Status::failure(StatusReason::BadRequest, String::new()));
+        .unwrap_or_else(|| {
+            let mut status = Status::failure(StatusReason::BadRequest, String::new());
+            status.reason.clear();
+            status
+        });
     result.kind = "Status".to_owned();
     result.api_version = "v1".to_owned();
     if result.code < 400 {
@@ -218,9 +222,6 @@ fn denied(name: &str, status: Option<&Value>) -> Box<Status> {
     } else {
         format!("{denied_by} without explanation")
     };
-    if status.is_none() {
-        result.reason.clear();
-    }
     Box::new(result)
 }
 
