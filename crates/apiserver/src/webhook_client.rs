@@ -56,12 +56,12 @@ pub(crate) enum CallError {
         reason: String,
     },
     /// The webhook answered with a status other than 2xx.
-    #[error("an error on the server ({body:?}) has prevented the request from succeeding")]
+    #[error("{message}")]
     Status {
         /// The HTTP status.
         code: u16,
-        /// The start of its body.
-        body: String,
+        /// client-go's message for it.
+        message: String,
     },
 }
 
@@ -211,6 +211,11 @@ async fn exchange(request: &WebhookRequest) -> Result<Bytes, CallError> {
             .await
             .map_err(|err| CallError::transport(request, closed_reason(&err)))?;
         let code = response.status().as_u16();
+        let text_body = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/"));
         let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
             .collect()
             .await
@@ -227,16 +232,43 @@ async fn exchange(request: &WebhookRequest) -> Result<Bytes, CallError> {
             })?
             .to_bytes();
         if !(200..300).contains(&code) {
-            let text = String::from_utf8_lossy(&body[..body.len().min(1024)])
-                .trim()
-                .to_owned();
-            return Err(CallError::Status { code, body: text });
+            return Err(error_status(code, &body, text_body));
         }
         Ok(body)
     }
     .await;
     driver.abort();
     result
+}
+
+/// client-go's error for an answer with an error status: the Status it carries, or
+/// the body itself when it is text, else `unknown`.
+fn error_status(code: u16, body: &[u8], text_body: bool) -> CallError {
+    let status: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    if let Some(message) = status
+        .as_ref()
+        .filter(|s| s.get("kind").and_then(serde_json::Value::as_str) == Some("Status"))
+        .and_then(|s| s.get("message"))
+        .and_then(serde_json::Value::as_str)
+    {
+        return CallError::Status {
+            code,
+            message: message.to_owned(),
+        };
+    }
+    let shown = if text_body {
+        String::from_utf8_lossy(&body[..body.len().min(1024)])
+            .trim()
+            .to_owned()
+    } else {
+        "unknown".to_owned()
+    };
+    CallError::Status {
+        code,
+        message: format!(
+            "an error on the server ({shown:?}) has prevented the request from succeeding"
+        ),
+    }
 }
 
 /// Go's words for a connection that ended before its answer.

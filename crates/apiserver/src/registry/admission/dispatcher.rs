@@ -20,7 +20,7 @@ use super::attributes::Attributes;
 use super::matcher::{Invocation, should_call};
 use super::review::{self, AnswerError, Verdict};
 use super::webhook::{Endpoint, Webhook, webhooks};
-use crate::registry::{Registry, ResourceDef};
+use crate::registry::{Registry, ResourceDef, validate};
 use crate::storage::Store;
 use crate::webhook_client::{self, CallError, WebhookRequest};
 
@@ -244,6 +244,29 @@ fn dry_run_unsupported(webhook: &Webhook) -> Box<Status> {
     )))
 }
 
+/// A JSON patch failure in the words of Go's `evanphx/json-patch`, which
+/// kube-apiserver applies patches with.
+fn patch_error(patch: &json_patch::Patch, err: &json_patch::PatchError) -> String {
+    use json_patch::{PatchErrorKind, PatchOperation};
+    let op = match patch.0.get(err.operation) {
+        Some(PatchOperation::Add(_)) => "add",
+        Some(PatchOperation::Remove(_)) => "remove",
+        Some(PatchOperation::Replace(_)) => "replace",
+        Some(PatchOperation::Move(_)) => "move",
+        Some(PatchOperation::Copy(_)) => "copy",
+        Some(PatchOperation::Test(_)) => "test",
+        None => "patch",
+    };
+    match err.kind {
+        PatchErrorKind::TestFailed => "testing value failed".to_owned(),
+        PatchErrorKind::InvalidPointer | PatchErrorKind::InvalidFromPointer => format!(
+            "{op} operation does not apply: doc is missing path: {:?}: missing value",
+            err.path.as_str()
+        ),
+        _ => err.to_string(),
+    }
+}
+
 /// Applies a mutating webhook's JSON patch to the object.
 fn apply_patch(
     webhook: &Webhook,
@@ -268,8 +291,18 @@ fn apply_patch(
         )))));
     };
     let mut patched = object.clone();
-    json_patch::patch(&mut patched, &patch)
-        .map_err(|err| Outcome::Stop(Box::new(Status::internal_error(&err.to_string()))))?;
+    json_patch::patch(&mut patched, &patch).map_err(|err| {
+        Outcome::Stop(Box::new(Status::internal_error(&patch_error(&patch, &err))))
+    })?;
+    // kube-apiserver decodes the patched object into its type: one that no longer
+    // decodes is its internal error, not the client's.
+    if attributes.subresource.is_empty()
+        && let Err(status) = validate::check_decodes(attributes.resource, &patched)
+    {
+        return Err(Outcome::Stop(Box::new(Status::internal_error(
+            &status.message,
+        ))));
+    }
     if !patched.is_object() {
         return Err(Outcome::Stop(Box::new(Status::internal_error(&format!(
             "admission webhook {:?} patched the object into {}, not an object",

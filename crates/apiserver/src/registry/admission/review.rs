@@ -140,8 +140,18 @@ pub(crate) fn verify(
     mutating: bool,
 ) -> Result<Verdict, AnswerError> {
     let answer: Answer = serde_json::from_slice(body).map_err(|err| {
-        AnswerError::Undecodable(format!("couldn't decode the AdmissionReview: {err}"))
+        AnswerError::Undecodable(format!(
+            "couldn't get version/kind; json parse error: {err}"
+        ))
     })?;
+    if answer.kind != "AdmissionReview" {
+        // Go's decoder refuses another kind before the answer is looked at.
+        let from_version = answer.api_version.rsplit('/').next().unwrap_or("");
+        return Err(AnswerError::Undecodable(format!(
+            "converting ({from_version}.{}) to ({version}.AdmissionReview): unknown conversion",
+            answer.kind
+        )));
+    }
     let response = answer
         .response
         .ok_or_else(|| AnswerError::Invalid("webhook response was absent".to_owned()))?;
