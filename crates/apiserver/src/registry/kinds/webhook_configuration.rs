@@ -93,8 +93,13 @@ fn strings(value: Option<&Value>) -> Vec<&str> {
 
 /// Go's `%#v` of a `[]string`.
 fn go_strings(items: &[&str]) -> String {
+    go_slice("string", items)
+}
+
+/// Go's `%#v` of a slice of the string type `type_name`.
+fn go_slice(type_name: &str, items: &[&str]) -> String {
     let quoted: Vec<String> = items.iter().map(|item| format!("{item:?}")).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
+    format!("[]{type_name}{{{}}}", quoted.join(", "))
 }
 
 fn invalid(field: &str, value: &str, detail: &str) -> StatusCause {
@@ -225,12 +230,13 @@ fn validate_webhook(webhook: &Value, path: &str, mutating: bool, causes: &mut Ve
             causes,
         );
     }
-    validate_review_versions(webhook, path, causes);
     validate_client_config(
         webhook.get("clientConfig"),
         &format!("{path}.clientConfig"),
         causes,
     );
+    // kube-apiserver checks the review versions after the rest of the webhook.
+    validate_review_versions(webhook, path, causes);
 }
 
 fn validate_review_versions(webhook: &Value, path: &str, causes: &mut Vec<StatusCause>) {
@@ -272,7 +278,7 @@ fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<StatusCause>) {
     if wildcard_with_others(&operations) {
         causes.push(invalid(
             &format!("{path}.operations"),
-            &go_strings(&operations),
+            &go_slice("admissionregistration.OperationType", &operations),
             "if '*' is present, must not specify other operations",
         ));
     }
