@@ -111,6 +111,9 @@ fn delete_options(request: &WriteRequest<'_>, options: &DeleteOptions) -> Value 
     Value::Object(typed)
 }
 
+/// An object as the mutating webhooks left it, and their warnings.
+type Admitted = (Map<String, Value>, Vec<String>);
+
 fn name_of(object: &Value) -> String {
     object
         .pointer("/metadata/name")
@@ -145,7 +148,7 @@ impl GenericStore<'_> {
         &self,
         request: &WriteRequest<'_>,
         object: Map<String, Value>,
-    ) -> Result<(Map<String, Value>, Vec<String>), Box<Status>> {
+    ) -> Result<Admitted, Box<Status>> {
         let mut attributes = self.attributes(request, Operation::Create, write_options(request));
         let object = Value::Object(object);
         attributes.name = name_of(&object);
@@ -163,7 +166,7 @@ impl GenericStore<'_> {
         request: &WriteRequest<'_>,
         mut object: Map<String, Value>,
         current: &Value,
-    ) -> Result<(Map<String, Value>, Vec<String>), Box<Status>> {
+    ) -> Result<Admitted, Box<Status>> {
         let resource = request.resource;
         let scale = request.subresource == Some("scale");
         let mut attributes = self.attributes(request, Operation::Update, write_options(request));
