@@ -3,7 +3,9 @@
 //! and `ValidatingWebhookConfiguration` (by `clientConfig.url` and by
 //! `clientConfig.service`, the CA written by `inject_ca_bundle`), kube-apiserver's error
 //! texts, `failurePolicy` with a dead webhook, timeouts, selectors, and hostile webhooks
-//! (garbage, a wrong uid, 500, an oversized answer, patches that break the object).
+//! (garbage, a wrong uid, 500, an oversized answer, patches that break the object), and
+//! the reviews' request fields (generated names, deletes, the scale subresource,
+//! `matchPolicy: Equivalent` across a CRD's versions).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -439,6 +441,8 @@ async fn namespace_and_object_selectors_choose_what_a_webhook_sees() {
 struct Hostile {
     port: u16,
     ca_pem: String,
+    /// Every review it was sent.
+    seen: Arc<std::sync::Mutex<Vec<Value>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -477,9 +481,12 @@ async fn hostile(answer: impl Fn(&str) -> (u16, Vec<u8>) + Send + Sync + 'static
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let answer = Arc::new(answer);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let recorded = Arc::clone(&seen);
     let task = tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             let (acceptor, answer) = (acceptor.clone(), Arc::clone(&answer));
+            let recorded = Arc::clone(&recorded);
             tokio::spawn(async move {
                 let Ok(mut tls) = acceptor.accept(stream).await else {
                     return;
@@ -510,6 +517,7 @@ async fn hostile(answer: impl Fn(&str) -> (u16, Vec<u8>) + Send + Sync + 'static
                     }
                 };
                 let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                recorded.lock().unwrap().push(review.clone());
                 let uid = review
                     .pointer("/request/uid")
                     .and_then(Value::as_str)
@@ -528,6 +536,7 @@ async fn hostile(answer: impl Fn(&str) -> (u16, Vec<u8>) + Send + Sync + 'static
     Hostile {
         port,
         ca_pem: ca.cert_pem().to_owned(),
+        seen,
         task,
     }
 }
@@ -685,4 +694,194 @@ async fn hostile_answers_are_call_failures_or_proper_statuses() {
         refused_without_words.message,
         "admission webhook \"hostile.example.com\" denied the request without explanation"
     );
+}
+
+fn allowed(uid: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "response": {"uid": uid, "allowed": true},
+    }))
+    .unwrap()
+}
+
+/// The client config of `hostile`, trusting its CA.
+fn hostile_config(hostile: &Hostile, path: &str) -> Value {
+    let mut config = url(hostile.port, path);
+    config["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(&hostile.ca_pem));
+    config
+}
+
+#[tokio::test]
+async fn reviews_carry_the_request_fields_subresources_and_equivalent_versions() {
+    use http::Method;
+    use kubeclient::rest::Request;
+    let Fixture {
+        server: _server,
+        client,
+    } = start().await;
+    let recorder = hostile(|uid| (200, allowed(uid))).await;
+    let rule = |resources: Value, versions: Value, group: &str| json!({"rules": [{"operations": ["*"], "apiGroups": [group], "apiVersions": versions, "resources": resources}]});
+    validating(
+        &client,
+        "recorder",
+        vec![
+            hook(
+                "configmaps.example.com",
+                hostile_config(&recorder, "/configmaps"),
+                json!({}),
+            ),
+            hook(
+                "scale.example.com",
+                hostile_config(&recorder, "/scale"),
+                rule(json!(["deployments/scale"]), json!(["v1"]), "apps"),
+            ),
+            hook(
+                "widgets.example.com",
+                hostile_config(&recorder, "/widgets"),
+                rule(json!(["widgets"]), json!(["v1"]), "example.com"),
+            ),
+            hook("exact.example.com", hostile_config(&recorder, "/exact"), {
+                let mut extra = rule(json!(["widgets"]), json!(["v1"]), "example.com");
+                extra["matchPolicy"] = json!("Exact");
+                extra
+            }),
+        ],
+    )
+    .await;
+    // What the recorder was sent since the last look.
+    let reviews = || -> Vec<Value> { recorder.seen.lock().unwrap().drain(..).collect() };
+
+    // A create with generateName: the validating webhook sees the generated name.
+    let configmaps = Api::<ConfigMap>::namespaced(client.clone(), "default");
+    let generated: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"generateName": "gen-"}})).unwrap();
+    let created = configmaps
+        .create(&PostParams::default(), &generated)
+        .await
+        .unwrap();
+    let seen = reviews();
+    assert_eq!(seen.len(), 1, "{seen:#?}");
+    let request = &seen[0]["request"];
+    assert_eq!(seen[0]["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(request["operation"], "CREATE");
+    assert_eq!(request["name"], json!(created.metadata.name));
+    assert_eq!(request["namespace"], "default");
+    assert_eq!(
+        request["kind"],
+        json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+    );
+    assert_eq!(
+        request["resource"],
+        json!({"group": "", "version": "v1", "resource": "configmaps"})
+    );
+    assert_eq!(request["requestKind"], request["kind"]);
+    assert_eq!(request["options"]["kind"], "CreateOptions");
+    assert_eq!(request["options"]["apiVersion"], "meta.k8s.io/v1");
+    assert_eq!(request["dryRun"], false);
+    assert_eq!(request["oldObject"], Value::Null);
+    assert!(request["object"]["metadata"]["uid"].is_string());
+    assert!(request["userInfo"]["username"].is_string());
+    assert_eq!(request["uid"].as_str().map(str::len), Some(36));
+
+    // A delete: the old object, DeleteOptions, no object.
+    let name = created.metadata.name.unwrap();
+    configmaps
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let seen = reviews();
+    let request = &seen[0]["request"];
+    assert_eq!(request["operation"], "DELETE");
+    assert_eq!(request["options"]["kind"], "DeleteOptions");
+    assert_eq!(request["object"], Value::Null);
+    assert_eq!(request["oldObject"]["metadata"]["name"], json!(name));
+
+    // The scale subresource: Scales, subResource `scale`.
+    let deployments =
+        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), "default");
+    let deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+    }))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    assert!(
+        reviews().is_empty(),
+        "the main resource is not deployments/scale"
+    );
+    deployments
+        .patch_scale(
+            "web",
+            &kubeclient::api::PatchParams::default(),
+            &kubeclient::api::Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await
+        .unwrap();
+    let seen = reviews();
+    assert_eq!(seen.len(), 1, "{seen:#?}");
+    let request = &seen[0]["request"];
+    assert_eq!(request["subResource"], "scale");
+    assert_eq!(
+        request["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+    );
+    assert_eq!(request["resource"]["resource"], "deployments");
+    assert_eq!(request["object"]["spec"]["replicas"], 3);
+    assert_eq!(request["oldObject"]["spec"]["replicas"], 1);
+
+    // matchPolicy Equivalent: a write through v1alpha1 reaches the v1 rule, in v1.
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                 "versions": [
+                     {"name": "v1alpha1", "served": true, "storage": false,
+                      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+                     {"name": "v1", "served": true, "storage": true,
+                      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    client
+        .request_bytes(
+            Request::new(
+                Method::POST,
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            )
+            .body(serde_json::to_vec(&crd).unwrap(), "application/json"),
+        )
+        .await
+        .unwrap();
+    let widget =
+        json!({"apiVersion": "example.com/v1alpha1", "kind": "Widget", "metadata": {"name": "w"}});
+    client
+        .request_bytes(
+            Request::new(
+                Method::POST,
+                "/apis/example.com/v1alpha1/namespaces/default/widgets",
+            )
+            .body(serde_json::to_vec(&widget).unwrap(), "application/json"),
+        )
+        .await
+        .unwrap();
+    let seen = reviews();
+    assert_eq!(
+        seen.len(),
+        1,
+        "only the Equivalent webhook, not the Exact one: {seen:#?}"
+    );
+    let request = &seen[0]["request"];
+    assert_eq!(
+        request["kind"],
+        json!({"group": "example.com", "version": "v1", "kind": "Widget"})
+    );
+    assert_eq!(
+        request["requestKind"],
+        json!({"group": "example.com", "version": "v1alpha1", "kind": "Widget"})
+    );
+    assert_eq!(request["requestResource"]["version"], "v1alpha1");
+    assert_eq!(request["object"]["apiVersion"], "example.com/v1");
 }
