@@ -36,6 +36,7 @@ fn state() -> Arc<State> {
                 .to_owned(),
             api_audiences: vec![crate::authentication::DEFAULT_SERVICE_ACCOUNT_ISSUER.to_owned()],
             authorization_mode: crate::authorization::AuthorizationMode::AlwaysAllow,
+            webhooks: Default::default(),
         },
         sessions: Default::default(),
         // No controller task runs here: writes wake nothing.

@@ -46,6 +46,7 @@ mod streams;
 mod sync;
 pub mod testing;
 mod tls;
+mod webhook_client;
 mod yaml_body;
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ use crate::endpoints::{self, Handled};
 use crate::faults::Faults;
 use crate::pod_logs::PodLogs;
 use crate::registry::Registry;
+use crate::registry::admission::WebhookPolicy;
 use crate::registry::store::{Hooks, WriteHook};
 use crate::response::Body;
 use crate::sessions::Sessions;
@@ -65,6 +66,7 @@ pub struct ApiServerBuilder {
     service_account_issuer: String,
     api_audiences: Option<Vec<String>>,
     authorization_mode: AuthorizationMode,
+    remote_webhooks: bool,
     cluster: ClusterOptions,
 }
 
@@ -89,6 +91,7 @@ impl Default for ApiServerBuilder {
             service_account_issuer: DEFAULT_SERVICE_ACCOUNT_ISSUER.to_owned(),
             api_audiences: None,
             authorization_mode: AuthorizationMode::AlwaysAllow,
+            remote_webhooks: false,
             cluster: ClusterOptions::default(),
         }
     }
@@ -308,6 +311,15 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Whether admission webhooks whose `clientConfig.url` resolves off loopback may be
+    /// called (default: no; such a call fails, and the webhook's `failurePolicy`
+    /// decides). The embedded server is for tests on one machine: a configuration copied
+    /// from a cluster should not make it call out.
+    pub fn allow_remote_webhooks(mut self, allow: bool) -> Self {
+        self.remote_webhooks = allow;
+        self
+    }
+
     /// Run a simulated cluster of `count` nodes (`node-1` ... `node-N`): each has a
     /// kubelet that registers its Node (4 CPUs, 16 GiB, 110 Pods), renews its Lease in
     /// `kube-node-lease` and runs the Pods bound to it (phases, addresses, conditions,
@@ -492,6 +504,9 @@ impl ApiServerBuilder {
                     .unwrap_or_else(|| vec![self.service_account_issuer.clone()]),
                 service_account_issuer: self.service_account_issuer.clone(),
                 authorization_mode: self.authorization_mode,
+                webhooks: WebhookPolicy {
+                    allow_remote: self.remote_webhooks,
+                },
             },
             sessions: {
                 let sessions = if self.legacy_remote_command {

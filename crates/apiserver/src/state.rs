@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::authentication::TokenRegistry;
 use crate::faults::Faults;
 use crate::registry::Registry;
+use crate::registry::admission::WebhookPolicy;
 use crate::registry::store::{GenericStore, WriteHook};
 use crate::sessions::Sessions;
 use crate::storage::{Store, WatcherLimits};
@@ -70,6 +71,8 @@ pub(crate) struct Config {
     pub api_audiences: Vec<String>,
     /// Who may do what (`--authorization-mode`).
     pub authorization_mode: crate::authorization::AuthorizationMode,
+    /// How admission webhooks may be called.
+    pub webhooks: WebhookPolicy,
 }
 
 /// Everything a request handler reads or changes.
@@ -109,6 +112,7 @@ impl State {
             resources: &self.registry,
             max_object_bytes: self.config.limits.max_object_bytes,
             hook: &*self.write_hook,
+            webhooks: self.config.webhooks,
         }
     }
 }

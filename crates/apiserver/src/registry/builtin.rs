@@ -1,5 +1,5 @@
 //! The built-in resources: core, apps, batch, coordination, RBAC, networking, policy,
-//! autoscaling, storage, scheduling, discovery and apiextensions.
+//! autoscaling, storage, scheduling, discovery, admissionregistration and apiextensions.
 
 use kubeclient_machinery::selector::builtin_field_selectors;
 
@@ -348,6 +348,20 @@ const BUILTINS: &[Builtin] = &[
     .special(Special::Review),
     Builtin::cluster("authentication.k8s.io", "v1", "tokenreviews", "TokenReview")
         .special(Special::Review),
+    Builtin::cluster(
+        "admissionregistration.k8s.io",
+        "v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+    )
+    .generation(),
+    Builtin::cluster(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+    )
+    .generation(),
     Builtin::cluster(
         "apiextensions.k8s.io",
         "v1",

@@ -19,8 +19,9 @@ pub(crate) trait WithType {
 /// without one here.
 pub(crate) fn builtin_type<D: WithType>(group: &str, kind: &str, decoder: D) -> Option<D::Output> {
     use k8s_openapi::api::{
-        apps, authentication, authorization, autoscaling, batch, certificates, coordination, core,
-        discovery, events, networking, policy, rbac, scheduling, storage,
+        admissionregistration, apps, authentication, authorization, autoscaling, batch,
+        certificates, coordination, core, discovery, events, networking, policy, rbac, scheduling,
+        storage,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 
@@ -89,6 +90,12 @@ pub(crate) fn builtin_type<D: WithType>(group: &str, kind: &str, decoder: D) -> 
         }
         ("authentication.k8s.io", "TokenReview") => {
             decoder.with::<authentication::v1::TokenReview>()
+        }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            decoder.with::<admissionregistration::v1::MutatingWebhookConfiguration>()
+        }
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            decoder.with::<admissionregistration::v1::ValidatingWebhookConfiguration>()
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             decoder.with::<apiextensions::v1::CustomResourceDefinition>()

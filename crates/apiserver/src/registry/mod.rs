@@ -7,6 +7,7 @@
 //! discovery and OpenAPI documents describing the resources. No HTTP here: the endpoints
 //! parse a request, call the store, and encode what it returns.
 
+pub(crate) mod admission;
 mod allocators;
 pub(crate) mod apiextensions;
 mod builtin;

@@ -26,6 +26,8 @@
 //! - `input_costs`: YAML alias bombs and huge list-map applies (issue 24).
 //! - `validation_gaps`: validation that used to do nothing (issue 24).
 //! - `watch`: watch streams: resume, 410, bookmarks, watch-list, selectors.
+//! - `webhook_configurations`: admissionregistration's configurations: discovery,
+//!   defaults, validation, table (issue 28).
 //! - `kubectl`: the real kubectl 1.33 drives the server.
 //! - `kubectl_create`: kubectl's typed `create` commands, which send protobuf bodies.
 //! - `kubectl_streams`: kubectl logs -f, exec, attach against the server's streams.
@@ -77,3 +79,4 @@ mod support;
 mod tokens;
 mod validation_gaps;
 mod watch;
+mod webhook_configurations;

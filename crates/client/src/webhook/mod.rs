@@ -2,7 +2,8 @@
 //! [`CustomDefaulter`] or [`CustomValidator`] per type, the functions that answer the API
 //! server's `AdmissionReview` (admission.k8s.io/v1) with them: [`default_review`] (the
 //! object's changes as a JSON patch) and [`validate_review`] (allowed or denied, with
-//! warnings), and the HTTPS [`WebhookServer`] that serves them.
+//! warnings), the HTTPS [`WebhookServer`] that serves them, and [`inject_ca_bundle`],
+//! which writes its CA into the webhook configurations.
 //!
 //! # Examples
 //!
@@ -34,6 +35,7 @@
 //! ```
 
 mod admission_review;
+mod ca_bundle;
 mod defaulter;
 mod server;
 mod validator;
@@ -42,6 +44,7 @@ pub use admission_review::{
     AdmissionRequest, AdmissionResponse, AdmissionReview, GroupVersionKind, GroupVersionResource,
     Operation, ResponseStatus,
 };
+pub use ca_bundle::inject_ca_bundle;
 pub use defaulter::{CustomDefaulter, default_review};
 pub use server::{WebhookServer, WebhookServerBuilder, WebhookServerError};
 pub use validator::{CustomValidator, Warnings, validate_review};

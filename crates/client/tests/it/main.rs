@@ -43,6 +43,7 @@
 //! - `webhook`: the admission webhook server over HTTPS: reviews, refusals, certificate rotation.
 //! - `watch_bytes`: a watch body delivered one byte per chunk.
 
+mod admission;
 mod apply_configuration;
 mod atomic_informer;
 mod auth;

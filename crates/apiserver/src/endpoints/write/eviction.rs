@@ -76,6 +76,8 @@ pub(crate) fn evict(call: &Call) -> HandlerResult<Response<Body>> {
         // The Pod, not its eviction subresource.
         subresource: None,
         dry_run: dry_run || request.dry_run,
+        // kube-apiserver's eviction deletes the Pod without admitting the deletion.
+        admit: false,
         ..request
     };
     call.state.generic_store().delete(&request, &delete)?;

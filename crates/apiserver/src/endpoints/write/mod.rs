@@ -135,6 +135,7 @@ impl Call {
                 Decoding::Body
             },
             field_check,
+            admit: true,
         })
     }
 }

@@ -20,6 +20,7 @@ pub(crate) mod secret;
 pub(crate) mod service;
 pub(crate) mod service_account;
 pub(crate) mod simple;
+pub(crate) mod webhook_configuration;
 pub(crate) mod workloads;
 
 use super::ResourceDef;
@@ -65,6 +66,12 @@ pub(crate) fn strategy_for(resource: &ResourceDef) -> &'static dyn Strategy {
         ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => &simple::RBAC_ROLE,
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
             &simple::RBAC_BINDING
+        }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            &webhook_configuration::MUTATING
+        }
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            &webhook_configuration::VALIDATING
         }
         _ => &crate::registry::strategy::GenericStrategy,
     }

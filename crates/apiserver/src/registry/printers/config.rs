@@ -17,6 +17,14 @@ fn entry_count(object: &Value, fields: &[&str]) -> Value {
     json!(count)
 }
 
+/// Mutating and validating webhook configurations: how many webhooks each holds.
+pub(crate) const WEBHOOK_CONFIGURATION: &[Column] = &[
+    col("Webhooks", "integer", |o| {
+        json!(items(o, "/webhooks").len())
+    }),
+    col("Age", "string", age),
+];
+
 pub(crate) const CONFIG_MAP: &[Column] = &[
     col("Data", "string", |o| {
         entry_count(o, &["data", "binaryData"])

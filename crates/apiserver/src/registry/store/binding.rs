@@ -97,6 +97,7 @@ mod tests {
             resources: registry,
             max_object_bytes: 1 << 20,
             hook: &NoHook,
+            webhooks: Default::default(),
         };
         let user = user();
         let create = |group: &str, plural: &str, namespace: Option<&str>, object: Value| {
@@ -150,6 +151,7 @@ mod tests {
             resources: &registry,
             max_object_bytes: 1 << 20,
             hook: &NoHook,
+            webhooks: Default::default(),
         };
         assert!(cluster_runs(&storage));
         assert!(!kubelet_runs(&storage, "node-1"));

@@ -29,6 +29,16 @@ impl GenericStore<'_> {
         let resource = request.resource;
         request.check_type_meta(&mut object)?;
         request.check_namespace(&mut object)?;
+        let mut admission_warnings = Vec::new();
+        if request.admit {
+            // The webhooks see the decoded object with its defaults, as kube-apiserver's do.
+            strategy_for(resource).defaults(self.strategy_context(resource), &mut object);
+            let (admitted, warnings) = self.admit_create(request, object)?;
+            object = admitted;
+            admission_warnings = warnings;
+            request.check_type_meta(&mut object)?;
+            request.check_namespace(&mut object)?;
+        }
         let metadata = metadata_mut(&mut object);
         if metadata
             .get("resourceVersion")
@@ -90,14 +100,31 @@ impl GenericStore<'_> {
                 .map(|(strategy, object)| (*strategy, object));
             record_create(request, &time, requested, &mut value);
         }
+        // The validating webhooks see the object as it will be stored, named.
+        let mut first_name = None;
+        if request.admit {
+            if explicit_name.is_empty() {
+                let name = generate_name(&generate_prefix);
+                if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+                    metadata.insert("name".to_owned(), json!(name));
+                    strategy.name_generated(metadata, &name);
+                }
+                first_name = Some(name);
+            }
+            admission_warnings.extend(self.validate_write(request, &value, None)?);
+        }
+        let mut warnings = warnings;
+        warnings.extend(admission_warnings);
         version_conversion::to_storage_version(resource, &mut value);
         validate::check_size(resource, &value, self.max_object_bytes)?;
         let storage = request.storage();
         for attempt in 0..8 {
-            let name = if explicit_name.is_empty() {
-                generate_name(&generate_prefix)
-            } else {
+            let name = if !explicit_name.is_empty() {
                 explicit_name.clone()
+            } else if let Some(name) = first_name.take() {
+                name
+            } else {
+                generate_name(&generate_prefix)
             };
             if explicit_name.is_empty()
                 && let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut)

@@ -80,6 +80,12 @@ impl GenericStore<'_> {
                     strategy.deletion_grace_period(self.storage, &current.value, grace)
                 }),
         };
+        if request.admit
+            && let Some(current) = self.get(resource, request.namespace, request.name)
+        {
+            // Their warnings have nowhere to go: a DELETE's answer carries none here.
+            self.admit_delete(request, options, &current.value)?;
+        }
         let name = request.name;
         let dry_run = request.dry_run;
         let mut result: Option<Deleted> = None;
@@ -293,6 +299,7 @@ mod tests {
             resources: &resources,
             max_object_bytes: 1 << 20,
             hook: &hook,
+            webhooks: Default::default(),
         };
         let namespaces = resources
             .lookup("", "v1", "namespaces")

@@ -16,6 +16,7 @@
 //! [`result`] (neither imports the rest of the store, so the checks the store runs can
 //! use them); what the verbs share besides is here.
 
+mod admit;
 mod binding;
 mod create;
 mod delete;
@@ -29,6 +30,7 @@ use std::sync::Arc;
 use kubeclient_machinery::{GroupResource, Status, StatusCause, StatusReason};
 use serde_json::{Map, Value, json};
 
+use super::admission::WebhookPolicy;
 use super::strategy::StrategyContext;
 use super::{Registry, ResourceDef, event_versions};
 use crate::object::{meta_str, metadata_mut, store_key};
@@ -242,6 +244,8 @@ pub(crate) struct GenericStore<'a> {
     pub(crate) max_object_bytes: usize,
     /// Told of every committed write.
     pub(crate) hook: &'a dyn WriteHook,
+    /// How admission webhooks may be called.
+    pub(crate) webhooks: WebhookPolicy,
 }
 
 impl std::fmt::Debug for GenericStore<'_> {

@@ -45,10 +45,12 @@ impl GenericStore<'_> {
         let name = request.name;
         let mut response_object: Option<Value> = None;
         let mut warnings = Vec::new();
+        let mut admission_warnings = Vec::new();
         let outcome = self
             .storage
             .update(&request.storage(), &request.key_for(name), |current| {
                 response_object = None;
+                admission_warnings.clear();
                 let current = current.ok_or_else(|| request.not_found(name))?;
                 // Patches and updates apply to the object as the request's version serves it.
                 let converted = version_conversion::served_object(resource, current);
@@ -56,6 +58,14 @@ impl GenericStore<'_> {
                 let Some(mut desired) = compute(current)? else {
                     return Ok(Write::Unchanged);
                 };
+                if request.admit {
+                    // The webhooks see the decoded object with its defaults, as
+                    // kube-apiserver's do.
+                    strategy.defaults(self.strategy_context(resource), &mut desired);
+                    let (admitted, found) = self.admit_update(request, desired, &current.value)?;
+                    desired = admitted;
+                    admission_warnings = found;
+                }
                 request.check_type_meta(&mut desired)?;
                 request.check_namespace(&mut desired)?;
                 let body_name = meta_str(&Value::Object(desired.clone()), "name").to_owned();
@@ -103,6 +113,9 @@ impl GenericStore<'_> {
                 }
                 validate::check_object(resource, &result)?;
                 validate_object(resource, &result, Some(&current.value), immutable_causes)?;
+                if request.admit {
+                    admission_warnings.extend(self.validate_write(request, &result, Some(&current.value))?);
+                }
                 version_conversion::to_storage_version(resource, &mut result);
                 validate::check_size(resource, &result, self.max_object_bytes)?;
                 let write = if finalized(&result) {
@@ -120,6 +133,7 @@ impl GenericStore<'_> {
                 response_object = Some(result);
                 Ok(if request.dry_run { Write::Unchanged } else { write })
             })?;
+        warnings.extend(admission_warnings);
         let changed = outcome.change.is_some();
         if !request.dry_run
             && let Some(result) = &response_object

@@ -52,6 +52,9 @@ pub(crate) struct WriteRequest<'a> {
     pub(crate) decoding: Decoding,
     /// The request's field check.
     pub(crate) field_check: FieldCheck<'a>,
+    /// Whether the admission webhooks see the write (a request's; the server's own
+    /// writes are not admitted).
+    pub(crate) admit: bool,
 }
 
 impl<'a> WriteRequest<'a> {
@@ -74,6 +77,7 @@ impl<'a> WriteRequest<'a> {
             field_manager,
             decoding: Decoding::Body,
             field_check: &no_field_check,
+            admit: false,
         }
     }
 

@@ -1,0 +1,470 @@
+//! Calling the webhooks (kube-apiserver's mutating and validating dispatchers): the
+//! mutating ones one after the other in their order, each answer's JSON patch applied
+//! to the object the next one sees; the validating ones all at once. A call that fails
+//! (unreachable, too slow, an error status, an answer that is no valid review) is
+//! handled by the webhook's `failurePolicy`; a refusal is the webhook's Status, with
+//! kube-apiserver's texts.
+//!
+//! The store runs on the blocking pool (the endpoints hand writes to it), so the calls
+//! are spawned on the server's runtime and waited for here, each within its
+//! `timeoutSeconds`.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kubeclient_machinery::{Status, StatusReason};
+use serde_json::{Value, json};
+
+use super::attributes::Attributes;
+use super::matcher::{Invocation, should_call};
+use super::review::{self, AnswerError, Verdict};
+use super::webhook::{Endpoint, Webhook, webhooks};
+use crate::registry::{Registry, ResourceDef, validate};
+use crate::storage::Store;
+use crate::webhook_client::{self, CallError, WebhookRequest};
+
+/// How the server may call webhooks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct WebhookPolicy {
+    /// Whether webhooks off loopback may be called (default: loopback only).
+    pub(crate) allow_remote: bool,
+}
+
+/// A call that gave no usable answer: what kube-apiserver's `ErrCallingWebhook` says
+/// after `failed calling webhook "NAME": `.
+struct CallFailure(String);
+
+/// What the rest of the chain does after one webhook.
+enum Outcome {
+    /// Go on (allowed, or a failure ignored).
+    Next,
+    /// Stop with this Status.
+    Stop(Box<Status>),
+}
+
+/// A prepared call: the request, and what its answer must carry.
+struct Prepared {
+    request: WebhookRequest,
+    uid: String,
+    version: &'static str,
+}
+
+/// The request of `webhook` for `attributes`.
+fn prepare(
+    webhook: &Webhook,
+    attributes: &Attributes<'_>,
+    requested: &ResourceDef,
+    policy: WebhookPolicy,
+) -> Result<Prepared, CallFailure> {
+    let version = review::review_version(webhook)
+        .map_err(|reason| CallFailure(format!("could not create admission objects: {reason}")))?;
+    let uid = uuid::Uuid::new_v4().to_string();
+    let body = serde_json::to_vec(&review::request(attributes, requested, &uid, version))
+        .map_err(|err| CallFailure(format!("could not create admission objects: {err}")))?;
+    let seconds = webhook.timeout.as_secs();
+    let (base, server_name, connect_to, path) = match &webhook.endpoint {
+        Some(Endpoint::Url(url)) => {
+            let uri: http::Uri = url.parse().map_err(|err| {
+                CallFailure(format!("could not get REST client: parse {url:?}: {err}"))
+            })?;
+            let host = uri.host().unwrap_or("").trim_matches(['[', ']']).to_owned();
+            let port = uri.port_u16().unwrap_or(443);
+            let path = match uri.path() {
+                "" => "/".to_owned(),
+                path => path.to_owned(),
+            };
+            let connect_to = if host.contains(':') {
+                format!("[{host}]:{port}")
+            } else {
+                format!("{host}:{port}")
+            };
+            (url.trim_end_matches('/').to_owned(), host, connect_to, path)
+        }
+        Some(Endpoint::Service {
+            namespace,
+            name,
+            path,
+            port,
+        }) => {
+            // There is no cluster network: a service is reached on loopback at its port,
+            // and its certificate must name `<name>.<namespace>.svc`, as in a cluster.
+            let host = format!("{name}.{namespace}.svc");
+            (
+                format!("https://{host}:{port}{}", path.trim_end_matches('/')),
+                host,
+                format!("127.0.0.1:{port}"),
+                path.clone(),
+            )
+        }
+        None => {
+            return Err(CallFailure(
+                "could not get REST client: neither url nor service is set".to_owned(),
+            ));
+        }
+    };
+    let query = format!("?timeout={seconds}s");
+    let url = if path == "/" {
+        format!("{base}/{query}")
+    } else {
+        format!("{base}{query}")
+    };
+    Ok(Prepared {
+        request: WebhookRequest {
+            url,
+            server_name,
+            connect_to,
+            path_and_query: format!("{path}{query}"),
+            ca_bundle: webhook.ca_bundle.clone(),
+            body,
+            timeout: webhook.timeout,
+            allow_remote: policy.allow_remote,
+        },
+        uid,
+        version,
+    })
+}
+
+/// Runs the calls on the server's runtime and waits for them, each within its
+/// deadline (and a little more: the call itself enforces it).
+fn run(requests: Vec<WebhookRequest>) -> Vec<Result<Bytes, CallError>> {
+    let expired = |request: &WebhookRequest| {
+        Err(CallError::Transport {
+            url: request.url.clone(),
+            reason: "context deadline exceeded".to_owned(),
+        })
+    };
+    let mut results: Vec<Result<Bytes, CallError>> = requests.iter().map(expired).collect();
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return requests
+            .iter()
+            .map(|request| {
+                Err(CallError::Transport {
+                    url: request.url.clone(),
+                    reason: "no runtime to call webhooks on".to_owned(),
+                })
+            })
+            .collect();
+    };
+    let longest = requests
+        .iter()
+        .map(|request| request.timeout)
+        .max()
+        .unwrap_or_default();
+    let deadline = Instant::now() + longest + Duration::from_secs(1);
+    let (sender, receiver) = mpsc::channel();
+    for (index, request) in requests.into_iter().enumerate() {
+        let sender = sender.clone();
+        handle.spawn(async move {
+            let _ = sender.send((index, webhook_client::post(request).await));
+        });
+    }
+    drop(sender);
+    let mut pending = results.len();
+    while pending > 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match receiver.recv_timeout(left) {
+            Ok((index, result)) => {
+                if let Some(slot) = results.get_mut(index) {
+                    *slot = result;
+                }
+                pending -= 1;
+            }
+            Err(_) => break,
+        }
+    }
+    results
+}
+
+/// The answer of a call, verified.
+fn verdict(
+    prepared: &Prepared,
+    result: Result<Bytes, CallError>,
+    mutating: bool,
+) -> Result<Verdict, CallFailure> {
+    let body = result.map_err(|err| match err {
+        CallError::Client(reason) => CallFailure(format!("could not get REST client: {reason}")),
+        other => CallFailure(format!("failed to call webhook: {other}")),
+    })?;
+    review::verify(&body, &prepared.uid, prepared.version, mutating).map_err(|err| match err {
+        AnswerError::Undecodable(reason) => {
+            CallFailure(format!("failed to call webhook: {reason}"))
+        }
+        AnswerError::Invalid(reason) => {
+            CallFailure(format!("received invalid webhook response: {reason}"))
+        }
+    })
+}
+
+/// kube-apiserver's `ToStatusErr`: the refusal of webhook `name`, its code at least 400,
+/// its message prefixed with who refused.
+fn denied(name: &str, status: Option<&Value>) -> Box<Status> {
+    let mut result: Status = status
+        .and_then(|status| serde_json::from_value(status.clone()).ok())
+        .unwrap_or_else(|| {
+            let mut status = Status::failure(StatusReason::BadRequest, String::new());
+            status.reason.clear();
+            status
+        });
+    result.kind = "Status".to_owned();
+    result.api_version = "v1".to_owned();
+    if result.code < 400 {
+        result.code = 400;
+    }
+    if result.status.is_empty() || result.status == "Success" {
+        result.status = "Failure".to_owned();
+    }
+    let denied_by = format!("admission webhook {name:?} denied the request");
+    result.message = if !result.message.is_empty() {
+        format!("{denied_by}: {}", result.message)
+    } else if !result.reason.is_empty() {
+        format!("{denied_by}: {}", result.reason)
+    } else {
+        format!("{denied_by} without explanation")
+    };
+    Box::new(result)
+}
+
+/// A call failure under the webhook's failure policy.
+fn failed(webhook: &Webhook, failure: &CallFailure) -> Outcome {
+    let message = format!("failed calling webhook {:?}: {}", webhook.name, failure.0);
+    if webhook.ignore_failures {
+        tracing::warn!(webhook = %webhook.name, configuration = %webhook.configuration, "Failed calling webhook, failing open: {message}");
+        return Outcome::Next;
+    }
+    tracing::warn!(webhook = %webhook.name, configuration = %webhook.configuration, "Failed calling webhook, failing closed: {message}");
+    Outcome::Stop(Box::new(Status::internal_error(&message)))
+}
+
+/// 400 for a dry run a webhook with side effects would see.
+fn dry_run_unsupported(webhook: &Webhook) -> Box<Status> {
+    Box::new(Status::bad_request(format!(
+        "admission webhook {:?} does not support dry run",
+        webhook.name
+    )))
+}
+
+/// A JSON patch failure in the words of Go's `evanphx/json-patch`, which
+/// kube-apiserver applies patches with.
+fn patch_error(patch: &json_patch::Patch, err: &json_patch::PatchError) -> String {
+    use json_patch::{PatchErrorKind, PatchOperation};
+    let op = match patch.0.get(err.operation) {
+        Some(PatchOperation::Add(_)) => "add",
+        Some(PatchOperation::Remove(_)) => "remove",
+        Some(PatchOperation::Replace(_)) => "replace",
+        Some(PatchOperation::Move(_)) => "move",
+        Some(PatchOperation::Copy(_)) => "copy",
+        Some(PatchOperation::Test(_)) => "test",
+        None => "patch",
+    };
+    match err.kind {
+        PatchErrorKind::TestFailed => "testing value failed".to_owned(),
+        PatchErrorKind::InvalidPointer | PatchErrorKind::InvalidFromPointer => format!(
+            "{op} operation does not apply: doc is missing path: {:?}: missing value",
+            err.path.as_str()
+        ),
+        _ => err.to_string(),
+    }
+}
+
+/// Applies a mutating webhook's JSON patch to the object.
+fn apply_patch(
+    webhook: &Webhook,
+    attributes: &mut Attributes<'_>,
+    patch: &[u8],
+) -> Result<(), Outcome> {
+    let patch: json_patch::Patch = serde_json::from_slice(patch).map_err(|err| {
+        failed(
+            webhook,
+            &CallFailure(format!(
+                "received undecodable patch in webhook response: {err}"
+            )),
+        )
+    })?;
+    if patch.0.is_empty() {
+        return Ok(());
+    }
+    let Some(object) = attributes.object.as_mut() else {
+        return Err(Outcome::Stop(Box::new(Status::internal_error(&format!(
+            "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
+            webhook.name
+        )))));
+    };
+    let mut patched = object.clone();
+    json_patch::patch(&mut patched, &patch).map_err(|err| {
+        Outcome::Stop(Box::new(Status::internal_error(&patch_error(&patch, &err))))
+    })?;
+    // kube-apiserver decodes the patched object into its type: one that no longer
+    // decodes is its internal error, not the client's.
+    if attributes.subresource.is_empty()
+        && let Err(status) = validate::check_decodes(attributes.resource, &patched)
+    {
+        return Err(Outcome::Stop(Box::new(Status::internal_error(
+            &status.message,
+        ))));
+    }
+    if !patched.is_object() {
+        return Err(Outcome::Stop(Box::new(Status::internal_error(&format!(
+            "admission webhook {:?} patched the object into {}, not an object",
+            webhook.name,
+            json!(patched)
+                .to_string()
+                .chars()
+                .take(64)
+                .collect::<String>()
+        )))));
+    }
+    *object = patched;
+    Ok(())
+}
+
+/// `object` with the `apiVersion` of `resource`.
+fn in_version(object: Option<Value>, resource: &ResourceDef) -> Option<Value> {
+    object.map(|mut object| {
+        if let Some(fields) = object.as_object_mut() {
+            fields.insert("apiVersion".to_owned(), json!(resource.api_version()));
+        }
+        object
+    })
+}
+
+/// The attributes a webhook is sent: the write's, or in the equivalent version its
+/// rules name (a custom resource's versions differ in `apiVersion` only here).
+fn sent<'b>(attributes: &Attributes<'b>, invocation: &'b Invocation) -> Attributes<'b> {
+    match invocation {
+        Invocation::Exact => attributes.clone(),
+        Invocation::Equivalent(resource) => Attributes {
+            resource,
+            object: in_version(attributes.object.clone(), resource),
+            old_object: in_version(attributes.old_object.clone(), resource),
+            ..attributes.clone()
+        },
+    }
+}
+
+/// Runs the mutating webhooks on the write, in order, each seeing the object as the
+/// previous one left it; `attributes.object` ends as the last one left it. Returns the
+/// webhooks' warnings.
+///
+/// # Errors
+///
+/// The first refusal, a failure under `failurePolicy: Fail`, a dry run a webhook with
+/// side effects would see, a patch that does not apply.
+pub(crate) fn admit(
+    store: &Store,
+    registry: &Registry,
+    policy: WebhookPolicy,
+    attributes: &mut Attributes<'_>,
+) -> Result<Vec<String>, Box<Status>> {
+    let mut warnings = Vec::new();
+    for webhook in webhooks(store, "mutatingwebhookconfigurations") {
+        let Some(invocation) = should_call(store, registry, &webhook, attributes)? else {
+            continue;
+        };
+        if attributes.dry_run && !webhook.dry_run_safe() {
+            return Err(dry_run_unsupported(&webhook));
+        }
+        let mut sent = sent(attributes, &invocation);
+        let prepared = match prepare(&webhook, &sent, attributes.resource, policy) {
+            Ok(prepared) => prepared,
+            Err(failure) => match failed(&webhook, &failure) {
+                Outcome::Next => continue,
+                Outcome::Stop(status) => return Err(status),
+            },
+        };
+        let result = run(vec![prepared.request.clone()])
+            .pop()
+            .unwrap_or_else(|| Err(CallError::Client("no answer".to_owned())));
+        let verdict = match verdict(&prepared, result, true) {
+            Ok(verdict) => verdict,
+            Err(failure) => match failed(&webhook, &failure) {
+                Outcome::Next => continue,
+                Outcome::Stop(status) => return Err(status),
+            },
+        };
+        warnings.extend(verdict.warnings);
+        if !verdict.allowed {
+            return Err(denied(&webhook.name, verdict.status.as_ref()));
+        }
+        if let Some(patch) = &verdict.patch {
+            match apply_patch(&webhook, &mut sent, patch) {
+                Ok(()) | Err(Outcome::Next) => {}
+                Err(Outcome::Stop(status)) => return Err(status),
+            }
+            attributes.object = match invocation {
+                Invocation::Exact => sent.object,
+                Invocation::Equivalent(_) => in_version(sent.object, attributes.resource),
+            };
+        }
+    }
+    Ok(warnings)
+}
+
+/// Runs the validating webhooks on the write, all at once. Returns their warnings.
+///
+/// # Errors
+///
+/// The refusal or failure (under `failurePolicy: Fail`) of the first webhook in their
+/// order that refused or failed, or a dry run a webhook with side effects would see.
+pub(crate) fn validate(
+    store: &Store,
+    registry: &Registry,
+    policy: WebhookPolicy,
+    attributes: &Attributes<'_>,
+) -> Result<Vec<String>, Box<Status>> {
+    let mut called = Vec::new();
+    for webhook in webhooks(store, "validatingwebhookconfigurations") {
+        let Some(invocation) = should_call(store, registry, &webhook, attributes)? else {
+            continue;
+        };
+        if attributes.dry_run && !webhook.dry_run_safe() {
+            return Err(dry_run_unsupported(&webhook));
+        }
+        let prepared = prepare(
+            &webhook,
+            &sent(attributes, &invocation),
+            attributes.resource,
+            policy,
+        );
+        called.push((webhook, prepared));
+    }
+    if called.is_empty() {
+        return Ok(Vec::new());
+    }
+    let requests: Vec<WebhookRequest> = called
+        .iter()
+        .filter_map(|(_, prepared)| prepared.as_ref().ok().map(|p| p.request.clone()))
+        .collect();
+    let mut results = run(requests).into_iter();
+    let mut warnings = Vec::new();
+    let mut first_error = None;
+    for (webhook, prepared) in &called {
+        let verdict = match prepared {
+            Ok(prepared) => {
+                let result = results
+                    .next()
+                    .unwrap_or_else(|| Err(CallError::Client("no answer".to_owned())));
+                verdict(prepared, result, false)
+            }
+            Err(failure) => Err(CallFailure(failure.0.clone())),
+        };
+        let outcome = match verdict {
+            Ok(verdict) => {
+                warnings.extend(verdict.warnings);
+                if verdict.allowed {
+                    Outcome::Next
+                } else {
+                    Outcome::Stop(denied(&webhook.name, verdict.status.as_ref()))
+                }
+            }
+            Err(failure) => failed(webhook, &failure),
+        };
+        if let (Outcome::Stop(status), None) = (outcome, &first_error) {
+            first_error = Some(status);
+        }
+    }
+    match first_error {
+        Some(status) => Err(status),
+        None => Ok(warnings),
+    }
+}

@@ -1,0 +1,19 @@
+//! The admission chain of the generic store (kube-apiserver's `plugin/pkg/admission` and
+//! `k8s.io/apiserver/pkg/admission/plugin/webhook`): the webhooks of the stored
+//! `MutatingWebhookConfiguration`s and `ValidatingWebhookConfiguration`s, called on the
+//! writes of requests. Mutating webhooks run before the kind's preparation and
+//! validation (their patches applied in order), validating ones after it, on the object
+//! as it would be stored.
+//!
+//! [`attributes`] is what admission knows of a write, [`webhook`] a stored webhook,
+//! [`matcher`] whether it is called, [`review`] the `AdmissionReview` sent and the
+//! answer's checks, [`dispatcher`] the calls and their outcome.
+
+mod attributes;
+mod dispatcher;
+mod matcher;
+mod review;
+mod webhook;
+
+pub(crate) use attributes::{Attributes, Operation};
+pub(crate) use dispatcher::{WebhookPolicy, admit, validate};

@@ -1,0 +1,199 @@
+//! [`Webhook`]: one entry of a stored `MutatingWebhookConfiguration` or
+//! `ValidatingWebhookConfiguration`, read leniently (the configuration's validation ran
+//! when it was written) with kube-apiserver's defaults, and the configurations' order
+//! (by configuration name, then as listed).
+
+use std::time::Duration;
+
+use base64::Engine;
+use kubeclient_machinery::GroupResource;
+use kubeclient_machinery::selector::LabelSelector;
+use serde_json::Value;
+
+use crate::object::label_selector;
+use crate::storage::Store;
+
+/// The admission registration group.
+pub(crate) const GROUP: &str = "admissionregistration.k8s.io";
+
+/// kube-apiserver's default `timeoutSeconds`.
+const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
+
+/// One rule of a webhook: what it is called for.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Rule {
+    /// `operations` (`*` for all).
+    pub(crate) operations: Vec<String>,
+    /// `apiGroups`.
+    pub(crate) api_groups: Vec<String>,
+    /// `apiVersions`.
+    pub(crate) api_versions: Vec<String>,
+    /// `resources` (`pods`, `pods/status`, `*`, `*/*`).
+    pub(crate) resources: Vec<String>,
+    /// `scope`: `*` (default), `Cluster` or `Namespaced`.
+    pub(crate) scope: String,
+}
+
+/// Where a webhook is called.
+#[derive(Clone, Debug)]
+pub(crate) enum Endpoint {
+    /// `clientConfig.url`.
+    Url(String),
+    /// `clientConfig.service`: called on loopback at its port (see `dispatcher`).
+    Service {
+        /// `namespace`.
+        namespace: String,
+        /// `name`.
+        name: String,
+        /// `path` (default `/`).
+        path: String,
+        /// `port` (default 443).
+        port: u16,
+    },
+}
+
+/// One webhook of a configuration.
+#[derive(Clone, Debug)]
+pub(crate) struct Webhook {
+    /// The configuration it belongs to.
+    pub(crate) configuration: String,
+    /// `name`.
+    pub(crate) name: String,
+    /// Where it is called; `None` when the configuration names neither.
+    pub(crate) endpoint: Option<Endpoint>,
+    /// `clientConfig.caBundle`, decoded (PEM).
+    pub(crate) ca_bundle: Vec<u8>,
+    /// `rules`.
+    pub(crate) rules: Vec<Rule>,
+    /// `failurePolicy: Ignore` (the default is Fail).
+    pub(crate) ignore_failures: bool,
+    /// `matchPolicy: Exact` (the default is Equivalent).
+    pub(crate) exact_match: bool,
+    /// `namespaceSelector`; `Err` with the reason when it does not parse.
+    pub(crate) namespace_selector: Result<LabelSelector, String>,
+    /// `objectSelector`; `Err` with the reason when it does not parse.
+    pub(crate) object_selector: Result<LabelSelector, String>,
+    /// `sideEffects`.
+    pub(crate) side_effects: String,
+    /// `timeoutSeconds` (default 10).
+    pub(crate) timeout: Duration,
+    /// `admissionReviewVersions`.
+    pub(crate) review_versions: Vec<String>,
+}
+
+impl Webhook {
+    /// Whether it may be called for a dry run (`sideEffects` None or NoneOnDryRun).
+    pub(crate) fn dry_run_safe(&self) -> bool {
+        matches!(self.side_effects.as_str(), "None" | "NoneOnDryRun")
+    }
+}
+
+fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn text<'a>(value: &'a Value, field: &str) -> &'a str {
+    value.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+fn selector(value: Option<&Value>) -> Result<LabelSelector, String> {
+    label_selector(value).map_err(|err| err.to_string())
+}
+
+fn rule(value: &Value) -> Rule {
+    let scope = text(value, "scope");
+    Rule {
+        operations: strings(value.get("operations")),
+        api_groups: strings(value.get("apiGroups")),
+        api_versions: strings(value.get("apiVersions")),
+        resources: strings(value.get("resources")),
+        scope: if scope.is_empty() { "*" } else { scope }.to_owned(),
+    }
+}
+
+fn endpoint(client: &Value) -> Option<Endpoint> {
+    if let Some(url) = client.get("url").and_then(Value::as_str) {
+        return Some(Endpoint::Url(url.to_owned()));
+    }
+    let service = client.get("service")?;
+    let path = text(service, "path");
+    Some(Endpoint::Service {
+        namespace: text(service, "namespace").to_owned(),
+        name: text(service, "name").to_owned(),
+        path: if path.is_empty() { "/" } else { path }.to_owned(),
+        port: service
+            .get("port")
+            .and_then(Value::as_u64)
+            .and_then(|p| u16::try_from(p).ok())
+            .unwrap_or(443),
+    })
+}
+
+/// The webhooks of one configuration object.
+fn webhooks_of(configuration: &Value) -> Vec<Webhook> {
+    let configuration_name = configuration
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let Some(items) = configuration.get("webhooks").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .map(|hook| {
+            let client = hook.get("clientConfig").cloned().unwrap_or(Value::Null);
+            let ca_bundle = base64::engine::general_purpose::STANDARD
+                .decode(text(&client, "caBundle"))
+                .unwrap_or_default();
+            Webhook {
+                configuration: configuration_name.clone(),
+                name: text(hook, "name").to_owned(),
+                endpoint: endpoint(&client),
+                ca_bundle,
+                rules: hook
+                    .get("rules")
+                    .and_then(Value::as_array)
+                    .map(|rules| rules.iter().map(rule).collect())
+                    .unwrap_or_default(),
+                ignore_failures: text(hook, "failurePolicy") == "Ignore",
+                exact_match: text(hook, "matchPolicy") == "Exact",
+                namespace_selector: selector(hook.get("namespaceSelector")),
+                object_selector: selector(hook.get("objectSelector")),
+                side_effects: text(hook, "sideEffects").to_owned(),
+                timeout: Duration::from_secs(
+                    hook.get("timeoutSeconds")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(DEFAULT_TIMEOUT_SECONDS)
+                        .clamp(1, 30),
+                ),
+                review_versions: strings(hook.get("admissionReviewVersions")),
+            }
+        })
+        .collect()
+}
+
+/// The webhooks of every stored configuration of `plural` (`mutatingwebhookconfigurations`
+/// or `validatingwebhookconfigurations`), in kube-apiserver's order: configurations by
+/// name, webhooks as listed.
+pub(crate) fn webhooks(store: &Store, plural: &str) -> Vec<Webhook> {
+    let resource = GroupResource::new(GROUP, plural);
+    let mut configurations = store.snapshot(&resource, "").objects;
+    if configurations.is_empty() {
+        return Vec::new();
+    }
+    configurations.sort_by(|a, b| a.name().cmp(b.name()));
+    configurations
+        .iter()
+        .flat_map(|configuration| webhooks_of(&configuration.value))
+        .collect()
+}

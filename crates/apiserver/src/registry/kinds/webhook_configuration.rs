@@ -1,0 +1,501 @@
+//! `MutatingWebhookConfiguration` and `ValidatingWebhookConfiguration`
+//! (kube-apiserver's `pkg/registry/admissionregistration` and
+//! `pkg/apis/admissionregistration/validation`): v1's defaults (`failurePolicy: Fail`,
+//! `matchPolicy: Equivalent`, empty selectors, `timeoutSeconds: 10`, a rule's `scope:
+//! "*"`, a service's port 443, a mutating webhook's `reinvocationPolicy: Never`), the
+//! validation of the fields that matter (names, rules, `sideEffects` and
+//! `admissionReviewVersions` required, `clientConfig` with exactly one of `url` and
+//! `service`), and the `Webhooks` column. The admission chain that calls them is
+//! `registry/admission/`.
+
+use kubeclient_machinery::StatusCause;
+use serde_json::{Map, Value, json};
+
+use crate::registry::defaults::{child, child_or_insert, set};
+use crate::registry::printers::{self, Column};
+use crate::registry::strategy::{Strategy, StrategyContext};
+use crate::registry::workloads::required;
+
+/// The strategy of both configuration kinds.
+pub(crate) struct WebhookConfigurationStrategy {
+    /// Whether its webhooks mutate (`reinvocationPolicy` belongs to them).
+    mutating: bool,
+}
+
+/// `MutatingWebhookConfiguration`.
+pub(crate) static MUTATING: WebhookConfigurationStrategy =
+    WebhookConfigurationStrategy { mutating: true };
+/// `ValidatingWebhookConfiguration`.
+pub(crate) static VALIDATING: WebhookConfigurationStrategy =
+    WebhookConfigurationStrategy { mutating: false };
+
+impl Strategy for WebhookConfigurationStrategy {
+    fn defaults(&self, _: StrategyContext<'_>, object: &mut Map<String, Value>) {
+        let Some(Value::Array(webhooks)) = object.get_mut("webhooks") else {
+            return;
+        };
+        for webhook in webhooks.iter_mut().filter_map(Value::as_object_mut) {
+            set(webhook, "failurePolicy", json!("Fail"));
+            set(webhook, "matchPolicy", json!("Equivalent"));
+            set(webhook, "namespaceSelector", json!({}));
+            set(webhook, "objectSelector", json!({}));
+            set(webhook, "timeoutSeconds", json!(10));
+            if self.mutating {
+                set(webhook, "reinvocationPolicy", json!("Never"));
+            }
+            if let Some(Value::Array(rules)) = webhook.get_mut("rules") {
+                for rule in rules.iter_mut().filter_map(Value::as_object_mut) {
+                    set(rule, "scope", json!("*"));
+                }
+            }
+            if let Some(client) = child(webhook, "clientConfig")
+                && client.get("service").is_some_and(Value::is_object)
+            {
+                set(child_or_insert(client, "service"), "port", json!(443));
+            }
+        }
+    }
+
+    fn validate(&self, object: &Value, _old: Option<&Value>, causes: &mut Vec<StatusCause>) {
+        let Some(webhooks) = object.get("webhooks").and_then(Value::as_array) else {
+            return;
+        };
+        let mut names = std::collections::HashSet::new();
+        for (index, webhook) in webhooks.iter().enumerate() {
+            let path = format!("webhooks[{index}]");
+            validate_webhook(webhook, &path, self.mutating, causes);
+            let name = text(webhook, "name");
+            if !name.is_empty() && !names.insert(name) {
+                causes.push(StatusCause::new(
+                    "FieldValueDuplicate",
+                    &format!("Duplicate value: {name:?}"),
+                    &format!("{path}.name"),
+                ));
+            }
+        }
+    }
+
+    fn table_columns(&self) -> Option<&'static [Column]> {
+        Some(printers::config::WEBHOOK_CONFIGURATION)
+    }
+}
+
+fn text<'a>(value: &'a Value, field: &str) -> &'a str {
+    value.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+fn strings(value: Option<&Value>) -> Vec<&str> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| items.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Go's `%#v` of a `[]string`.
+fn go_strings(items: &[&str]) -> String {
+    go_slice("string", items)
+}
+
+/// Go's `%#v` of a slice of the string type `type_name`.
+fn go_slice(type_name: &str, items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|item| format!("{item:?}")).collect();
+    format!("[]{type_name}{{{}}}", quoted.join(", "))
+}
+
+fn invalid(field: &str, value: &str, detail: &str) -> StatusCause {
+    StatusCause::new(
+        "FieldValueInvalid",
+        &format!("Invalid value: {value}: {detail}"),
+        field,
+    )
+}
+
+fn required_because(field: &str, detail: &str) -> StatusCause {
+    StatusCause::new(
+        "FieldValueRequired",
+        &format!("Required value: {detail}"),
+        field,
+    )
+}
+
+fn not_supported(field: &str, value: &str, supported: &[&str]) -> StatusCause {
+    let supported: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+    StatusCause::new(
+        "FieldValueNotSupported",
+        &format!(
+            "Unsupported value: {value:?}: supported values: {}",
+            supported.join(", ")
+        ),
+        field,
+    )
+}
+
+/// Checks an optional string field against its supported values.
+fn one_of(
+    webhook: &Value,
+    field: &str,
+    path: &str,
+    supported: &[&str],
+    causes: &mut Vec<StatusCause>,
+) {
+    if let Some(value) = webhook.get(field).and_then(Value::as_str)
+        && !supported.contains(&value)
+    {
+        causes.push(not_supported(&format!("{path}.{field}"), value, supported));
+    }
+}
+
+/// A DNS-1123 subdomain (lower case alphanumerics, `-` and `.`, at most 253).
+fn is_subdomain(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            let bytes = label.as_bytes();
+            matches!((bytes.first(), bytes.last()), (Some(f), Some(l)) if f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric())
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        })
+}
+
+fn validate_webhook(webhook: &Value, path: &str, mutating: bool, causes: &mut Vec<StatusCause>) {
+    let name = text(webhook, "name");
+    let name_path = format!("{path}.name");
+    if name.is_empty() {
+        causes.push(required(&name_path));
+    } else if !is_subdomain(name) {
+        causes.push(invalid(
+            &name_path,
+            &format!("{name:?}"),
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        ));
+    } else if name.split('.').count() < 3 {
+        causes.push(invalid(
+            &name_path,
+            &format!("{name:?}"),
+            "should be a domain with at least three segments separated by dots",
+        ));
+    }
+    if let Some(rules) = webhook.get("rules").and_then(Value::as_array) {
+        for (index, rule) in rules.iter().enumerate() {
+            validate_rule(rule, &format!("{path}.rules[{index}]"), causes);
+        }
+    }
+    one_of(webhook, "failurePolicy", path, &["Fail", "Ignore"], causes);
+    one_of(
+        webhook,
+        "matchPolicy",
+        path,
+        &["Equivalent", "Exact"],
+        causes,
+    );
+    match webhook.get("sideEffects").and_then(Value::as_str) {
+        None => causes.push(required_because(
+            &format!("{path}.sideEffects"),
+            "must specify one of None, NoneOnDryRun",
+        )),
+        Some(_) => one_of(
+            webhook,
+            "sideEffects",
+            path,
+            &["None", "NoneOnDryRun"],
+            causes,
+        ),
+    }
+    if let Some(seconds) = webhook.get("timeoutSeconds").and_then(Value::as_i64)
+        && !(1..=30).contains(&seconds)
+    {
+        causes.push(invalid(
+            &format!("{path}.timeoutSeconds"),
+            &seconds.to_string(),
+            "the timeout value must be between 1 and 30 seconds",
+        ));
+    }
+    for selector in ["namespaceSelector", "objectSelector"] {
+        if let Some(value) = webhook.get(selector).filter(|v| !v.is_null())
+            && let Err(err) = crate::object::label_selector(Some(value))
+        {
+            causes.push(invalid(
+                &format!("{path}.{selector}"),
+                &value.to_string(),
+                &err.to_string(),
+            ));
+        }
+    }
+    if mutating {
+        one_of(
+            webhook,
+            "reinvocationPolicy",
+            path,
+            &["IfNeeded", "Never"],
+            causes,
+        );
+    }
+    validate_client_config(
+        webhook.get("clientConfig"),
+        &format!("{path}.clientConfig"),
+        causes,
+    );
+    // kube-apiserver checks the review versions after the rest of the webhook.
+    validate_review_versions(webhook, path, causes);
+}
+
+fn validate_review_versions(webhook: &Value, path: &str, causes: &mut Vec<StatusCause>) {
+    let field = format!("{path}.admissionReviewVersions");
+    let versions = strings(webhook.get("admissionReviewVersions"));
+    if versions.is_empty() {
+        causes.push(required_because(&field, "must specify one of v1, v1beta1"));
+        return;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (index, version) in versions.iter().enumerate() {
+        if !seen.insert(*version) {
+            causes.push(invalid(
+                &format!("{field}[{index}]"),
+                &format!("{version:?}"),
+                "duplicate version",
+            ));
+        }
+    }
+    if !versions.iter().any(|v| matches!(*v, "v1" | "v1beta1")) {
+        causes.push(invalid(
+            &field,
+            &go_strings(&versions),
+            "must include at least one of v1, v1beta1",
+        ));
+    }
+}
+
+/// Whether a list has `*` beside other entries.
+fn wildcard_with_others(items: &[&str]) -> bool {
+    items.len() > 1 && items.contains(&"*")
+}
+
+fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<StatusCause>) {
+    let operations = strings(rule.get("operations"));
+    if operations.is_empty() {
+        causes.push(required(&format!("{path}.operations")));
+    }
+    if wildcard_with_others(&operations) {
+        causes.push(invalid(
+            &format!("{path}.operations"),
+            &go_slice("admissionregistration.OperationType", &operations),
+            "if '*' is present, must not specify other operations",
+        ));
+    }
+    for (index, operation) in operations.iter().enumerate() {
+        let supported = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
+        if !supported.contains(operation) {
+            causes.push(not_supported(
+                &format!("{path}.operations[{index}]"),
+                operation,
+                &supported,
+            ));
+        }
+    }
+    let groups = strings(rule.get("apiGroups"));
+    if groups.is_empty() {
+        causes.push(required(&format!("{path}.apiGroups")));
+    }
+    if wildcard_with_others(&groups) {
+        causes.push(invalid(
+            &format!("{path}.apiGroups"),
+            &go_strings(&groups),
+            "if '*' is present, must not specify other API groups",
+        ));
+    }
+    let versions = strings(rule.get("apiVersions"));
+    if versions.is_empty() {
+        causes.push(required(&format!("{path}.apiVersions")));
+    }
+    if wildcard_with_others(&versions) {
+        causes.push(invalid(
+            &format!("{path}.apiVersions"),
+            &go_strings(&versions),
+            "if '*' is present, must not specify other API versions",
+        ));
+    }
+    for (index, version) in versions.iter().enumerate() {
+        if version.is_empty() {
+            causes.push(required(&format!("{path}.apiVersions[{index}]")));
+        }
+    }
+    validate_resources(
+        &strings(rule.get("resources")),
+        &format!("{path}.resources"),
+        causes,
+    );
+    if let Some(scope) = rule.get("scope").and_then(Value::as_str)
+        && !["*", "Cluster", "Namespaced"].contains(&scope)
+    {
+        causes.push(not_supported(
+            &format!("{path}.scope"),
+            scope,
+            &["*", "Cluster", "Namespaced"],
+        ));
+    }
+}
+
+fn validate_resources(resources: &[&str], path: &str, causes: &mut Vec<StatusCause>) {
+    if resources.is_empty() {
+        causes.push(required(path));
+    }
+    let mut with_wildcard_subresources = std::collections::HashSet::new();
+    let mut subresources_with_wildcard = std::collections::HashSet::new();
+    let (mut double_wildcard, mut single_wildcard, mut plain) = (false, false, false);
+    for (index, entry) in resources.iter().enumerate() {
+        if entry.is_empty() {
+            causes.push(required(&format!("{path}[{index}]")));
+            continue;
+        }
+        double_wildcard |= *entry == "*/*";
+        single_wildcard |= *entry == "*";
+        let Some((resource, sub)) = entry.split_once('/') else {
+            plain = *entry != "*";
+            continue;
+        };
+        if with_wildcard_subresources.contains(resource) {
+            causes.push(invalid(
+                &format!("{path}[{index}]"),
+                &format!("{entry:?}"),
+                &format!("if '{resource}/*' is present, must not specify {entry}"),
+            ));
+        }
+        if subresources_with_wildcard.contains(sub) {
+            causes.push(invalid(
+                &format!("{path}[{index}]"),
+                &format!("{entry:?}"),
+                &format!("if '*/{sub}' is present, must not specify {entry}"),
+            ));
+        }
+        if sub == "*" {
+            with_wildcard_subresources.insert(resource);
+        }
+        if resource == "*" {
+            subresources_with_wildcard.insert(sub);
+        }
+    }
+    if resources.len() > 1 && double_wildcard {
+        causes.push(invalid(
+            path,
+            &go_strings(resources),
+            "if '*/*' is present, must not specify other resources",
+        ));
+    }
+    if single_wildcard && plain {
+        causes.push(invalid(
+            path,
+            &go_strings(resources),
+            "if '*' is present, must not specify other resources without subresources",
+        ));
+    }
+}
+
+fn validate_client_config(client: Option<&Value>, path: &str, causes: &mut Vec<StatusCause>) {
+    let client = client.cloned().unwrap_or(Value::Null);
+    let url = client.get("url").and_then(Value::as_str);
+    let service = client.get("service").filter(|s| s.is_object());
+    match (url, service) {
+        (Some(url), None) => validate_url(url, &format!("{path}.url"), causes),
+        (None, Some(service)) => validate_service(service, &format!("{path}.service"), causes),
+        _ => causes.push(required_because(
+            path,
+            "exactly one of url or service is required",
+        )),
+    }
+}
+
+fn validate_url(url: &str, path: &str, causes: &mut Vec<StatusCause>) {
+    const FORM: &str = "; desired format: https://host[/path]";
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    if scheme != "https" {
+        causes.push(invalid(
+            path,
+            &format!("{scheme:?}"),
+            &format!("'https' is the only allowed URL scheme{FORM}"),
+        ));
+    }
+    let (before_fragment, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+    let (before_query, query) = before_fragment
+        .split_once('?')
+        .unwrap_or((before_fragment, ""));
+    let authority = before_query.split('/').next().unwrap_or("");
+    let (user, host) = match authority.rsplit_once('@') {
+        Some((user, host)) => (Some(user), host),
+        None => (None, authority),
+    };
+    if host.is_empty() {
+        causes.push(invalid(
+            path,
+            "\"\"",
+            &format!("host must be specified{FORM}"),
+        ));
+    }
+    if let Some(user) = user {
+        causes.push(invalid(
+            path,
+            &format!("{user:?}"),
+            "user information is not permitted in the URL",
+        ));
+    }
+    if !fragment.is_empty() {
+        causes.push(invalid(
+            path,
+            &format!("{fragment:?}"),
+            "fragments are not permitted in the URL",
+        ));
+    }
+    if !query.is_empty() {
+        causes.push(invalid(
+            path,
+            &format!("{query:?}"),
+            "query parameters are not permitted in the URL",
+        ));
+    }
+}
+
+fn validate_service(service: &Value, path: &str, causes: &mut Vec<StatusCause>) {
+    if text(service, "name").is_empty() {
+        causes.push(required_because(
+            &format!("{path}.name"),
+            "service name is required",
+        ));
+    }
+    if text(service, "namespace").is_empty() {
+        causes.push(required_because(
+            &format!("{path}.namespace"),
+            "service namespace is required",
+        ));
+    }
+    if let Some(port) = service.get("port").and_then(Value::as_i64)
+        && !(1..=65535).contains(&port)
+    {
+        causes.push(invalid(
+            &format!("{path}.port"),
+            &port.to_string(),
+            "port is not valid: must be between 1 and 65535, inclusive",
+        ));
+    }
+    let url_path = text(service, "path");
+    if url_path.is_empty() || url_path == "/" {
+        return;
+    }
+    let field = format!("{path}.path");
+    if !url_path.starts_with('/') {
+        causes.push(invalid(
+            &field,
+            &format!("{url_path:?}"),
+            "must start with a '/'",
+        ));
+    }
+    let trimmed = url_path.strip_prefix('/').unwrap_or(url_path);
+    let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
+    for (index, segment) in trimmed.split('/').enumerate() {
+        if segment.is_empty() {
+            causes.push(invalid(
+                &field,
+                &format!("{url_path:?}"),
+                &format!("segment[{index}] may not be empty"),
+            ));
+        }
+    }
+}
