@@ -12,14 +12,22 @@
 //! does not stall reads of the others.
 
 mod backend;
+mod cacher;
 mod change;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod object;
 mod store;
+mod write_error;
 
-pub use backend::{Backend, BackendError, BackendFuture, ChangeStream, ListOptions};
+pub use backend::{
+    Backend, BackendError, BackendFuture, ChangeStream, Entry, Event, EventStream, Everything,
+    ListOptions,
+};
+pub use cacher::{Cacher, OpenBackend};
 pub use change::{Change, ChangeKind, event_line};
+#[cfg(feature = "etcd")]
+pub(crate) use etcd::test_etcd;
 #[cfg(feature = "etcd")]
 pub use etcd::{EtcdBackend, EtcdConfig};
 pub(crate) use object::TypeMetaFirst;
@@ -28,3 +36,4 @@ pub use store::{
     ListPage, ListRequest, Snapshot, StorageError, Store, WatchFrom, WatchQueue, WatchSubscription,
     WatcherLimits, Write, WriteOutcome,
 };
+pub use write_error::WriteError;
