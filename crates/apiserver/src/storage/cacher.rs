@@ -1,4 +1,4 @@
-//! [`Cacher`]: what makes the in-memory [`Store`] the watch cache of a [`Backend`]
+//! [`Cacher`]: what makes the in-memory [`Store`](super::Store) the watch cache of a [`Backend`]
 //! (kube-apiserver's `Cacher` and its reflector). The backend lives on a runtime of its own
 //! (one thread), so that the server's synchronous write path can wait for it from any
 //! runtime without starving the task that keeps the cache current:
@@ -15,24 +15,21 @@
 //!   applied it, so a server reads its own writes.
 
 use std::future::Future;
-use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::{Backend, BackendError, Entry, Store};
+use super::{Backend, BackendError, Entry};
 
 /// How many objects one page of the initial load reads.
 const LOAD_PAGE: usize = 1000;
-/// How long the feed waits before it re-watches after a failure (doubling up to 5 s).
-const REWATCH_FIRST: Duration = Duration::from_millis(100);
-const REWATCH_MAX: Duration = Duration::from_secs(5);
 
 /// Opens a backend (on the cacher's runtime, where its connections then live).
 pub type OpenBackend =
     Box<dyn FnOnce() -> BoxFuture<'static, Result<Arc<dyn Backend>, BackendError>> + Send>;
 
-/// A backend on its own runtime, and the feed that keeps a [`Store`] a cache of it.
+/// A backend on its own runtime, where the feed that keeps a [`Store`](super::Store) a
+/// cache of it runs.
 pub struct Cacher {
     /// `None` only while dropping.
     runtime: Option<tokio::runtime::Runtime>,
@@ -137,10 +134,10 @@ impl Cacher {
         self.run(load_everything(self.backend.clone())).await
     }
 
-    /// Starts the feed of `store` from `revision` (the load's).
-    pub(crate) fn start_feed(&self, store: Weak<Store>, revision: u64) {
+    /// Runs `task` on the backend's runtime (the cache's feed).
+    pub(crate) fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
         if let Some(runtime) = &self.runtime {
-            runtime.spawn(feed(store, self.backend.clone(), revision));
+            runtime.spawn(task);
         }
     }
 }
@@ -167,7 +164,9 @@ pub(crate) fn in_place<T>(body: impl FnOnce() -> T) -> T {
 }
 
 /// Every object of `backend`, paged, at the revision of the first page.
-async fn load_everything(backend: Arc<dyn Backend>) -> Result<(u64, Vec<Entry>), BackendError> {
+pub(crate) async fn load_everything(
+    backend: Arc<dyn Backend>,
+) -> Result<(u64, Vec<Entry>), BackendError> {
     let first = backend.list_everything(None, None, LOAD_PAGE).await?;
     let revision = first.revision;
     let mut entries = first.entries;
@@ -180,73 +179,4 @@ async fn load_everything(backend: Arc<dyn Backend>) -> Result<(u64, Vec<Entry>),
         next = page.continue_after;
     }
     Ok((revision, entries))
-}
-
-/// Applies every write of the backend after `applied` to the store, until the store is
-/// gone.
-async fn feed(store: Weak<Store>, backend: Arc<dyn Backend>, mut applied: u64) {
-    let mut pause = REWATCH_FIRST;
-    loop {
-        match backend.watch_everything(applied).await {
-            Ok(mut stream) => {
-                while let Some(item) = stream.next().await {
-                    let Some(store) = store.upgrade() else {
-                        return;
-                    };
-                    match item {
-                        Ok(event) => {
-                            applied = applied.max(event.rv);
-                            store.apply(event);
-                            pause = REWATCH_FIRST;
-                        }
-                        Err(BackendError::Expired { .. }) => {
-                            applied = reload(&store, &backend, applied).await;
-                            break;
-                        }
-                        Err(error) => {
-                            let error = kubeclient_machinery::ErrorChain(&error).to_string();
-                            tracing::warn!(%error, "the storage backend's watch broke; re-watching");
-                            break;
-                        }
-                    }
-                }
-            }
-            Err(BackendError::Expired { .. }) => {
-                let Some(store) = store.upgrade() else {
-                    return;
-                };
-                applied = reload(&store, &backend, applied).await;
-            }
-            Err(error) => {
-                let error = kubeclient_machinery::ErrorChain(&error).to_string();
-                tracing::warn!(%error, "cannot watch the storage backend; retrying");
-            }
-        }
-        if store.strong_count() == 0 {
-            return;
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(REWATCH_MAX);
-    }
-}
-
-/// Replaces the store's content with the backend's after its history was compacted past
-/// what the store applied; the revision to watch after (the old one when the load fails).
-async fn reload(store: &Store, backend: &Arc<dyn Backend>, applied: u64) -> u64 {
-    match load_everything(backend.clone()).await {
-        Ok((revision, entries)) => {
-            tracing::warn!(
-                applied,
-                revision,
-                "the storage backend compacted past the watch cache; reloaded it (open watches end)"
-            );
-            store.reload(revision, entries);
-            revision
-        }
-        Err(error) => {
-            let error = kubeclient_machinery::ErrorChain(&error).to_string();
-            tracing::warn!(%error, "cannot reload the watch cache; retrying");
-            applied
-        }
-    }
 }

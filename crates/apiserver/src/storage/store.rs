@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
 use super::object::{Prepared, set_resource_version};
-use super::{Cacher, Change, ChangeKind, StoredObject, WriteError};
+use super::{Cacher, Change, ChangeKind, ListPage, StorageError, StoredObject, WriteError};
 
 /// How many stripes serialize [`Store::update`] writers of the same key.
 const UPDATE_STRIPES: usize = 64;
@@ -53,19 +53,6 @@ pub struct ListRequest<'a> {
     pub limit: usize,
     /// Which objects to return.
     pub filter: &'a dyn Fn(&StoredObject) -> bool,
-}
-
-/// One page of a list.
-#[derive(Debug)]
-pub struct ListPage {
-    /// The revision the list was served at.
-    pub revision: u64,
-    /// The matching objects, in key order.
-    pub items: Vec<Arc<StoredObject>>,
-    /// Set when the limit cut the list short: the last key scanned, to continue after.
-    pub continue_after: Option<String>,
-    /// How many objects (matching or not) are after `continue_after`.
-    pub remaining: u64,
 }
 
 /// Where a watch starts.
@@ -217,27 +204,6 @@ pub struct Snapshot {
     pub objects: Vec<Arc<StoredObject>>,
 }
 
-/// Storage failures that clients see as API errors.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StorageError {
-    /// The requested revision is older than the kept history (410 Expired).
-    #[error("too old resource version: {requested} ({oldest})")]
-    Expired {
-        /// The requested revision.
-        requested: u64,
-        /// The oldest revision that can still be served.
-        oldest: u64,
-    },
-    /// The requested revision is newer than the store (504 with `ResourceVersionTooLarge`).
-    #[error("Too large resource version: {requested}, current: {current}")]
-    TooLarge {
-        /// The requested revision.
-        requested: u64,
-        /// The current revision.
-        current: u64,
-    },
-}
-
 /// The in-memory MVCC store shared by every resource.
 ///
 /// Invariants (guarded by `inner`):
@@ -363,7 +329,11 @@ impl Store {
         store.cacher = Some(cacher);
         let store = Arc::new(store);
         if let Some(cacher) = &store.cacher {
-            cacher.start_feed(Arc::downgrade(&store), revision);
+            cacher.spawn(cache::feed(
+                Arc::downgrade(&store),
+                cacher.backend().clone(),
+                revision,
+            ));
         }
         Ok(store)
     }

@@ -1,14 +1,19 @@
-//! The store as a watch cache: how the [`Cacher`](super::Cacher)'s feed fills it and
+//! The store as a watch cache: how the feed (on the [`Cacher`](super::Cacher)'s runtime) fills it and
 //! applies the backend's writes at the backend's revisions, and how a writer waits until
 //! the feed applied its write.
 
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
 use kubeclient_machinery::GroupResource;
 
-use super::super::{Entry, Event};
+use super::super::cacher::load_everything;
+use super::super::{Backend, BackendError, Entry, Event};
 use super::{ChangeKind, Inner, Store, StoredObject, Table};
+
+/// How long the feed waits before it re-watches after a failure (doubling up to 5 s).
+const REWATCH_FIRST: Duration = Duration::from_millis(100);
+const REWATCH_MAX: Duration = Duration::from_secs(5);
 
 impl Store {
     /// Applies one write of the backend, at its revision. Writes at or below what the
@@ -97,5 +102,74 @@ impl Store {
             .current(resource, key)
             .as_ref()
             .map(|o: &Arc<StoredObject>| o.rv)
+    }
+}
+
+/// Applies every write of the backend after `applied` to the store, until the store is
+/// gone.
+pub(super) async fn feed(store: Weak<Store>, backend: Arc<dyn Backend>, mut applied: u64) {
+    let mut pause = REWATCH_FIRST;
+    loop {
+        match backend.watch_everything(applied).await {
+            Ok(mut stream) => {
+                while let Some(item) = stream.next().await {
+                    let Some(store) = store.upgrade() else {
+                        return;
+                    };
+                    match item {
+                        Ok(event) => {
+                            applied = applied.max(event.rv);
+                            store.apply(event);
+                            pause = REWATCH_FIRST;
+                        }
+                        Err(BackendError::Expired { .. }) => {
+                            applied = reload(&store, &backend, applied).await;
+                            break;
+                        }
+                        Err(error) => {
+                            let error = kubeclient_machinery::ErrorChain(&error).to_string();
+                            tracing::warn!(%error, "the storage backend's watch broke; re-watching");
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(BackendError::Expired { .. }) => {
+                let Some(store) = store.upgrade() else {
+                    return;
+                };
+                applied = reload(&store, &backend, applied).await;
+            }
+            Err(error) => {
+                let error = kubeclient_machinery::ErrorChain(&error).to_string();
+                tracing::warn!(%error, "cannot watch the storage backend; retrying");
+            }
+        }
+        if store.strong_count() == 0 {
+            return;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(REWATCH_MAX);
+    }
+}
+
+/// Replaces the store's content with the backend's after its history was compacted past
+/// what the store applied; the revision to watch after (the old one when the load fails).
+async fn reload(store: &Store, backend: &Arc<dyn Backend>, applied: u64) -> u64 {
+    match load_everything(backend.clone()).await {
+        Ok((revision, entries)) => {
+            tracing::warn!(
+                applied,
+                revision,
+                "the storage backend compacted past the watch cache; reloaded it (open watches end)"
+            );
+            store.reload(revision, entries);
+            revision
+        }
+        Err(error) => {
+            let error = kubeclient_machinery::ErrorChain(&error).to_string();
+            tracing::warn!(%error, "cannot reload the watch cache; retrying");
+            applied
+        }
     }
 }
