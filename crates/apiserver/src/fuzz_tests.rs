@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 fn state() -> Arc<State> {
     Arc::new(State {
-        store: Store::new(1000),
+        store: Arc::new(Store::new(1000)),
         registry: Registry::new(),
         faults: Faults::default(),
         config: Config {

@@ -68,6 +68,18 @@ pub struct ApiServerBuilder {
     authorization_mode: AuthorizationMode,
     remote_webhooks: bool,
     cluster: ClusterOptions,
+    storage: StorageChoice,
+}
+
+/// Where the server keeps its objects.
+#[derive(Clone, Debug, Default)]
+enum StorageChoice {
+    /// In memory only (the default).
+    #[default]
+    Memory,
+    /// In etcd, with the in-memory store as its watch cache.
+    #[cfg(feature = "etcd")]
+    Etcd(crate::storage::EtcdConfig),
 }
 
 /// The minor version `/version` reports by default (`v1.37.0`).
@@ -93,6 +105,7 @@ impl Default for ApiServerBuilder {
             authorization_mode: AuthorizationMode::AlwaysAllow,
             remote_webhooks: false,
             cluster: ClusterOptions::default(),
+            storage: StorageChoice::Memory,
         }
     }
 }
@@ -115,6 +128,19 @@ impl ApiServerBuilder {
     /// request but `/healthz`, `/livez`, `/readyz` and `/version`. Default: no auth.
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
+        self
+    }
+
+    /// Keep every object in etcd, as kube-apiserver does (`--etcd-servers`, `--etcd-prefix`
+    /// and the TLS files of [`EtcdConfig`](crate::storage::EtcdConfig)): objects survive
+    /// restarts, several servers can share one etcd, and a real kube-apiserver on the
+    /// same etcd and prefix serves the same objects. The in-memory store becomes the
+    /// watch cache (reads and watches are served from it; writes commit to etcd first).
+    /// resourceVersions are etcd revisions; [`initial_revision`](Self::initial_revision)
+    /// does not apply. Default: in memory only.
+    #[cfg(feature = "etcd")]
+    pub fn etcd(mut self, config: crate::storage::EtcdConfig) -> Self {
+        self.storage = StorageChoice::Etcd(config);
         self
     }
 
@@ -444,12 +470,50 @@ impl ApiServerBuilder {
         self
     }
 
+    /// The store: in memory, or the watch cache of the chosen backend.
+    async fn open_store(&self) -> Result<Arc<Store>, StartError> {
+        match &self.storage {
+            StorageChoice::Memory => Ok(Arc::new(
+                Store::with_limits(
+                    self.history_window,
+                    self.limits.history_bytes,
+                    self.limits.watcher,
+                )
+                .starting_after(self.initial_revision),
+            )),
+            #[cfg(feature = "etcd")]
+            StorageChoice::Etcd(config) => {
+                use crate::storage::{Backend, Cacher, EtcdBackend};
+                use futures_util::FutureExt;
+                let config = config.clone();
+                let cacher = Cacher::open(Box::new(move || {
+                    async move {
+                        let backend = EtcdBackend::connect(config).await?;
+                        Ok(Arc::new(backend) as Arc<dyn Backend>)
+                    }
+                    .boxed()
+                }))
+                .await
+                .map_err(StartError::Storage)?;
+                Store::over(
+                    cacher,
+                    self.history_window,
+                    self.limits.history_bytes,
+                    self.limits.watcher,
+                )
+                .await
+                .map_err(StartError::Storage)
+            }
+        }
+    }
+
     /// Binds the port and starts serving.
     ///
     /// # Errors
     ///
     /// [`StartError`] when the address cannot be bound or TLS material cannot be made.
     pub async fn start(self) -> Result<ApiServer, StartError> {
+        let store = self.open_store().await?;
         let listener = TcpListener::bind(self.listen)
             .await
             .map_err(|source| StartError::Bind {
@@ -482,12 +546,7 @@ impl ApiServerBuilder {
             controllers.clone()
         };
         let state = Arc::new(State {
-            store: Store::with_limits(
-                self.history_window,
-                self.limits.history_bytes,
-                self.limits.watcher,
-            )
-            .starting_after(self.initial_revision),
+            store,
             registry: Registry::new(),
             faults: Faults::default(),
             config: Config {
@@ -743,6 +802,9 @@ pub enum StartError {
     /// TLS material could not be generated.
     #[error("cannot set up TLS: {0}")]
     Tls(#[from] TlsError),
+    /// The storage backend (etcd) could not be reached or read.
+    #[error("cannot open the storage backend")]
+    Storage(#[source] crate::storage::BackendError),
 }
 
 /// A running embedded API server. Dropping it stops accepting connections; call

@@ -77,8 +77,8 @@ pub(crate) struct Config {
 
 /// Everything a request handler reads or changes.
 pub(crate) struct State {
-    /// The objects.
-    pub store: Store,
+    /// The objects (in memory, or the watch cache of a backend).
+    pub store: Arc<Store>,
     /// The served resources.
     pub registry: Registry,
     /// Injected faults.

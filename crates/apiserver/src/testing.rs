@@ -2,6 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "etcd")]
+pub use crate::storage::test_etcd::{ClientFiles, TestEtcd};
+
 /// The kubectl build the interop tests prefer where several are installed.
 pub const PREFERRED_KUBECTL: &str = "kubectl.1.33";
 

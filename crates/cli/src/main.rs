@@ -25,7 +25,7 @@ enum Command {
     /// Watch one resource through an informer: prints adds, updates and deletes.
     Watch(commands::watch::WatchArgs),
     /// Run the embedded Kubernetes-compatible API server until Ctrl-C.
-    Serve(commands::serve::ServeArgs),
+    Serve(Box<commands::serve::ServeArgs>),
 }
 
 fn main() -> ExitCode {
@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => commands::serve::run(args).await.map(|()| true),
+            Command::Serve(args) => commands::serve::run(*args).await.map(|()| true),
             Command::Demo(args) => commands::demo::run(args).await,
             Command::Watch(args) => commands::watch::run(args).await.map(|()| true),
         }

@@ -12,19 +12,32 @@
 //! does not stall reads of the others.
 
 mod backend;
+mod cacher;
 mod change;
 #[cfg(feature = "etcd")]
 mod etcd;
+mod list_page;
 mod object;
+mod storage_error;
 mod store;
+mod write_error;
 
-pub use backend::{Backend, BackendError, BackendFuture, ChangeStream, ListOptions};
+pub use backend::{
+    Backend, BackendError, BackendFuture, ChangeStream, Entry, Event, EventStream, Everything,
+    ListOptions,
+};
+pub use cacher::{Cacher, OpenBackend};
 pub use change::{Change, ChangeKind, event_line};
 #[cfg(feature = "etcd")]
+pub(crate) use etcd::test_etcd;
+#[cfg(feature = "etcd")]
 pub use etcd::{EtcdBackend, EtcdConfig};
+pub use list_page::ListPage;
 pub(crate) use object::TypeMetaFirst;
 pub use object::{Prepared, StoredObject};
+pub use storage_error::StorageError;
 pub use store::{
-    ListPage, ListRequest, Snapshot, StorageError, Store, WatchFrom, WatchQueue, WatchSubscription,
-    WatcherLimits, Write, WriteOutcome,
+    ListRequest, Snapshot, Store, WatchFrom, WatchQueue, WatchSubscription, WatcherLimits, Write,
+    WriteOutcome,
 };
+pub use write_error::WriteError;

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use kubeclient_machinery::GroupResource;
@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
 use super::object::{Prepared, set_resource_version};
-use super::{Change, ChangeKind, StoredObject};
+use super::{Cacher, Change, ChangeKind, ListPage, StorageError, StoredObject, WriteError};
 
 /// How many stripes serialize [`Store::update`] writers of the same key.
 const UPDATE_STRIPES: usize = 64;
@@ -53,19 +53,6 @@ pub struct ListRequest<'a> {
     pub limit: usize,
     /// Which objects to return.
     pub filter: &'a dyn Fn(&StoredObject) -> bool,
-}
-
-/// One page of a list.
-#[derive(Debug)]
-pub struct ListPage {
-    /// The revision the list was served at.
-    pub revision: u64,
-    /// The matching objects, in key order.
-    pub items: Vec<Arc<StoredObject>>,
-    /// Set when the limit cut the list short: the last key scanned, to continue after.
-    pub continue_after: Option<String>,
-    /// How many objects (matching or not) are after `continue_after`.
-    pub remaining: u64,
 }
 
 /// Where a watch starts.
@@ -217,27 +204,6 @@ pub struct Snapshot {
     pub objects: Vec<Arc<StoredObject>>,
 }
 
-/// Storage failures that clients see as API errors.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StorageError {
-    /// The requested revision is older than the kept history (410 Expired).
-    #[error("too old resource version: {requested} ({oldest})")]
-    Expired {
-        /// The requested revision.
-        requested: u64,
-        /// The oldest revision that can still be served.
-        oldest: u64,
-    },
-    /// The requested revision is newer than the store (504 with `ResourceVersionTooLarge`).
-    #[error("Too large resource version: {requested}, current: {current}")]
-    TooLarge {
-        /// The requested revision.
-        requested: u64,
-        /// The current revision.
-        current: u64,
-    },
-}
-
 /// The in-memory MVCC store shared by every resource.
 ///
 /// Invariants (guarded by `inner`):
@@ -261,6 +227,12 @@ pub struct Store {
     /// of computing in parallel and retrying.
     stripes: Box<[Mutex<()>]>,
     watcher_limits: WatcherLimits,
+    /// Set when this store is the watch cache of a backend: writes then commit to the
+    /// backend, and the backend's writes reach the store through the cacher's feed.
+    cacher: Option<Cacher>,
+    /// Signalled (with `inner`) when the feed applied a write, for writers waiting to
+    /// see theirs.
+    applied: Condvar,
 }
 
 #[derive(Debug)]
@@ -332,7 +304,43 @@ impl Store {
             written: Notify::new(),
             stripes: (0..UPDATE_STRIPES).map(|_| Mutex::new(())).collect(),
             watcher_limits,
+            cacher: None,
+            applied: Condvar::new(),
         }
+    }
+
+    /// The watch cache of the backend `cacher` opened, with the same bounds as
+    /// [`with_limits`](Self::with_limits): filled with every object of the backend at its
+    /// current revision, kept current by the backend's watch, and writing through to the
+    /// backend (see [`Cacher`]). Its revisions are the backend's.
+    ///
+    /// # Errors
+    ///
+    /// What reading the backend's objects failed with.
+    pub async fn over(
+        cacher: Cacher,
+        history_window: usize,
+        history_bytes: usize,
+        watcher_limits: WatcherLimits,
+    ) -> Result<Arc<Store>, super::BackendError> {
+        let (revision, entries) = cacher.load().await?;
+        let mut store = Store::with_limits(history_window, history_bytes, watcher_limits);
+        store.reload(revision, entries);
+        store.cacher = Some(cacher);
+        let store = Arc::new(store);
+        if let Some(cacher) = &store.cacher {
+            cacher.spawn(cache::feed(
+                Arc::downgrade(&store),
+                cacher.backend().clone(),
+                revision,
+            ));
+        }
+        Ok(store)
+    }
+
+    /// The backend this store caches, if any.
+    pub fn backend(&self) -> Option<&Arc<dyn super::Backend>> {
+        self.cacher.as_ref().map(Cacher::backend)
     }
 
     /// This (empty) store with its revisions starting after `revision`, and everything
@@ -410,15 +418,28 @@ impl Store {
     /// cheap: every other request waits meanwhile (use [`update`](Self::update) for
     /// writes that compute).
     ///
+    /// Over a backend the decision runs on the cached object and commits to the backend
+    /// only if that is still the stored state; as `decide` runs only once here, a write
+    /// that loses that race fails with 409 Conflict (use [`update`](Self::update), which
+    /// decides again).
+    ///
     /// # Errors
     ///
-    /// Whatever `decide` returns; nothing is written then.
-    pub fn write<E>(
+    /// Whatever `decide` returns; nothing is written then. Over a backend, also what the
+    /// backend failed with.
+    pub fn write<E: WriteError>(
         &self,
         resource: &GroupResource,
         key: &str,
         decide: impl FnOnce(Option<&Arc<StoredObject>>) -> Result<Write, E>,
     ) -> Result<WriteOutcome, E> {
+        if let Some(cacher) = &self.cacher {
+            let mut once = Some(decide);
+            return self.guaranteed_update(cacher, resource, key, |current| match once.take() {
+                Some(decide) => decide(current),
+                None => Err(E::storage_failed(guaranteed_update::lost(resource, key))),
+            });
+        }
         let inner = self.lock();
         let current = inner.current(resource, key);
         let ready = match prepare(current.as_ref(), decide(current.as_ref())?) {
@@ -436,15 +457,23 @@ impl Store {
     /// this method queue on a per-key stripe, so they never compute in parallel only to
     /// retry. The encoding of the new object also happens outside the lock.
     ///
+    /// Over a backend the same loop commits to the backend, conditional on the revision
+    /// of the snapshot (kube-apiserver's `GuaranteedUpdate`), and decides again after a
+    /// conflict with another server.
+    ///
     /// # Errors
     ///
-    /// Whatever `decide` returns; nothing is written then.
-    pub fn update<E>(
+    /// Whatever `decide` returns; nothing is written then. Over a backend, also what the
+    /// backend failed with.
+    pub fn update<E: WriteError>(
         &self,
         resource: &GroupResource,
         key: &str,
         mut decide: impl FnMut(Option<&Arc<StoredObject>>) -> Result<Write, E>,
     ) -> Result<WriteOutcome, E> {
+        if let Some(cacher) = &self.cacher {
+            return self.guaranteed_update(cacher, resource, key, decide);
+        }
         let _queue = self.stripe(resource, key);
         loop {
             let snapshot = self.get(resource, key);
@@ -480,7 +509,7 @@ impl Store {
     /// bytes), the fan-out to watchers. Takes the guard to release it before waking.
     fn commit(
         &self,
-        mut inner: MutexGuard<'_, Inner>,
+        inner: MutexGuard<'_, Inner>,
         resource: &GroupResource,
         key: &str,
         current: Option<Arc<StoredObject>>,
@@ -498,15 +527,39 @@ impl Store {
             ),
             Ready::Delete => (ChangeKind::Deleted, None),
         };
-        inner.revision = next_rv;
-        let (window, budget) = (inner.history_window, inner.history_bytes as u64);
-        let change = Arc::new(Change::new(
+        let change = self.record(
+            inner,
+            resource,
             next_rv,
             kind,
-            key.to_owned(),
+            key,
             current.clone(),
             new.clone(),
-        ));
+        );
+        self.written.notify_waiters();
+        WriteOutcome {
+            object: new,
+            previous: current,
+            change: Some(change),
+        }
+    }
+
+    /// Records a change at revision `rv` (above the store's): the object, the history
+    /// (bounded by count and bytes), the fan-out to watchers. Releases the guard.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        mut inner: MutexGuard<'_, Inner>,
+        resource: &GroupResource,
+        rv: u64,
+        kind: ChangeKind,
+        key: &str,
+        current: Option<Arc<StoredObject>>,
+        new: Option<Arc<StoredObject>>,
+    ) -> Arc<Change> {
+        inner.revision = rv;
+        let (window, budget) = (inner.history_window, inner.history_bytes as u64);
+        let change = Arc::new(Change::new(rv, kind, key.to_owned(), current, new.clone()));
         let table = inner.tables.entry(resource.clone()).or_default();
         match &new {
             Some(object) => {
@@ -531,14 +584,9 @@ impl Store {
         table
             .watchers
             .retain(|watcher| watcher.send(&change, &limits));
-        self.revision.store(next_rv, Ordering::Release);
+        self.revision.store(rv, Ordering::Release);
         drop(inner);
-        self.written.notify_waiters();
-        WriteOutcome {
-            object: new,
-            previous: current,
-            change: Some(change),
-        }
+        change
     }
 
     /// Reads one page of a list.
@@ -666,7 +714,15 @@ impl Store {
     }
 
     /// Forgets all history: watches and exact lists from any earlier revision get 410.
+    /// Over a backend, the backend's history goes too.
     pub fn compact(&self) {
+        if let Some(cacher) = &self.cacher {
+            let backend = cacher.backend().clone();
+            if let Err(error) = cacher.block_on(async move { backend.compact().await }) {
+                let error = kubeclient_machinery::ErrorChain(&error).to_string();
+                tracing::warn!(%error, "cannot compact the storage backend");
+            }
+        }
         let mut inner = self.lock();
         inner.compacted = inner.revision;
         let revision = inner.revision;
@@ -777,5 +833,7 @@ fn page<'a>(
     }
 }
 
+mod cache;
+mod guaranteed_update;
 #[cfg(test)]
 mod tests;

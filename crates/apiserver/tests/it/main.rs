@@ -10,6 +10,8 @@
 //!   and Jobs.
 //! - `crd_guards`: CRDs never replace or remove a built-in API (issue 24).
 //! - `defaults`: defaulting of built-in kinds.
+//! - `etcd_storage` (feature `etcd`): the whole server over a real etcd: restarts, two
+//!   servers on one etcd, an unreachable etcd.
 //! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
 //! - `generation`: `metadata.generation` and the status subresource, kind by kind.
 //! - `crd_schemas`: custom resources checked, defaulted and pruned by their CRD's schema;
@@ -53,6 +55,8 @@ mod cluster_workloads;
 mod crd_guards;
 mod crd_schemas;
 mod defaults;
+#[cfg(feature = "etcd")]
+mod etcd_storage;
 mod events;
 mod field_validation;
 mod garbage_collection;

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use kubeclient_apiserver::storage::EtcdConfig;
 use kubeclient_apiserver::{
     ApiServer, AuthorizationMode, DEFAULT_SERVICE_ACCOUNT_ISSUER, Limits, WatcherLimits,
 };
@@ -124,6 +125,36 @@ pub(crate) struct ServeArgs {
     /// Encoded bytes a watcher may fall behind by before its watch is ended.
     #[arg(long, value_name = "BYTES", default_value_t = WatcherLimits::default().max_queued_bytes)]
     watch_backlog_bytes: usize,
+    /// Keep every object in etcd (its members' client URLs, comma separated), under
+    /// kube-apiserver's keys and encoding, as kube-apiserver's flag: objects survive
+    /// restarts and several servers can share one etcd. Default: in memory only.
+    #[arg(long, value_name = "URL,...", value_delimiter = ',')]
+    etcd_servers: Vec<String>,
+    /// The prefix of every etcd key.
+    #[arg(long, value_name = "PREFIX", default_value = EtcdConfig::DEFAULT_PREFIX, requires = "etcd_servers")]
+    etcd_prefix: String,
+    /// The CA bundle that signed the etcd members' certificates.
+    #[arg(long, value_name = "PATH", requires = "etcd_servers")]
+    etcd_cafile: Option<PathBuf>,
+    /// The client certificate for etcd (with --etcd-keyfile).
+    #[arg(long, value_name = "PATH", requires = "etcd_servers")]
+    etcd_certfile: Option<PathBuf>,
+    /// The client certificate's private key.
+    #[arg(long, value_name = "PATH", requires = "etcd_servers")]
+    etcd_keyfile: Option<PathBuf>,
+}
+
+/// The etcd configuration of `--etcd-*`, when `--etcd-servers` is given.
+fn etcd_config(args: &ServeArgs) -> Option<EtcdConfig> {
+    let servers: Vec<&String> = args.etcd_servers.iter().filter(|s| !s.is_empty()).collect();
+    if servers.is_empty() {
+        return None;
+    }
+    let mut config = EtcdConfig::new(servers.into_iter().cloned()).with_prefix(&args.etcd_prefix);
+    config.ca_file = args.etcd_cafile.clone();
+    config.cert_file = args.etcd_certfile.clone();
+    config.key_file = args.etcd_keyfile.clone();
+    Some(config)
 }
 
 /// Why `--token-file` gives no token.
@@ -258,6 +289,10 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
     if let Some(token) = token(&args)? {
         builder = builder.token(token);
     }
+    let etcd = etcd_config(&args);
+    if let Some(etcd) = &etcd {
+        builder = builder.etcd(etcd.clone());
+    }
     let server = builder.start().await?;
     println!("kubeclient API server listening on {}", server.url());
     if let Some(path) = &args.write_kubeconfig {
@@ -277,6 +312,13 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
             server.cluster().node_names().join(", "),
             if args.no_scheduler { "off" } else { "on" },
             if args.no_kubelets { "off" } else { "on" },
+        );
+    }
+    if let Some(etcd) = &etcd {
+        println!(
+            "objects are stored in etcd at {} under {}",
+            etcd.servers.join(","),
+            etcd.prefix
         );
     }
     wait_for_stop_signal().await;

@@ -494,3 +494,125 @@ fn serve_runs_a_simulated_cluster_of_the_nodes_asked_for() {
     let nodes = kubectl_in(&kubeconfig, &["get", "nodes", "-o", "name"]);
     assert_eq!(nodes.trim(), "", "{nodes}");
 }
+
+/// A free loopback port (nothing listens on it once this returns).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address").port()
+}
+
+#[test]
+fn serve_with_an_unreachable_etcd_exits_non_zero_naming_the_endpoint() {
+    let endpoint = format!("http://127.0.0.1:{}", free_port());
+    let output = kubeclient()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--etcd-servers",
+            &endpoint,
+        ])
+        .output()
+        .expect("kubeclient serve runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot open the storage backend"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&endpoint),
+        "the endpoint is named: {stderr}"
+    );
+}
+
+/// One raw HTTP request (`Connection: close`); the status code, 0 when the connection
+/// failed or broke.
+fn http(address: &str, method: &str, path: &str, body: &str) -> u16 {
+    use std::io::{Read as _, Write as _};
+    let Ok(mut connection) = std::net::TcpStream::connect(address) else {
+        return 0;
+    };
+    let _ = connection.set_read_timeout(Some(Duration::from_secs(10)));
+    let sent = write!(
+        connection,
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    if sent.is_err() {
+        return 0;
+    }
+    let mut answer = String::new();
+    let _ = connection.read_to_string(&mut answer);
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn kill_9_during_a_write_storm_loses_no_acknowledged_write() {
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let Some(etcd) = runtime.block_on(kubeclient_apiserver::testing::TestEtcd::start(
+        "kill_9_during_a_write_storm",
+    )) else {
+        return;
+    };
+    let dir = scratch("kill-9");
+    let flags = ["--etcd-servers", etcd.url.as_str(), "--nodes", "0"];
+    let (mut server, url, _) = serve_with(&dir, &flags);
+    let address = url.trim_start_matches("http://").to_owned();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|writer| {
+            let (address, stop) = (address.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut acknowledged = Vec::new();
+                for i in 0.. {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let name = format!("storm-{writer}-{i}");
+                    let body =
+                        format!(r#"{{"metadata":{{"name":"{name}"}},"data":{{"i":"{i}"}}}}"#);
+                    match http(
+                        &address,
+                        "POST",
+                        "/api/v1/namespaces/default/configmaps",
+                        &body,
+                    ) {
+                        201 => acknowledged.push(name),
+                        0 => break,
+                        code => panic!("a write answered {code}"),
+                    }
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    server.0.kill().expect("SIGKILL"); // Child::kill is SIGKILL on Unix
+    let _ = server.0.wait();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let acknowledged: Vec<String> = writers
+        .into_iter()
+        .flat_map(|writer| writer.join().expect("a writer"))
+        .collect();
+    assert!(
+        acknowledged.len() > 10,
+        "the storm wrote: {}",
+        acknowledged.len()
+    );
+    let (_restarted, url, _) = serve_with(&dir, &flags);
+    let address = url.trim_start_matches("http://");
+    for name in &acknowledged {
+        let path = format!("/api/v1/namespaces/default/configmaps/{name}");
+        assert_eq!(
+            http(address, "GET", &path, ""),
+            200,
+            "{name} was acknowledged"
+        );
+    }
+    drop(etcd);
+}

@@ -31,6 +31,7 @@
 
 mod change_stream;
 mod error;
+mod keyspace;
 mod memory;
 mod status;
 #[cfg(test)]
@@ -44,6 +45,7 @@ use serde_json::Value;
 
 pub use change_stream::ChangeStream;
 pub use error::BackendError;
+pub use keyspace::{Entry, Event, EventStream, Everything};
 
 use super::{ListPage, StoredObject};
 
@@ -133,4 +135,40 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Forgets the history up to the current revision (which it returns): lists at and
     /// watches from earlier revisions fail with [`BackendError::Expired`].
     fn compact(&self) -> BackendFuture<'_, u64>;
+
+    /// One page of every object of every resource (what a watch cache starts from): at
+    /// the current revision, or at `at` for a continued page, after the backend's key
+    /// `start_after`, at most `limit` objects (0: no limit).
+    ///
+    /// Only backends that can feed a watch cache implement it (etcd); the default answers
+    /// [`BackendError::Config`].
+    fn list_everything<'a>(
+        &'a self,
+        at: Option<u64>,
+        start_after: Option<&'a str>,
+        limit: usize,
+    ) -> BackendFuture<'a, Everything> {
+        let _ = (at, start_after, limit);
+        cannot_feed_a_cache()
+    }
+
+    /// Every write of every resource after revision `after`, in revision order, then the
+    /// live ones (what keeps a watch cache current).
+    ///
+    /// As [`list_everything`](Self::list_everything), only for backends that can feed a
+    /// watch cache.
+    fn watch_everything(&self, after: u64) -> BackendFuture<'_, EventStream> {
+        let _ = after;
+        cannot_feed_a_cache()
+    }
+}
+
+/// The answer of a backend that cannot feed a watch cache.
+fn cannot_feed_a_cache<'a, T: Send + 'a>() -> BackendFuture<'a, T> {
+    Box::pin(async {
+        Err(BackendError::Config {
+            context: "this backend cannot feed a watch cache".to_owned(),
+            source: None,
+        })
+    })
 }

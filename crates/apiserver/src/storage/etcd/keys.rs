@@ -60,6 +60,31 @@ pub(crate) fn resource_root(prefix: &str, resource: &GroupResource) -> String {
     }
 }
 
+/// The resource and object key of a key below the prefix (what follows `<prefix>/`):
+/// `(group, resource, key)`, where the group is the key's own for the groups stored under
+/// `<group>/<resource>` and `None` for the built-in ones, whose keys do not name it (it is
+/// the stored object's). `None` for a key that names no object.
+pub(crate) fn parse(relative: &str) -> Option<(Option<&str>, &str, &str)> {
+    let special = SPECIAL_PREFIXES.iter().find_map(|(_, name, prefix)| {
+        let key = relative.strip_prefix(prefix)?.strip_prefix('/')?;
+        Some((None, *name, key))
+    });
+    let (group, resource, key) = match special {
+        Some(found) => found,
+        None => {
+            let (first, rest) = relative.split_once('/')?;
+            if first.contains('.') {
+                let (resource, key) = rest.split_once('/')?;
+                (Some(first), resource, key)
+            } else {
+                (None, first, rest)
+            }
+        }
+    };
+    (!resource.is_empty() && !key.is_empty() && !key.ends_with('/'))
+        .then_some((group, resource, key))
+}
+
 /// The first key after every key that starts with `prefix` (etcd's range end for a
 /// prefix); empty (all keys to the end) when there is none.
 pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
@@ -109,6 +134,42 @@ mod tests {
         assert_eq!(bare, "pods/");
         let trailing = resource_root("/other/", &GroupResource::new("", "pods"));
         assert_eq!(trailing, "/other/pods/");
+    }
+
+    #[test]
+    fn keys_parse_back_into_resources() {
+        for (group, resource) in [
+            ("", "pods"),
+            ("apps", "deployments"),
+            ("", "services"),
+            ("", "endpoints"),
+            ("", "nodes"),
+            ("", "replicationcontrollers"),
+            ("networking.k8s.io", "ingresses"),
+            ("apiextensions.k8s.io", "customresourcedefinitions"),
+            ("example.com", "widgets"),
+        ] {
+            let root = root(group, resource);
+            let relative = root.strip_prefix("/registry/").expect("under the prefix");
+            let named = keys_group(group);
+            assert_eq!(
+                parse(&format!("{relative}ns/a")),
+                Some((named, resource, "ns/a")),
+                "{root}"
+            );
+        }
+        assert_eq!(
+            parse("namespaces/default"),
+            Some((None, "namespaces", "default"))
+        );
+        assert_eq!(parse("compact_rev_key"), None);
+        assert_eq!(parse("example.com/widgets"), None);
+        assert_eq!(parse("pods/"), None);
+    }
+
+    /// The group a key names: its own for `<group>/<resource>` keys.
+    fn keys_group(group: &str) -> Option<&str> {
+        stored_as_json(group).then_some(group)
     }
 
     #[test]

@@ -7,7 +7,7 @@
 mod codec;
 mod config;
 mod keys;
-#[cfg(test)]
+mod keyspace;
 pub(crate) mod test_etcd;
 #[cfg(test)]
 mod tests;
@@ -399,6 +399,19 @@ impl Backend for EtcdBackend {
 
     fn compact(&self) -> BackendFuture<'_, u64> {
         self.compact_impl().boxed()
+    }
+
+    fn list_everything<'a>(
+        &'a self,
+        at: Option<u64>,
+        start_after: Option<&'a str>,
+        limit: usize,
+    ) -> BackendFuture<'a, super::Everything> {
+        self.list_everything_impl(at, start_after, limit).boxed()
+    }
+
+    fn watch_everything(&self, after: u64) -> BackendFuture<'_, super::EventStream> {
+        self.watch_everything_impl(after).boxed()
     }
 }
 

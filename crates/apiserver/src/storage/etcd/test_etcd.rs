@@ -1,4 +1,4 @@
-//! A real etcd for tests: Debian's `etcd` binary (or `$KUBECLIENT_ETCD`) on free loopback
+//! [`TestEtcd`], a real etcd for tests: Debian's `etcd` binary (or `$KUBECLIENT_ETCD`) on free loopback
 //! ports with a fresh data directory, stopped and removed when dropped. Tests that need
 //! it skip, saying so, when no binary is there — unless `KUBECLIENT_REQUIRE_ETCD` is set
 //! (as `.ci/run` sets it), which turns a missing binary into a failure.
@@ -11,12 +11,12 @@ use std::time::Duration;
 use super::{EtcdBackend, EtcdConfig};
 
 /// A running etcd member.
-pub(crate) struct TestEtcd {
+pub struct TestEtcd {
     child: Child,
     /// Its data directory and certificates, removed on drop.
     dir: PathBuf,
     /// Its client URL.
-    pub(crate) url: String,
+    pub url: String,
     /// The client's TLS files, for a member that requires client certificates.
     tls: Option<ClientFiles>,
 }
@@ -24,10 +24,13 @@ pub(crate) struct TestEtcd {
 /// The files a client of a TLS member needs: kube-apiserver's `--etcd-cafile`,
 /// `--etcd-certfile` and `--etcd-keyfile`.
 #[derive(Clone, Debug)]
-pub(crate) struct ClientFiles {
-    pub(crate) ca: PathBuf,
-    pub(crate) cert: PathBuf,
-    pub(crate) key: PathBuf,
+pub struct ClientFiles {
+    /// `--etcd-cafile`.
+    pub ca: PathBuf,
+    /// `--etcd-certfile`.
+    pub cert: PathBuf,
+    /// `--etcd-keyfile`.
+    pub key: PathBuf,
 }
 
 impl TestEtcd {
@@ -37,7 +40,7 @@ impl TestEtcd {
     ///
     /// When etcd cannot be started or does not answer (a test failure), or when it is
     /// missing and `KUBECLIENT_REQUIRE_ETCD` is set.
-    pub(crate) async fn start(test: &str) -> Option<TestEtcd> {
+    pub async fn start(test: &str) -> Option<TestEtcd> {
         TestEtcd::start_with(test, false).await
     }
 
@@ -46,7 +49,7 @@ impl TestEtcd {
     /// # Panics
     ///
     /// As [`start`](Self::start).
-    pub(crate) async fn start_tls(test: &str) -> Option<TestEtcd> {
+    pub async fn start_tls(test: &str) -> Option<TestEtcd> {
         TestEtcd::start_with(test, true).await
     }
 
@@ -102,7 +105,7 @@ impl TestEtcd {
     }
 
     /// The configuration of a client of this member (with its TLS files, if any).
-    pub(crate) fn config(&self) -> EtcdConfig {
+    pub fn config(&self) -> EtcdConfig {
         let mut config = EtcdConfig::new([self.url.clone()]);
         if let Some(files) = &self.tls {
             config.ca_file = Some(files.ca.clone());
@@ -113,12 +116,12 @@ impl TestEtcd {
     }
 
     /// The client's TLS files, for a member started with [`start_tls`](Self::start_tls).
-    pub(crate) fn client_files(&self) -> Option<&ClientFiles> {
+    pub fn client_files(&self) -> Option<&ClientFiles> {
         self.tls.as_ref()
     }
 
     /// The backend over this member under `prefix`.
-    pub(crate) async fn backend(&self, prefix: &str) -> EtcdBackend {
+    pub async fn backend(&self, prefix: &str) -> EtcdBackend {
         EtcdBackend::connect(self.config().with_prefix(prefix))
             .await
             .unwrap_or_else(|error| panic!("connecting to the test etcd: {error}"))

@@ -1,0 +1,225 @@
+//! The whole server over a real etcd (`ApiServerBuilder::etcd`, `kubeclient serve
+//! --etcd-servers`): objects survive a restart, two servers over one etcd have one winner
+//! per conflicting write and see each other's writes in their watches, in order, and an
+//! unreachable etcd is a clear start error. Each test starts its own etcd
+//! ([`TestEtcd`]; skipped, saying so, when no etcd binary is installed).
+
+use std::time::Duration;
+
+use kubeclient_apiserver::storage::{Backend, EtcdConfig};
+use kubeclient_apiserver::testing::TestEtcd;
+use kubeclient_apiserver::{ApiServer, StartError};
+use kubeclient_machinery::{ErrorChain, GroupResource};
+use serde_json::{Value, json};
+
+use crate::support::{TestServer, describe};
+
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+
+async fn server_on(etcd: &TestEtcd) -> TestServer {
+    TestServer::start_with(ApiServer::builder().etcd(etcd.config())).await
+}
+
+fn configmap(name: &str, value: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": value}})
+}
+
+fn rv(reply: &Value) -> u64 {
+    reply["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|rv| rv.parse().ok())
+        .unwrap_or_else(|| panic!("a numeric resourceVersion: {reply}"))
+}
+
+/// Waits until GET `path` on `server` answers 200 with the resourceVersion `at_least`
+/// or later (the other server's watch cache follows etcd's watch).
+async fn eventually_at(server: &TestServer, path: &str, at_least: u64) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = server.get(path).await;
+        if reply.status == 200 && rv(&reply.json()) >= at_least {
+            return reply.json();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "GET {path} reaches revision {at_least} within 10 s; still {}: {}",
+            reply.status,
+            String::from_utf8_lossy(&reply.body)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn objects_survive_a_restart_of_the_server_on_the_same_etcd() {
+    let Some(etcd) = TestEtcd::start("objects_survive_a_restart").await else {
+        return;
+    };
+    let first = server_on(&etcd).await;
+    let created = first.post(CONFIGMAPS, &configmap("kept", "1")).await;
+    assert_eq!(
+        created.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let created = created.json();
+    // The resourceVersion is etcd's mod revision of kube-apiserver's key.
+    let stored = etcd
+        .backend("/registry")
+        .await
+        .get(&GroupResource::new("", "configmaps"), "default/kept")
+        .await
+        .expect("etcd answers")
+        .expect("the ConfigMap is in etcd");
+    assert_eq!(stored.rv, rv(&created));
+    let namespace = first
+        .post("/api/v1/namespaces", &json!({"metadata": {"name": "team"}}))
+        .await;
+    assert_eq!(namespace.status, 201);
+    first.server.shutdown().await;
+
+    let second = server_on(&etcd).await;
+    let read = second.get(&format!("{CONFIGMAPS}/kept")).await;
+    assert_eq!(read.status, 200, "{}", String::from_utf8_lossy(&read.body));
+    let read = read.json();
+    assert_eq!(read["data"], json!({"k": "1"}));
+    assert_eq!(read["metadata"]["uid"], created["metadata"]["uid"]);
+    assert_eq!(rv(&read), rv(&created));
+    assert_eq!(second.get("/api/v1/namespaces/team").await.status, 200);
+    let again = second.post(CONFIGMAPS, &configmap("kept", "2")).await;
+    assert_eq!(again.status, 409, "the name is still taken");
+    // Writes after the restart go on from etcd's revision.
+    let mut update = read.clone();
+    update["data"] = json!({"k": "2"});
+    let updated = second.put(&format!("{CONFIGMAPS}/kept"), &update).await;
+    assert_eq!(
+        updated.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&updated.body)
+    );
+    assert!(rv(&updated.json()) > rv(&read));
+    let list = second.get(CONFIGMAPS).await.json();
+    assert!(rv(&list) >= rv(&updated.json()), "{list}");
+}
+
+#[tokio::test]
+async fn two_servers_on_one_etcd_give_one_winner_and_a_409() {
+    let Some(etcd) = TestEtcd::start("two_servers_one_winner").await else {
+        return;
+    };
+    let (a, b) = (server_on(&etcd).await, server_on(&etcd).await);
+    for round in 0..5 {
+        let name = format!("contended-{round}");
+        let created = a.post(CONFIGMAPS, &configmap(&name, "0")).await;
+        assert_eq!(
+            created.status,
+            201,
+            "{}",
+            String::from_utf8_lossy(&created.body)
+        );
+        let created = created.json();
+        let path = format!("{CONFIGMAPS}/{name}");
+        eventually_at(&b, &path, rv(&created)).await;
+        let (mut from_a, mut from_b) = (created.clone(), created.clone());
+        from_a["data"] = json!({"k": "a"});
+        from_b["data"] = json!({"k": "b"});
+        let (on_a, on_b) = tokio::join!(a.put(&path, &from_a), b.put(&path, &from_b));
+        let mut codes = [on_a.status, on_b.status];
+        codes.sort_unstable();
+        assert_eq!(
+            codes,
+            [200, 409],
+            "round {round}: one winner: {} / {}",
+            String::from_utf8_lossy(&on_a.body),
+            String::from_utf8_lossy(&on_b.body)
+        );
+        let (winner, value) = if on_a.status == 200 {
+            (on_a, "a")
+        } else {
+            (on_b, "b")
+        };
+        let winner = winner.json();
+        for server in [&a, &b] {
+            let seen = eventually_at(server, &path, rv(&winner)).await;
+            assert_eq!(seen["data"], json!({"k": value}), "both servers agree");
+        }
+        // The same race for creates: one name, one winner.
+        let fresh = format!("created-{round}");
+        let (body_a, body_b) = (configmap(&fresh, "a"), configmap(&fresh, "b"));
+        let (on_a, on_b) = tokio::join!(a.post(CONFIGMAPS, &body_a), b.post(CONFIGMAPS, &body_b));
+        let mut codes = [on_a.status, on_b.status];
+        codes.sort_unstable();
+        assert_eq!(codes, [201, 409], "round {round}: one creator");
+    }
+}
+
+#[tokio::test]
+async fn a_watch_on_one_server_sees_the_writes_of_another_in_order() {
+    let Some(etcd) = TestEtcd::start("a_watch_sees_the_other_servers_writes").await else {
+        return;
+    };
+    let (a, b) = (server_on(&etcd).await, server_on(&etcd).await);
+    let start = rv(&a.get(CONFIGMAPS).await.json());
+    let mut watch = a
+        .watch(&format!("{CONFIGMAPS}?watch=true&resourceVersion={start}"))
+        .await;
+    let mut expected = Vec::new();
+    for i in 0..10 {
+        let name = format!("w{}", i % 3);
+        let path = format!("{CONFIGMAPS}/{name}");
+        let current = b.get(&path).await;
+        let reply = if current.status == 404 {
+            b.post(CONFIGMAPS, &configmap(&name, &i.to_string())).await
+        } else if i % 4 == 3 {
+            b.delete(&path).await
+        } else {
+            let mut object = current.json();
+            object["data"] = json!({"k": i.to_string()});
+            b.put(&path, &object).await
+        };
+        assert!(
+            reply.status < 300,
+            "{}",
+            String::from_utf8_lossy(&reply.body)
+        );
+        let kind = match (current.status, i % 4) {
+            (404, _) => "ADDED",
+            (_, 3) => "DELETED",
+            _ => "MODIFIED",
+        };
+        expected.push((kind.to_owned(), name));
+    }
+    let mut seen = Vec::new();
+    let mut last = start;
+    while seen.len() < expected.len() {
+        let event = watch.next().await.expect("the watch stays open");
+        let at = rv(&event["object"]);
+        assert!(at > last, "revisions grow: {at} after {last}");
+        last = at;
+        seen.push(describe(&event));
+    }
+    assert_eq!(seen, expected);
+}
+
+#[tokio::test]
+async fn an_unreachable_etcd_is_a_start_error_naming_the_endpoint() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        listener.local_addr().expect("its address").port()
+    };
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let mut config = EtcdConfig::new([endpoint.clone()]);
+    config.connect_timeout = Duration::from_millis(500);
+    let started = tokio::time::timeout(
+        Duration::from_secs(30),
+        ApiServer::builder().etcd(config).start(),
+    )
+    .await
+    .expect("the start gives up without hanging");
+    let error = started.expect_err("no etcd, no server");
+    assert!(matches!(error, StartError::Storage(_)), "{error:?}");
+    let message = ErrorChain(&error).to_string();
+    assert!(message.contains(&endpoint), "{message}");
+}
