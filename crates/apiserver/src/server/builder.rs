@@ -10,7 +10,7 @@ use crate::cluster::ClusterOptions;
 use crate::state::Limits;
 use crate::storage::WatcherLimits;
 
-/// Options for [`ApiServer`]; see each setter for its default.
+/// Options for [`ApiServer`](super::ApiServer); see each setter for its default.
 ///
 /// # Examples
 ///
@@ -126,7 +126,7 @@ impl ApiServerBuilder {
     }
 
     /// Serve the fault-injection admin paths under `/_kubeclient/`. Default: off (use
-    /// [`ApiServer::faults`] in-process).
+    /// [`ApiServer::faults`](super::ApiServer::faults) in-process).
     pub fn enable_admin_faults(mut self, enabled: bool) -> Self {
         self.admin = enabled;
         self
@@ -196,7 +196,7 @@ impl ApiServerBuilder {
     /// `port-forward.kubeclient.dev/<port>` names). None by default: a simulated Pod
     /// reaches nothing on the host unless the operator says so, since anyone who may
     /// create a Pod could otherwise reach every service on it. More can be allowed while
-    /// the server runs ([`ApiServer::allow_port_forward`]).
+    /// the server runs ([`ApiServer::allow_port_forward`](super::ApiServer::allow_port_forward)).
     ///
     /// ```
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -327,7 +327,7 @@ impl ApiServerBuilder {
     /// container statuses; commands are the built-in ones exec runs); a scheduler binds
     /// pending Pods; the node lifecycle controller marks silent nodes `NotReady`.
     /// Default 0: no cluster, and the server binds each new Pod to `kubeclient-node`
-    /// itself (`kubeclient serve` defaults to 1). See [`ApiServer::cluster`].
+    /// itself (`kubeclient serve` defaults to 1). See [`ApiServer::cluster`](super::ApiServer::cluster).
     /// At most [`MAX_NODES`](crate::MAX_NODES); a larger count is lowered to it.
     ///
     /// ```
