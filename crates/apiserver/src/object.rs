@@ -52,6 +52,21 @@ pub(crate) fn label_selector(
     LabelSelector::from_api(api.as_ref()).map_err(LabelSelectorError::Convert)
 }
 
+/// The strings of a JSON list (`["a", "b"]`), skipping items that are not strings; empty
+/// when `value` is absent or not a list.
+pub(crate) fn string_list(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A string under `metadata` (`""` when absent).
 pub(crate) fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {
     object

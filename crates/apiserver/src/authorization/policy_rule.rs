@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use super::attributes::{Attributes, Target};
+use crate::object::string_list;
 
 /// A `rbac.authorization.k8s.io/v1` `PolicyRule`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -16,19 +17,6 @@ pub(crate) struct PolicyRule {
     pub(crate) non_resource_urls: Vec<String>,
 }
 
-fn strings(rule: &Value, field: &str) -> Vec<String> {
-    rule.get(field)
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn has(items: &[String], wanted: &str) -> bool {
     items.iter().any(|item| item == "*" || item == wanted)
 }
@@ -37,11 +25,11 @@ impl PolicyRule {
     /// The rule in a stored role's `rules` entry (missing fields are empty lists).
     pub(crate) fn from_json(rule: &Value) -> Self {
         PolicyRule {
-            verbs: strings(rule, "verbs"),
-            api_groups: strings(rule, "apiGroups"),
-            resources: strings(rule, "resources"),
-            resource_names: strings(rule, "resourceNames"),
-            non_resource_urls: strings(rule, "nonResourceURLs"),
+            verbs: string_list(rule.get("verbs")),
+            api_groups: string_list(rule.get("apiGroups")),
+            resources: string_list(rule.get("resources")),
+            resource_names: string_list(rule.get("resourceNames")),
+            non_resource_urls: string_list(rule.get("nonResourceURLs")),
         }
     }
 

@@ -8,6 +8,7 @@
 use super::*;
 use crate::authentication::{UserInfo, now_seconds};
 use crate::authorization::{self, Attributes, AuthorizationMode, Decision, PolicyRule, Rbac};
+use crate::object::string_list;
 
 /// POST of a review: the request object with its `status` filled in, 201.
 pub(crate) fn review(call: &Call) -> HandlerResult<Response<Body>> {
@@ -91,15 +92,6 @@ fn check_access_review(
     Ok(())
 }
 
-fn spec_strings(spec: &Value, field: &str) -> Vec<String> {
-    spec.get(field)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(str::to_owned))
-        .collect()
-}
-
 /// The question an access review asks, of the authorizer.
 fn access_review_attributes(call: &Call, object: &Map<String, Value>, spec: &Value) -> Attributes {
     let user = if call.resource.kind == "SelfSubjectAccessReview" {
@@ -116,7 +108,7 @@ fn access_review_attributes(call: &Call, object: &Map<String, Value>, spec: &Val
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_owned(),
-            groups: spec_strings(spec, "groups"),
+            groups: string_list(spec.get("groups")),
         }
     };
     let field = |at: &Value, name: &str| {

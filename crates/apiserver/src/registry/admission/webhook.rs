@@ -10,7 +10,7 @@ use kubeclient_machinery::GroupResource;
 use kubeclient_machinery::selector::LabelSelector;
 use serde_json::Value;
 
-use crate::object::label_selector;
+use crate::object::{label_selector, string_list};
 use crate::storage::Store;
 
 /// The admission registration group.
@@ -88,19 +88,6 @@ impl Webhook {
     }
 }
 
-fn strings(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn text<'a>(value: &'a Value, field: &str) -> &'a str {
     value.get(field).and_then(Value::as_str).unwrap_or("")
 }
@@ -112,10 +99,10 @@ fn selector(value: Option<&Value>) -> Result<LabelSelector, String> {
 fn rule(value: &Value) -> Rule {
     let scope = text(value, "scope");
     Rule {
-        operations: strings(value.get("operations")),
-        api_groups: strings(value.get("apiGroups")),
-        api_versions: strings(value.get("apiVersions")),
-        resources: strings(value.get("resources")),
+        operations: string_list(value.get("operations")),
+        api_groups: string_list(value.get("apiGroups")),
+        api_versions: string_list(value.get("apiVersions")),
+        resources: string_list(value.get("resources")),
         scope: if scope.is_empty() { "*" } else { scope }.to_owned(),
     }
 }
@@ -176,7 +163,7 @@ fn webhooks_of(configuration: &Value) -> Vec<Webhook> {
                         .unwrap_or(DEFAULT_TIMEOUT_SECONDS)
                         .clamp(1, 30),
                 ),
-                review_versions: strings(hook.get("admissionReviewVersions")),
+                review_versions: string_list(hook.get("admissionReviewVersions")),
             }
         })
         .collect()

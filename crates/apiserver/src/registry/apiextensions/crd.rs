@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::object::string_list;
 use crate::registry::resource::{
     FieldSelectors, PrinterColumn, ResourceDef, ScaleSpec, Special, api_resource,
 };
@@ -12,19 +13,6 @@ fn str_field<'a>(value: &'a Value, path: &[&str]) -> &'a str {
         .try_fold(value, |v, key| v.get(key))
         .and_then(Value::as_str)
         .unwrap_or("")
-}
-
-fn string_list(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Why a CustomResourceDefinition serves nothing: the field at fault and what is wrong

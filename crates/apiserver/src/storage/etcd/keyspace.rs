@@ -11,6 +11,7 @@ use kubeclient_machinery::GroupResource;
 use tokio::sync::mpsc;
 
 use super::super::{BackendError, Entry, Event, EventStream, Everything, StoredObject};
+use super::watch::next_response;
 use super::{EtcdBackend, keys, revision, stored, to_etcd};
 
 /// How many decoded writes wait for a slow cache before the reading of etcd's stream
@@ -133,34 +134,14 @@ async fn pump(
     sender: mpsc::Sender<Result<Event, BackendError>>,
 ) {
     loop {
-        let response = match stream.message().await {
-            Ok(Some(response)) => response,
-            Ok(None) => return,
-            Err(error) => {
-                let ended = BackendError::Unavailable {
-                    context: format!("watching {root}"),
-                    source: Box::new(error),
-                };
+        let response = match next_response(&mut stream, &root, after).await {
+            Some(Ok(response)) => response,
+            Some(Err(ended)) => {
                 let _ = sender.send(Err(ended)).await;
                 return;
             }
+            None => return,
         };
-        if response.compact_revision() > 0 {
-            let expired = BackendError::Expired {
-                requested: after,
-                oldest: Some(revision(response.compact_revision())),
-            };
-            let _ = sender.send(Err(expired)).await;
-            return;
-        }
-        if response.canceled() {
-            let ended = BackendError::Unavailable {
-                context: format!("watching {root}"),
-                source: format!("etcd canceled the watch: {}", response.cancel_reason()).into(),
-            };
-            let _ = sender.send(Err(ended)).await;
-            return;
-        }
         for event in response.events() {
             let Some(kv) = event.kv() else { continue };
             let rv = revision(kv.mod_revision());

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use etcd_client::{EventType, GetOptions, WatchOptions, WatchStream};
+use etcd_client::{EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
 use kubeclient_machinery::GroupResource;
 use tokio::sync::mpsc;
 
@@ -49,6 +49,38 @@ pub(super) async fn open(
     Ok(ChangeStream::channel(receiver, pump))
 }
 
+/// The next response of an etcd watch from `after` under `root`: `None` once the stream
+/// closed, an error once it broke, was compacted past (`Expired`, a 410) or canceled.
+pub(super) async fn next_response(
+    stream: &mut WatchStream,
+    root: &str,
+    after: u64,
+) -> Option<Result<WatchResponse, BackendError>> {
+    let response = match stream.message().await {
+        Ok(Some(response)) => response,
+        Ok(None) => return None,
+        Err(error) => {
+            return Some(Err(BackendError::Unavailable {
+                context: format!("watching {root}"),
+                source: Box::new(error),
+            }));
+        }
+    };
+    if response.compact_revision() > 0 {
+        return Some(Err(BackendError::Expired {
+            requested: after,
+            oldest: Some(revision(response.compact_revision())),
+        }));
+    }
+    if response.canceled() {
+        return Some(Err(BackendError::Unavailable {
+            context: format!("watching {root}"),
+            source: format!("etcd canceled the watch: {}", response.cancel_reason()).into(),
+        }));
+    }
+    Some(Ok(response))
+}
+
 /// Reads etcd's watch responses and sends their events as changes, until either side
 /// ends.
 async fn pump(
@@ -58,34 +90,14 @@ async fn pump(
     sender: mpsc::Sender<Result<Arc<Change>, BackendError>>,
 ) {
     loop {
-        let response = match stream.message().await {
-            Ok(Some(response)) => response,
-            Ok(None) => return,
-            Err(error) => {
-                let ended = BackendError::Unavailable {
-                    context: format!("watching {root}"),
-                    source: Box::new(error),
-                };
+        let response = match next_response(&mut stream, &root, after).await {
+            Some(Ok(response)) => response,
+            Some(Err(ended)) => {
                 let _ = sender.send(Err(ended)).await;
                 return;
             }
+            None => return,
         };
-        if response.compact_revision() > 0 {
-            let expired = BackendError::Expired {
-                requested: after,
-                oldest: Some(revision(response.compact_revision())),
-            };
-            let _ = sender.send(Err(expired)).await;
-            return;
-        }
-        if response.canceled() {
-            let ended = BackendError::Unavailable {
-                context: format!("watching {root}"),
-                source: format!("etcd canceled the watch: {}", response.cancel_reason()).into(),
-            };
-            let _ = sender.send(Err(ended)).await;
-            return;
-        }
         for event in response.events() {
             if sender.send(change(&root, event)).await.is_err() {
                 return;
