@@ -4,6 +4,8 @@
 //! only when it holds all of that role's rules (or has the `bind` verb on it). Members of
 //! `system:masters` may do both.
 
+use std::collections::HashMap;
+
 use kubeclient_machinery::{GroupResource, Status};
 use serde_json::Value;
 
@@ -96,17 +98,18 @@ pub(crate) fn check_rbac_write(
         _ => return Ok(()),
     };
     let (held, errors) = Rbac::new(store).rules_for(user, write.namespace);
-    let missing = missing_rules(&held, &rules);
-    if missing.is_empty() {
-        return Ok(());
-    }
     let groups: Vec<String> = user.groups.iter().map(|g| format!("{g:?}")).collect();
-    let mut why = format!(
-        "user {:?} (groups=[{}]) is attempting to grant RBAC permissions not currently held:\n{}",
-        user.username,
-        groups.join(" "),
-        missing.join("\n")
-    );
+    let who = format!("user {:?} (groups=[{}])", user.username, groups.join(" "));
+    let mut why = match missing_rules(&held, &rules) {
+        Some(missing) if missing.is_empty() => return Ok(()),
+        Some(missing) => format!(
+            "{who} is attempting to grant RBAC permissions not currently held:\n{}",
+            missing.join("\n")
+        ),
+        None => format!(
+            "{who} is attempting to grant RBAC permissions that cannot be checked: the rules expand to more than {MAX_RULE_ATOMS} verb and resource combinations (split them over several roles)"
+        ),
+    };
     if !errors.is_empty() {
         why.push_str(&format!("; resolution errors: {errors}"));
     }
@@ -117,35 +120,69 @@ pub(crate) fn check_rbac_write(
     )))
 }
 
+/// The most verb-and-resource combinations a write's rules may expand to: the check below
+/// is linear in them, and a 3 MiB body could otherwise ask for trillions.
+const MAX_RULE_ATOMS: usize = 10_000;
+
+/// How many one-verb rules `rule` breaks down to (saturating).
+fn atom_count(rule: &PolicyRule) -> usize {
+    let names = rule.resource_names.len().max(1);
+    let resources = rule
+        .api_groups
+        .len()
+        .saturating_mul(rule.resources.len())
+        .saturating_mul(names);
+    rule.verbs
+        .len()
+        .saturating_mul(resources.saturating_add(rule.non_resource_urls.len()))
+}
+
 /// The requested rules `held` does not cover, broken down to one verb of one resource (or
 /// URL) each, merged again per resource and printed as kube-apiserver's `CompactString`,
-/// sorted and without duplicates.
-fn missing_rules(held: &[PolicyRule], requested: &[PolicyRule]) -> Vec<String> {
+/// sorted and without duplicates; `None` when they break down to more than
+/// [`MAX_RULE_ATOMS`].
+fn missing_rules(held: &[PolicyRule], requested: &[PolicyRule]) -> Option<Vec<String>> {
+    let atoms = requested
+        .iter()
+        .fold(0usize, |total, rule| total.saturating_add(atom_count(rule)));
+    if atoms > MAX_RULE_ATOMS {
+        return None;
+    }
     let mut missing: Vec<PolicyRule> = Vec::new();
+    // Resource atoms merge per (groups, resources, names): where each one went.
+    let mut merged_at: HashMap<(Vec<String>, Vec<String>, Vec<String>), usize> = HashMap::new();
     for rule in requested {
         for atom in breakdown(rule) {
             if held.iter().any(|owner| covers(owner, &atom)) {
                 continue;
             }
-            match missing.iter_mut().find(|m| {
-                m.non_resource_urls.is_empty()
-                    && atom.non_resource_urls.is_empty()
-                    && m.api_groups == atom.api_groups
-                    && m.resources == atom.resources
-                    && m.resource_names == atom.resource_names
-            }) {
-                Some(merged) if !merged.verbs.contains(&atom.verbs[0]) => {
-                    merged.verbs.push(atom.verbs[0].clone());
+            if !atom.non_resource_urls.is_empty() {
+                missing.push(atom);
+                continue;
+            }
+            let key = (
+                atom.api_groups.clone(),
+                atom.resources.clone(),
+                atom.resource_names.clone(),
+            );
+            match merged_at.get(&key) {
+                Some(&index) => {
+                    let merged = &mut missing[index];
+                    if !merged.verbs.contains(&atom.verbs[0]) {
+                        merged.verbs.push(atom.verbs[0].clone());
+                    }
                 }
-                Some(_) => {}
-                None => missing.push(atom),
+                None => {
+                    merged_at.insert(key, missing.len());
+                    missing.push(atom);
+                }
             }
         }
     }
     let mut printed: Vec<String> = missing.iter().map(compact_string).collect();
     printed.sort();
     printed.dedup();
-    printed
+    Some(printed)
 }
 
 /// One rule per verb and resource (and resource name), or per verb and URL.
@@ -263,7 +300,7 @@ mod tests {
             rule(json!({"verbs": ["get"], "nonResourceURLs": ["/metrics"]})),
         ];
         assert_eq!(
-            missing_rules(&held, &asked),
+            missing_rules(&held, &asked).expect("few rules"),
             [
                 r#"{APIGroups:[""], Resources:["pods"], Verbs:["delete"]}"#,
                 r#"{APIGroups:[""], Resources:["secrets"], Verbs:["get" "delete" "list"]}"#,
@@ -273,7 +310,7 @@ mod tests {
         let star = [rule(
             json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}),
         )];
-        assert!(missing_rules(&star, &asked[..1]).is_empty());
+        assert_eq!(missing_rules(&star, &asked[..1]), Some(Vec::new()));
         let named = [rule(
             json!({"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["a"]}),
         )];
@@ -281,7 +318,7 @@ mod tests {
             json!({"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["a", "b"]}),
         )];
         assert_eq!(
-            missing_rules(&named, &asked_named),
+            missing_rules(&named, &asked_named).expect("few rules"),
             [r#"{APIGroups:[""], Resources:["configmaps"], ResourceNames:["b"], Verbs:["get"]}"#]
         );
         let status = [rule(
@@ -290,6 +327,25 @@ mod tests {
         let asked_status = [rule(
             json!({"verbs": ["update"], "apiGroups": ["apps"], "resources": ["deployments/status"]}),
         )];
-        assert!(missing_rules(&status, &asked_status).is_empty());
+        assert_eq!(missing_rules(&status, &asked_status), Some(Vec::new()));
+    }
+
+    /// A hostile body: 3 lists of 1,000 strings would break down to 10^9 rules.
+    #[test]
+    fn rules_that_expand_too_far_are_not_broken_down() {
+        let many =
+            |prefix: &str| -> Vec<String> { (0..1000).map(|i| format!("{prefix}{i}")).collect() };
+        let huge = PolicyRule {
+            verbs: many("v"),
+            api_groups: many("g"),
+            resources: many("r"),
+            ..PolicyRule::default()
+        };
+        assert_eq!(atom_count(&huge), 1_000_000_000);
+        assert_eq!(
+            missing_rules(&[], &[huge]),
+            None,
+            "refused before any breakdown"
+        );
     }
 }
