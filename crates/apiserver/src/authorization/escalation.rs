@@ -124,6 +124,9 @@ pub(crate) fn check_rbac_write(
 /// is linear in them, and a 3 MiB body could otherwise ask for trillions.
 const MAX_RULE_ATOMS: usize = 10_000;
 
+/// A resource rule's API groups, resources and resource names: what merges its verbs.
+type ResourceKey = (Vec<String>, Vec<String>, Vec<String>);
+
 /// How many one-verb rules `rule` breaks down to (saturating).
 fn atom_count(rule: &PolicyRule) -> usize {
     let names = rule.resource_names.len().max(1);
@@ -150,7 +153,7 @@ fn missing_rules(held: &[PolicyRule], requested: &[PolicyRule]) -> Option<Vec<St
     }
     let mut missing: Vec<PolicyRule> = Vec::new();
     // Resource atoms merge per (groups, resources, names): where each one went.
-    let mut merged_at: HashMap<(Vec<String>, Vec<String>, Vec<String>), usize> = HashMap::new();
+    let mut merged_at: HashMap<ResourceKey, usize> = HashMap::new();
     for rule in requested {
         for atom in breakdown(rule) {
             if held.iter().any(|owner| covers(owner, &atom)) {
