@@ -1,5 +1,9 @@
 //! The `Installation` custom resource: how many replicas of which image, on which service
 //! port; its status says which generation was last reconciled and whether it is ready.
+//!
+//! `v1` (this module's [`Installation`]) is the stored version and the conversion hub;
+//! [`v1alpha1`] is the older version clients may still use (`size` and `port` where v1
+//! says `replicas` and `servicePort`), converted by the webhook of `webhooks.rs`.
 
 use kubeclient::CustomResource;
 use schemars::JsonSchema;
@@ -25,7 +29,8 @@ use serde::{Deserialize, Serialize};
 pub(crate) struct InstallationSpec {
     /// How many replicas to run.
     pub(crate) replicas: i32,
-    /// The container image.
+    /// The container image (the defaulting webhook fills it in when left empty).
+    #[serde(default)]
     pub(crate) image: String,
     /// The port the Service exposes.
     pub(crate) service_port: i32,
@@ -59,4 +64,62 @@ pub(crate) struct InstallationCondition {
     pub(crate) reason: String,
     /// For humans.
     pub(crate) message: String,
+}
+
+/// The first version of the API, still served: converted to and from v1 by the conversion
+/// webhook, stored as v1.
+pub(crate) mod v1alpha1 {
+    use kubeclient::CustomResource;
+    use kubeclient::webhook::{ConversionError, Convertible};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    use super::InstallationStatus;
+
+    /// The desired state of an Installation, as v1alpha1 called it.
+    #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[kubeclient(
+        group = "example.kubeclient.dev",
+        version = "v1alpha1",
+        kind = "Installation",
+        namespaced,
+        status = "InstallationStatus",
+        shortname = "inst"
+    )]
+    #[serde(rename_all = "camelCase")]
+    pub(crate) struct InstallationSpec {
+        /// How many replicas to run (v1: `replicas`).
+        pub(crate) size: i32,
+        /// The container image.
+        #[serde(default)]
+        pub(crate) image: String,
+        /// The port the Service exposes (v1: `servicePort`).
+        pub(crate) port: i32,
+    }
+
+    impl Convertible<super::Installation> for Installation {
+        fn convert_to(self) -> Result<super::Installation, ConversionError> {
+            Ok(super::Installation {
+                metadata: self.metadata,
+                spec: super::InstallationSpec {
+                    replicas: self.spec.size,
+                    image: self.spec.image,
+                    service_port: self.spec.port,
+                },
+                status: self.status,
+            })
+        }
+
+        fn convert_from(hub: super::Installation) -> Result<Self, ConversionError> {
+            Ok(Installation {
+                metadata: hub.metadata,
+                spec: InstallationSpec {
+                    size: hub.spec.replicas,
+                    image: hub.spec.image,
+                    port: hub.spec.service_port,
+                },
+                status: hub.status,
+            })
+        }
+    }
 }

@@ -1,15 +1,21 @@
 //! The seeds' controller, typed: an `Installation` custom resource (replicas, image,
 //! service port) wants a Service. Two replicas of the controller run, each a
-//! [`Manager`]; leader election on a Lease picks one to reconcile; the leader gives every Installation a Service with an
-//! owner reference, writes its status, records an event for each outcome and cleans up
-//! through a finalizer. Each replica serves `/metrics`, `/healthz` and `/readyz`.
+//! [`Manager`]; leader election on a Lease picks one to reconcile; the leader gives every
+//! Installation a Service with an owner reference, writes its status, records an event for
+//! each outcome and cleans up through a finalizer. Each replica serves `/metrics`,
+//! `/healthz` and `/readyz`. A third manager serves the Installation's webhooks
+//! (`webhooks.rs`): defaulting, validation, and the conversion between the stored v1 and
+//! the older v1alpha1.
 //!
 //! `cargo run -p sample-controller` starts the embedded API server (or uses `KUBECONFIG`),
-//! drives a workload (creates, spec changes, deletes, a leader handover), prints progress
-//! and a final check, and exits 0 when every Installation has the right Service and status.
+//! drives a workload (creates, spec changes, deletes, a leader handover, writes the
+//! webhooks default, refuse and convert), prints progress and a final check, and exits 0
+//! when every Installation has the right Service, status and finalizer and each webhook
+//! did its part.
 
 mod installation;
 mod reconcile;
+mod webhooks;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -21,7 +27,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Event, Service};
 use kubeclient::config::{Kubeconfig, KubeconfigOptions};
 use kubeclient::controller::retry_with_backoff;
-use kubeclient::customresource::{CustomResourceExt, install_crd};
+use kubeclient::customresource::CustomResourceExt;
 use kubeclient::leaderelection::LeaderElectionConfig;
 use kubeclient::machinery::{ErrorChain, Object};
 use kubeclient::manager::{Manager, ManagerError, Runnable};
@@ -35,8 +41,8 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::task::JoinHandle;
 
-use installation::{Installation, InstallationSpec};
-use reconcile::{Context, reconcile, service_port};
+use installation::{Installation, InstallationSpec, v1alpha1};
+use reconcile::{Context, FINALIZER, reconcile, service_port};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -179,6 +185,18 @@ async fn problems(
                 }
             }
         }
+        if installation.spec.image.is_empty() {
+            problems.push(format!(
+                "{name}: no image (the defaulting webhook sets one)"
+            ));
+        }
+        if !installation
+            .finalizers()
+            .iter()
+            .any(|f| f.as_str() == FINALIZER)
+        {
+            problems.push(format!("{name}: no {FINALIZER} finalizer"));
+        }
         let status = installation.status.clone().unwrap_or_default();
         if status.observed_generation != Some(installation.generation()) {
             problems.push(format!(
@@ -226,6 +244,120 @@ async fn converge(
     }
 }
 
+/// What the webhook step saw: what worked, and what did not.
+#[derive(Default)]
+struct WebhookChecks {
+    passed: Vec<String>,
+    failed: Vec<String>,
+}
+
+impl WebhookChecks {
+    fn check(&mut self, ok: bool, passed: String, failed: String) {
+        if ok {
+            self.passed.push(passed);
+        } else {
+            self.failed.push(failed);
+        }
+    }
+}
+
+/// Writes that each webhook acts on: an Installation without an image (defaulted), two
+/// out of range (refused by the validating webhook), one written and read through
+/// v1alpha1 (converted both ways).
+async fn exercise_webhooks(
+    client: &Client,
+    expected: &mut BTreeMap<String, i32>,
+) -> Result<WebhookChecks, BoxError> {
+    let mut checks = WebhookChecks::default();
+    let api: Api<Installation> = Api::namespaced(client.clone(), NAMESPACE);
+    let mut bare = spec(1, 9200);
+    bare.image.clear();
+    let created = api
+        .create(&PostParams::default(), &Installation::new("bare", bare))
+        .await?;
+    expected.insert("bare".to_owned(), 9200);
+    checks.check(
+        created.spec.image == webhooks::DEFAULT_IMAGE,
+        format!(
+            "defaulting: an Installation created without an image got {:?}",
+            created.spec.image
+        ),
+        format!(
+            "bare: image {:?} after create, want {:?} from the defaulting webhook",
+            created.spec.image,
+            webhooks::DEFAULT_IMAGE
+        ),
+    );
+
+    let denied = format!(
+        "admission webhook {:?} denied the request",
+        webhooks::VALIDATING_WEBHOOK
+    );
+    let too_big = api
+        .create(
+            &PostParams::default(),
+            &Installation::new("huge", spec(webhooks::MAX_REPLICAS + 40, 9300)),
+        )
+        .await;
+    let bad_patch = api
+        .patch(
+            "shop",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"servicePort": 70000}})),
+        )
+        .await;
+    for (what, outcome) in [
+        ("a create of 50 replicas", too_big.map(|_| ())),
+        ("a patch to port 70000", bad_patch.map(|_| ())),
+    ] {
+        let message = match &outcome {
+            Err(kubeclient::Error::Api(err)) => err.status.message.clone(),
+            Err(other) => other.to_string(),
+            Ok(()) => "accepted".to_owned(),
+        };
+        checks.check(
+            message.starts_with(&denied),
+            format!("validation: {what} was refused: {message}"),
+            format!("validation: {what}: {message}, want a refusal by the validating webhook"),
+        );
+    }
+
+    let legacy: Api<v1alpha1::Installation> = Api::namespaced(client.clone(), NAMESPACE);
+    let old_spec = v1alpha1::InstallationSpec {
+        size: 2,
+        image: String::new(),
+        port: 9400,
+    };
+    legacy
+        .create(
+            &PostParams::default(),
+            &v1alpha1::Installation::new("legacy", old_spec),
+        )
+        .await?;
+    expected.insert("legacy".to_owned(), 9400);
+    let as_v1 = api.get("legacy").await?;
+    let shop_as_v1alpha1 = legacy.get("shop").await?;
+    let shop_port = expected.get("shop").copied().unwrap_or_default();
+    checks.check(
+        as_v1.spec.replicas == 2
+            && as_v1.spec.service_port == 9400
+            && as_v1.spec.image == webhooks::DEFAULT_IMAGE
+            && shop_as_v1alpha1.spec.port == shop_port,
+        format!(
+            "conversion: written as v1alpha1 {{size: 2, port: 9400}}, read as v1 {{replicas: {}, servicePort: {}, image: {:?}}}; shop read as v1alpha1 has port {}",
+            as_v1.spec.replicas,
+            as_v1.spec.service_port,
+            as_v1.spec.image,
+            shop_as_v1alpha1.spec.port
+        ),
+        format!(
+            "conversion: legacy read as v1 is {:?}, shop read as v1alpha1 is {:?}",
+            as_v1.spec, shop_as_v1alpha1.spec
+        ),
+    );
+    Ok(checks)
+}
+
 fn spec(replicas: i32, port: i32) -> InstallationSpec {
     InstallationSpec {
         replicas,
@@ -236,11 +368,22 @@ fn spec(replicas: i32, port: i32) -> InstallationSpec {
 
 async fn run(config: Config) -> Result<bool, BoxError> {
     let client = Client::new(config.clone()).await?;
+    println!("starting the webhook server (defaulting, validation, v1alpha1 <-> v1 conversion)");
+    let webhook_manager = Manager::builder(config.clone())
+        .webhook_server(webhooks::server())
+        .build()
+        .await?;
+    let webhook_server = webhook_manager
+        .webhook_server()
+        .ok_or("the manager has no webhook server")?;
     println!(
-        "installing the Installation CRD ({})",
-        Installation::crd_name()
+        "installing the Installation CRD ({}, v1 and v1alpha1) and the webhook configurations for https://{}",
+        Installation::crd_name(),
+        webhook_server.local_addr()
     );
-    install_crd(&client, &Installation::crd(), Duration::from_secs(30)).await?;
+    webhooks::register(&client, webhook_server).await?;
+    let webhooks_stop = CancellationToken::new();
+    let webhooks_task = tokio::spawn(webhook_manager.start(webhooks_stop.clone()));
 
     println!("starting two controller replicas");
     let mut replicas = vec![
@@ -323,6 +466,10 @@ async fn run(config: Config) -> Result<bool, BoxError> {
     expected.insert("docs".to_owned(), 9100);
     left.extend(converge(&client, &expected, "the changes under the new leader").await?);
 
+    println!("step 6: the webhooks default, refuse and convert");
+    let webhook_checks = exercise_webhooks(&client, &mut expected).await?;
+    left.extend(converge(&client, &expected, "the webhook step").await?);
+
     println!("final check:");
     println!("  NAME     PORT GENERATION OBSERVED  READY");
     for installation in api.list(&ListParams::default()).await?.items {
@@ -363,9 +510,31 @@ async fn run(config: Config) -> Result<bool, BoxError> {
             println!("  {} /metrics: {line}", leader.id);
         }
     }
+    for line in &webhook_checks.passed {
+        println!("  {line}");
+    }
+    let with_finalizer = api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .filter(|i| i.finalizers().iter().any(|f| f.as_str() == FINALIZER))
+        .count();
+    println!(
+        "  finalizer: {with_finalizer} of {} Installations hold {FINALIZER}; the deleted ones' Services are gone",
+        expected.len()
+    );
     for replica in replicas {
         replica.stop().await;
     }
+    webhooks_stop.cancel();
+    match webhooks_task.await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => eprintln!("  [webhooks] {}", ErrorChain(&err)),
+        Err(err) => eprintln!("  [webhooks] the manager task failed: {err}"),
+    }
+    let mut final_problems = final_problems;
+    final_problems.extend(webhook_checks.failed);
     if final_problems.is_empty() {
         if !left.is_empty() {
             println!("  (converged late; earlier steps reported: {left:?})");

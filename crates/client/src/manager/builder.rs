@@ -12,6 +12,7 @@ use crate::informers::SharedInformerFactory;
 use crate::leaderelection::LeaderElectionConfig;
 use crate::metrics::{Metrics, MetricsServer};
 use crate::rest::Client;
+use crate::webhook::WebhookServerBuilder;
 
 /// How long [`Manager::start`] waits for its runnables to stop (controller-runtime's
 /// `GracefulShutdownTimeout` default).
@@ -34,6 +35,7 @@ pub struct ManagerBuilder {
     probe_address: Option<SocketAddr>,
     graceful_shutdown_timeout: Duration,
     tweak_factory: Option<TweakFactory>,
+    webhook_server: Option<WebhookServerBuilder>,
 }
 
 impl ManagerBuilder {
@@ -46,6 +48,7 @@ impl ManagerBuilder {
             probe_address: None,
             graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
             tweak_factory: None,
+            webhook_server: None,
         }
     }
 
@@ -95,13 +98,22 @@ impl ManagerBuilder {
         self
     }
 
+    /// Serve admission and conversion webhooks with `server` (controller-runtime's
+    /// `WebhookServer` option): it listens from [`build`](Self::build) on, on every
+    /// replica (webhooks do not wait for leader election or caches), and stops with the
+    /// manager. [`Manager::webhook_server`] gives its address and CA.
+    pub fn webhook_server(mut self, server: WebhookServerBuilder) -> Self {
+        self.webhook_server = Some(server);
+        self
+    }
+
     /// Makes the client (reporting `rest_client_*` metrics), the informer factory
     /// (reporting informer metrics) and, when asked, starts the probe server (`/readyz`
     /// answers 503 until the manager's caches synced).
     ///
     /// # Errors
     ///
-    /// [`ManagerError::Client`], [`ManagerError::Probes`].
+    /// [`ManagerError::Client`], [`ManagerError::Probes`], [`ManagerError::WebhookServer`].
     ///
     /// # Cancel safety
     ///
@@ -129,6 +141,10 @@ impl ManagerBuilder {
                 Some(server)
             }
         };
+        let webhooks = match self.webhook_server {
+            None => None,
+            Some(server) => Some(server.start().await.map_err(ManagerError::WebhookServer)?),
+        };
         let election = self.election.map(|(namespace, name)| Election {
             identity: self.identity.unwrap_or_else(default_identity),
             config: self
@@ -146,7 +162,8 @@ impl ManagerBuilder {
             ready,
             election,
             self.graceful_shutdown_timeout,
-        ))
+        )
+        .with_webhook_server(webhooks))
     }
 }
 
@@ -155,6 +172,7 @@ impl std::fmt::Debug for ManagerBuilder {
         f.debug_struct("ManagerBuilder")
             .field("election", &self.election)
             .field("probe_address", &self.probe_address)
+            .field("webhook_server", &self.webhook_server.is_some())
             .field("graceful_shutdown_timeout", &self.graceful_shutdown_timeout)
             .finish_non_exhaustive()
     }

@@ -22,6 +22,7 @@ use crate::informers::{FactoryResource, SharedInformerFactory};
 use crate::leaderelection::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock};
 use crate::metrics::{Metrics, MetricsServer};
 use crate::rest::Client;
+use crate::webhook::WebhookServer;
 
 /// How long past its lease a leader that stopped renewing keeps `/healthz` passing
 /// (client-go's `HealthzAdaptor` timeout; then a liveness probe restarts the replica).
@@ -47,6 +48,7 @@ pub struct Manager {
     factory: Arc<SharedInformerFactory>,
     metrics: Arc<Metrics>,
     probes: Option<MetricsServer>,
+    webhooks: Option<WebhookServer>,
     /// Whether the caches synced (what `/readyz` answers).
     ready: Arc<AtomicBool>,
     election: Option<Election>,
@@ -115,11 +117,25 @@ impl Manager {
             factory: Arc::new(factory),
             metrics,
             probes,
+            webhooks: None,
             ready,
             election,
             graceful_shutdown_timeout,
             runnables: Mutex::new(Vec::new()),
         }
+    }
+
+    pub(super) fn with_webhook_server(mut self, webhooks: Option<WebhookServer>) -> Self {
+        self.webhooks = webhooks;
+        self
+    }
+
+    /// The webhook server, when one was configured
+    /// ([`ManagerBuilder::webhook_server`](super::ManagerBuilder::webhook_server)): its
+    /// address and the CA to write into webhook configurations and CRDs.
+    #[must_use]
+    pub fn webhook_server(&self) -> Option<&WebhookServer> {
+        self.webhooks.as_ref()
     }
 
     /// The client (its requests are counted in [`metrics`](Self::metrics)).
@@ -274,6 +290,9 @@ impl Manager {
         self.factory.shutdown().await;
         if let Some(probes) = self.probes {
             probes.shutdown().await;
+        }
+        if let Some(webhooks) = self.webhooks {
+            webhooks.shutdown().await;
         }
         if drained.is_err() {
             tracing::error!(

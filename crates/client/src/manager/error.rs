@@ -24,6 +24,9 @@ pub enum ManagerError {
         #[source]
         source: std::io::Error,
     },
+    /// The webhook server could not start (its certificate, or its address).
+    #[error("cannot start the webhook server")]
+    WebhookServer(#[source] crate::webhook::WebhookServerError),
     /// The leader election settings break client-go's rules (lease duration > renew
     /// deadline > retry period × 1.2) or the identity is empty.
     #[error("invalid leader election settings")]

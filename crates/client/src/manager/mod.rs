@@ -3,7 +3,8 @@
 //! down gracefully (controller-runtime's `pkg/manager`).
 //!
 //! [`Manager::start`] runs, in controller-runtime's order:
-//! 1. the `/metrics`, `/healthz` and `/readyz` server (bound by [`ManagerBuilder::build`]);
+//! 1. the `/metrics`, `/healthz` and `/readyz` server and the webhook server (bound by
+//!    [`ManagerBuilder::build`]);
 //! 2. the shared informers, until their caches sync (`/readyz` turns 200);
 //! 3. the [`Runnable`]s that run on every replica;
 //! 4. leader election (when configured), then the runnables that need it (controllers)
@@ -13,8 +14,8 @@
 //! with field indexes) and writes to the server, as controller-runtime's default client.
 //!
 //! On stop, every runnable is cancelled and awaited for at most the graceful shutdown
-//! timeout (default 30 s), the Lease is released (when configured), then the informers and
-//! the probe server stop. A lost leadership, or a runnable that fails, stops the manager
+//! timeout (default 30 s), the Lease is released (when configured), then the informers,
+//! the probe server and the webhook server stop. A lost leadership, or a runnable that fails, stops the manager
 //! the same way and is reported as its error.
 //!
 //! # Examples

@@ -1,9 +1,12 @@
-//! Admission webhooks as controller-runtime writes them (`pkg/webhook/admission`): a
-//! [`CustomDefaulter`] or [`CustomValidator`] per type, the functions that answer the API
-//! server's `AdmissionReview` (admission.k8s.io/v1) with them: [`default_review`] (the
-//! object's changes as a JSON patch) and [`validate_review`] (allowed or denied, with
-//! warnings), the HTTPS [`WebhookServer`] that serves them, and [`inject_ca_bundle`],
-//! which writes its CA into the webhook configurations.
+//! Admission and conversion webhooks as controller-runtime writes them
+//! (`pkg/webhook/admission`, `pkg/webhook/conversion`): a [`CustomDefaulter`] or
+//! [`CustomValidator`] per type, the functions that answer the API server's
+//! `AdmissionReview` (admission.k8s.io/v1) with them: [`default_review`] (the object's
+//! changes as a JSON patch) and [`validate_review`] (allowed or denied, with warnings);
+//! a CRD's versions as a hub and [`Convertible`] spokes ([`Conversion`]) answering its
+//! `ConversionReview` ([`convert_review`]); the HTTPS [`WebhookServer`] that serves them,
+//! and [`inject_ca_bundle`] / [`inject_conversion_ca_bundle`], which write its CA into the
+//! webhook configurations and the CRDs.
 //!
 //! # Examples
 //!
@@ -36,6 +39,8 @@
 
 mod admission_review;
 mod ca_bundle;
+mod conversion;
+mod conversion_review;
 mod defaulter;
 mod server;
 mod validator;
@@ -44,7 +49,11 @@ pub use admission_review::{
     AdmissionRequest, AdmissionResponse, AdmissionReview, GroupVersionKind, GroupVersionResource,
     Operation, ResponseStatus,
 };
-pub use ca_bundle::inject_ca_bundle;
+pub use ca_bundle::{inject_ca_bundle, inject_conversion_ca_bundle};
+pub use conversion::{Conversion, ConversionError, Convertible, convert_review};
+pub use conversion_review::{
+    ConversionRequest, ConversionResponse, ConversionResult, ConversionReview,
+};
 pub use defaulter::{CustomDefaulter, default_review};
 pub use server::{WebhookServer, WebhookServerBuilder, WebhookServerError};
 pub use validator::{CustomValidator, Warnings, validate_review};

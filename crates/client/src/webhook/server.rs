@@ -1,5 +1,5 @@
-//! [`WebhookServer`]: the HTTPS server the API server calls admission webhooks on
-//! (controller-runtime's `webhook.Server`): one path per webhook, the serving certificate
+//! [`WebhookServer`]: the HTTPS server the API server calls admission and conversion
+//! webhooks on (controller-runtime's `webhook.Server`): one path per webhook, the serving certificate
 //! read from a directory (`tls.crt`, `tls.key`) and read again when the files change.
 
 use std::collections::HashMap;
@@ -24,7 +24,12 @@ use serde::de::DeserializeOwned;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::{AdmissionReview, CustomDefaulter, CustomValidator, default_review, validate_review};
+use k8s_openapi::Resource;
+
+use super::{
+    AdmissionReview, Conversion, ConversionReview, CustomDefaulter, CustomValidator,
+    convert_review, default_review, validate_review,
+};
 use crate::rest::tls::crypto_provider;
 use crate::util::accept_loop::AcceptLoop;
 
@@ -41,8 +46,44 @@ const CA_FILE: &str = "ca.crt";
 /// How long a connection may take to send its request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-type ReviewFuture = Pin<Box<dyn Future<Output = AdmissionReview> + Send>>;
-type Route = Arc<dyn Fn(AdmissionReview) -> ReviewFuture + Send + Sync>;
+/// A route's answer to a request body: the answer's JSON, or a plain refusal.
+type Answer = Result<Vec<u8>, (StatusCode, String)>;
+type AnswerFuture = Pin<Box<dyn Future<Output = Answer> + Send>>;
+type Route = Arc<dyn Fn(Bytes) -> AnswerFuture + Send + Sync>;
+
+/// A route that decodes the body as a review `R` (400 when it is not one, or carries no
+/// request) and answers what `handle` makes of it.
+fn review_route<R, F>(kind: &'static str, has_request: fn(&R) -> bool, handle: F) -> Route
+where
+    R: DeserializeOwned + Serialize + Send + 'static,
+    F: Fn(R) -> Pin<Box<dyn Future<Output = R> + Send>> + Send + Sync + 'static,
+{
+    let handle = Arc::new(handle);
+    Arc::new(move |body: Bytes| {
+        let handle = Arc::clone(&handle);
+        Box::pin(async move {
+            let review: R = serde_json::from_slice(&body).map_err(|err| {
+                (
+                    StatusCode::BAD_REQUEST,
+                    format!("the body is not a valid {kind}: {err}"),
+                )
+            })?;
+            if !has_request(&review) {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    format!("the {kind} has no request"),
+                ));
+            }
+            let answered = handle(review).await;
+            serde_json::to_vec(&answered).map_err(|_| {
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the answer does not serialize".to_owned(),
+                )
+            })
+        })
+    })
+}
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -111,7 +152,7 @@ impl WebhookServerBuilder {
         D: CustomDefaulter<K> + 'static,
     {
         let defaulter = Arc::new(defaulter);
-        let route: Route = Arc::new(move |review| {
+        let route = review_route("AdmissionReview", has_admission_request, move |review| {
             let defaulter = Arc::clone(&defaulter);
             Box::pin(async move { default_review(defaulter.as_ref(), review).await })
         });
@@ -126,10 +167,29 @@ impl WebhookServerBuilder {
         V: CustomValidator<K> + 'static,
     {
         let validator = Arc::new(validator);
-        let route: Route = Arc::new(move |review| {
+        let route = review_route("AdmissionReview", has_admission_request, move |review| {
             let validator = Arc::clone(&validator);
             Box::pin(async move { validate_review(validator.as_ref(), review).await })
         });
+        self.routes.insert(path.to_owned(), route);
+        self
+    }
+
+    /// Serves a CRD's conversion webhook at `path` with `conversion` (see
+    /// [`convert_review`]); point the CRD's `spec.conversion.webhook.clientConfig` at it.
+    pub fn conversion<H>(mut self, path: &str, conversion: Conversion<H>) -> Self
+    where
+        H: Resource + Serialize + DeserializeOwned + Send + Sync + 'static,
+    {
+        let conversion = Arc::new(conversion);
+        let route = review_route(
+            "ConversionReview",
+            |review: &ConversionReview| review.request.is_some(),
+            move |review| {
+                let conversion = Arc::clone(&conversion);
+                Box::pin(async move { convert_review(conversion.as_ref(), review) })
+            },
+        );
         self.routes.insert(path.to_owned(), route);
         self
     }
@@ -314,33 +374,18 @@ async fn answer(
             );
         }
     };
-    let review: AdmissionReview = match serde_json::from_slice(&body) {
-        Ok(review) => review,
-        Err(err) => {
-            return plain(
-                StatusCode::BAD_REQUEST,
-                &format!("the body is not an AdmissionReview: {err}"),
-            );
-        }
-    };
-    if review.request.is_none() {
-        return plain(
-            StatusCode::BAD_REQUEST,
-            "the AdmissionReview has no request",
-        );
-    }
-    let answered = route(review).await;
-    match serde_json::to_vec(&answered) {
+    match route(body).await {
         Ok(bytes) => Response::builder()
             .status(StatusCode::OK)
             .header(header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(bytes)))
             .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "")),
-        Err(_) => plain(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the answer does not serialize",
-        ),
+        Err((status, message)) => plain(status, &message),
     }
+}
+
+fn has_admission_request(review: &AdmissionReview) -> bool {
+    review.request.is_some()
 }
 
 fn plain(status: StatusCode, message: &str) -> Response<Full<Bytes>> {

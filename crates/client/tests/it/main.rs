@@ -7,6 +7,8 @@
 //!   and by an exec plugin.
 //! - `cached_client`: reads from lazily started informers with field indexes, writes to
 //!   the server.
+//! - `conversion_webhook`: a CRD's conversion webhook (hub and spoke) served by a
+//!   `WebhookServer` and a `Manager`, the embedded server converting through it.
 //! - `controller`: the controller builder: owned objects, finalizers, backoff, panics, drain.
 //! - `custom_resource`: a typed custom resource from the derive: CRD, Api, informer, status, validation.
 //! - `dynamic`: the dynamic client on a custom resource, and discovery.
@@ -50,6 +52,7 @@ mod auth;
 mod cached_client;
 mod certificates;
 mod controller;
+mod conversion_webhook;
 mod custom_resource;
 mod dynamic;
 mod events;
