@@ -885,3 +885,121 @@ async fn reviews_carry_the_request_fields_subresources_and_equivalent_versions()
     assert_eq!(request["requestResource"]["version"], "v1alpha1");
     assert_eq!(request["object"]["apiVersion"], "example.com/v1");
 }
+
+/// Notes in an annotation whether it saw the label `b`, and counts its calls.
+struct SawB(Arc<std::sync::atomic::AtomicUsize>);
+
+impl CustomDefaulter<ConfigMap> for SawB {
+    async fn default(&self, cm: &mut ConfigMap) -> Result<(), Denial> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let saw = cm
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key("b"));
+        cm.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert("a-saw-b".into(), if saw { "yes" } else { "no" }.into());
+        Ok(())
+    }
+}
+
+/// Sets the label `b`.
+struct SetsB;
+
+impl CustomDefaulter<ConfigMap> for SetsB {
+    async fn default(&self, cm: &mut ConfigMap) -> Result<(), Denial> {
+        cm.metadata
+            .labels
+            .get_or_insert_default()
+            .insert("b".into(), "set".into());
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn an_if_needed_webhook_is_called_again_once_when_a_later_one_changed_the_object() {
+    let Fixture {
+        server: _server,
+        client,
+    } = start().await;
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let webhooks = WebhookServer::builder()
+        .address("127.0.0.1:0".parse().unwrap())
+        .cert_dir(scratch("reinvocation").join("certs"))
+        .self_signed(&["webhook.default.svc"])
+        .defaulter("/saw-b", SawB(calls.clone()))
+        .defaulter("/sets-b", SetsB)
+        .start()
+        .await
+        .unwrap();
+    let port = webhooks.local_addr().port();
+    // Configurations run in name order: "1-saw-b" first, then "2-sets-b".
+    mutating(
+        &client,
+        "1-saw-b",
+        vec![hook(
+            "saw-b.example.com",
+            url(port, "/saw-b"),
+            json!({"reinvocationPolicy": "IfNeeded"}),
+        )],
+    )
+    .await;
+    mutating(
+        &client,
+        "2-sets-b",
+        vec![hook("sets-b.example.com", url(port, "/sets-b"), json!({}))],
+    )
+    .await;
+    inject_ca_bundle(
+        &client,
+        webhooks.ca_bundle().unwrap(),
+        &["1-saw-b", "2-sets-b"],
+        &[],
+    )
+    .await
+    .unwrap();
+    let configmaps = Api::<ConfigMap>::namespaced(client.clone(), "default");
+    let saw_b = |cm: &ConfigMap| {
+        cm.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("a-saw-b"))
+            .cloned()
+    };
+
+    // The second webhook adds `b` after the first ran: the first runs again and sees it.
+    let created = configmaps
+        .create(&PostParams::default(), &config_map("a", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(saw_b(&created).as_deref(), Some("yes"));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+
+    // Nothing changes after it (the label is there already): called once.
+    let mut labelled = config_map("b", json!({}));
+    labelled.metadata.labels = Some(BTreeMap::from([("b".to_owned(), "set".to_owned())]));
+    calls.store(0, std::sync::atomic::Ordering::SeqCst);
+    let created = configmaps
+        .create(&PostParams::default(), &labelled)
+        .await
+        .unwrap();
+    assert_eq!(saw_b(&created).as_deref(), Some("yes"));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    // With the default policy (Never) the first webhook's view stays what it saw.
+    let api = Api::<MutatingWebhookConfiguration>::all(client.clone());
+    let mut first = api.get("1-saw-b").await.unwrap();
+    first.webhooks.as_mut().unwrap()[0].reinvocation_policy = Some("Never".to_owned());
+    api.replace("1-saw-b", &PostParams::default(), &first)
+        .await
+        .unwrap();
+    calls.store(0, std::sync::atomic::Ordering::SeqCst);
+    let created = configmaps
+        .create(&PostParams::default(), &config_map("c", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(saw_b(&created).as_deref(), Some("no"));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

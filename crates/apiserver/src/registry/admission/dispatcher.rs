@@ -342,9 +342,44 @@ fn sent<'b>(attributes: &Attributes<'b>, invocation: &'b Invocation) -> Attribut
     }
 }
 
+/// Which mutating webhooks run again (kube-apiserver's `webhookReinvokeContext`): a
+/// webhook with `reinvocationPolicy: IfNeeded` is called a second time, once, when a
+/// webhook after it changed the object.
+#[derive(Default)]
+struct Reinvocation {
+    /// `IfNeeded` webhooks called since the object last changed.
+    invoked_since_change: Vec<(String, String)>,
+    /// The webhooks the second round calls.
+    reinvoke: std::collections::HashSet<(String, String)>,
+}
+
+impl Reinvocation {
+    /// The object changed: every `IfNeeded` webhook called before runs again.
+    fn object_changed(&mut self) {
+        self.reinvoke.extend(self.invoked_since_change.drain(..));
+    }
+
+    fn called(&mut self, webhook: &Webhook) {
+        if webhook.reinvoke_if_needed {
+            let (configuration, name) = webhook.key();
+            self.invoked_since_change
+                .push((configuration.to_owned(), name.to_owned()));
+        }
+    }
+
+    fn reinvokes(&self, webhook: &Webhook) -> bool {
+        let (configuration, name) = webhook.key();
+        self.reinvoke
+            .contains(&(configuration.to_owned(), name.to_owned()))
+    }
+}
+
 /// Runs the mutating webhooks on the write, in order, each seeing the object as the
-/// previous one left it; `attributes.object` ends as the last one left it. Returns the
-/// webhooks' warnings.
+/// previous one left it; `attributes.object` ends as the last one left it. When a webhook
+/// changed the object after an earlier one with `reinvocationPolicy: IfNeeded` saw it,
+/// a second round calls those earlier ones again, in order, once (kube-apiserver's
+/// reinvocation; a webhook not called in the first round is not called in the second).
+/// Returns the webhooks' warnings.
 ///
 /// # Errors
 ///
@@ -356,48 +391,81 @@ pub(crate) fn admit(
     policy: WebhookPolicy,
     attributes: &mut Attributes<'_>,
 ) -> Result<Vec<String>, Box<Status>> {
+    let webhooks = webhooks(store, "mutatingwebhookconfigurations");
     let mut warnings = Vec::new();
-    for webhook in webhooks(store, "mutatingwebhookconfigurations") {
-        let Some(invocation) = should_call(store, registry, &webhook, attributes)? else {
-            continue;
-        };
-        if attributes.dry_run && !webhook.dry_run_safe() {
-            return Err(dry_run_unsupported(&webhook));
+    let mut reinvocation = Reinvocation::default();
+    let mut changed = false;
+    for webhook in &webhooks {
+        if call_mutating(store, registry, policy, webhook, attributes, &mut warnings)? {
+            reinvocation.object_changed();
+            changed = true;
         }
-        let mut sent = sent(attributes, &invocation);
-        let prepared = match prepare(&webhook, &sent, attributes.resource, policy) {
-            Ok(prepared) => prepared,
-            Err(failure) => match failed(&webhook, &failure) {
-                Outcome::Next => continue,
-                Outcome::Stop(status) => return Err(status),
-            },
-        };
-        let result = run(vec![prepared.request.clone()])
-            .pop()
-            .unwrap_or_else(|| Err(CallError::Client("no answer".to_owned())));
-        let verdict = match verdict(&prepared, result, true) {
-            Ok(verdict) => verdict,
-            Err(failure) => match failed(&webhook, &failure) {
-                Outcome::Next => continue,
-                Outcome::Stop(status) => return Err(status),
-            },
-        };
-        warnings.extend(verdict.warnings);
-        if !verdict.allowed {
-            return Err(denied(&webhook.name, verdict.status.as_ref()));
-        }
-        if let Some(patch) = &verdict.patch {
-            match apply_patch(&webhook, &mut sent, patch) {
-                Ok(()) | Err(Outcome::Next) => {}
-                Err(Outcome::Stop(status)) => return Err(status),
-            }
-            attributes.object = match invocation {
-                Invocation::Exact => sent.object,
-                Invocation::Equivalent(_) => in_version(sent.object, attributes.resource),
-            };
-        }
+        reinvocation.called(webhook);
+    }
+    if !changed || reinvocation.reinvoke.is_empty() {
+        return Ok(warnings);
+    }
+    for webhook in webhooks.iter().filter(|w| reinvocation.reinvokes(w)) {
+        call_mutating(store, registry, policy, webhook, attributes, &mut warnings)?;
     }
     Ok(warnings)
+}
+
+/// Calls one mutating webhook when its rules match, applying its patch; whether it
+/// changed the object.
+fn call_mutating(
+    store: &Store,
+    registry: &Registry,
+    policy: WebhookPolicy,
+    webhook: &Webhook,
+    attributes: &mut Attributes<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<bool, Box<Status>> {
+    let Some(invocation) = should_call(store, registry, webhook, attributes)? else {
+        return Ok(false);
+    };
+    if attributes.dry_run && !webhook.dry_run_safe() {
+        return Err(dry_run_unsupported(webhook));
+    }
+    let mut sent = sent(attributes, &invocation);
+    let prepared = match prepare(webhook, &sent, attributes.resource, policy) {
+        Ok(prepared) => prepared,
+        Err(failure) => {
+            return match failed(webhook, &failure) {
+                Outcome::Next => Ok(false),
+                Outcome::Stop(status) => Err(status),
+            };
+        }
+    };
+    let result = run(vec![prepared.request.clone()])
+        .pop()
+        .unwrap_or_else(|| Err(CallError::Client("no answer".to_owned())));
+    let verdict = match verdict(&prepared, result, true) {
+        Ok(verdict) => verdict,
+        Err(failure) => {
+            return match failed(webhook, &failure) {
+                Outcome::Next => Ok(false),
+                Outcome::Stop(status) => Err(status),
+            };
+        }
+    };
+    warnings.extend(verdict.warnings);
+    if !verdict.allowed {
+        return Err(denied(&webhook.name, verdict.status.as_ref()));
+    }
+    let Some(patch) = &verdict.patch else {
+        return Ok(false);
+    };
+    let before = attributes.object.clone();
+    match apply_patch(webhook, &mut sent, patch) {
+        Ok(()) | Err(Outcome::Next) => {}
+        Err(Outcome::Stop(status)) => return Err(status),
+    }
+    attributes.object = match invocation {
+        Invocation::Exact => sent.object,
+        Invocation::Equivalent(_) => in_version(sent.object, attributes.resource),
+    };
+    Ok(attributes.object != before)
 }
 
 /// Runs the validating webhooks on the write, all at once. Returns their warnings.

@@ -79,9 +79,17 @@ pub(crate) struct Webhook {
     pub(crate) timeout: Duration,
     /// `admissionReviewVersions`.
     pub(crate) review_versions: Vec<String>,
+    /// `reinvocationPolicy: IfNeeded` (mutating webhooks; the default is Never).
+    pub(crate) reinvoke_if_needed: bool,
 }
 
 impl Webhook {
+    /// What identifies it among all webhooks (kube-apiserver's webhook UID: the
+    /// configuration and the webhook's place in it).
+    pub(crate) fn key(&self) -> (&str, &str) {
+        (&self.configuration, &self.name)
+    }
+
     /// Whether it may be called for a dry run (`sideEffects` None or NoneOnDryRun).
     pub(crate) fn dry_run_safe(&self) -> bool {
         matches!(self.side_effects.as_str(), "None" | "NoneOnDryRun")
@@ -164,6 +172,7 @@ fn webhooks_of(configuration: &Value) -> Vec<Webhook> {
                         .clamp(1, 30),
                 ),
                 review_versions: string_list(hook.get("admissionReviewVersions")),
+                reinvoke_if_needed: text(hook, "reinvocationPolicy") == "IfNeeded",
             }
         })
         .collect()
