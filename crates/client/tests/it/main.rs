@@ -27,6 +27,8 @@
 //!   sync, and a relist during a burst with a slow handler.
 //! - `realapi`: the informer against a real kube-apiserver (v1.20, etcd), when one is running.
 //! - `realapi_comparison`: the embedded server answers the same requests as the real one.
+//! - `realapi_admission`: admission webhooks (order, reinvocation, refusals, failures)
+//!   answered alike by the embedded and the real server.
 //! - `oidc`: the kubeconfig's oidc auth provider refreshing its id-token at a test OpenID
 //!   provider and writing it back to the file.
 //! - `retry`: `util::retry` re-running a read-modify-write after a 409 Conflict.
@@ -69,6 +71,7 @@ mod oidc;
 mod protobuf;
 mod proxy;
 mod realapi;
+mod realapi_admission;
 mod realapi_comparison;
 mod realapi_differential;
 mod realapi_etcd;
