@@ -886,8 +886,10 @@ async fn reviews_carry_the_request_fields_subresources_and_equivalent_versions()
     assert_eq!(request["object"]["apiVersion"], "example.com/v1");
 }
 
-/// Notes in an annotation whether it saw the label `b`, and counts its calls.
-struct SawB(Arc<std::sync::atomic::AtomicUsize>);
+/// Appends to the annotation `saw-b` whether it saw the label `b` (`y` or `n`), and counts
+/// its calls.
+#[derive(Default)]
+pub(crate) struct SawB(pub(crate) Arc<std::sync::atomic::AtomicUsize>);
 
 impl CustomDefaulter<ConfigMap> for SawB {
     async fn default(&self, cm: &mut ConfigMap) -> Result<(), Denial> {
@@ -897,23 +899,29 @@ impl CustomDefaulter<ConfigMap> for SawB {
             .labels
             .as_ref()
             .is_some_and(|l| l.contains_key("b"));
-        cm.metadata
-            .annotations
-            .get_or_insert_default()
-            .insert("a-saw-b".into(), if saw { "yes" } else { "no" }.into());
+        let annotations = cm.metadata.annotations.get_or_insert_default();
+        let seen = annotations.get("saw-b").cloned().unwrap_or_default();
+        annotations.insert(
+            "saw-b".into(),
+            format!("{seen}{}", if saw { "y" } else { "n" }),
+        );
         Ok(())
     }
 }
 
-/// Sets the label `b`.
-struct SetsB;
+/// Sets the label `b` and appends `b` to the annotation `order`, unless the label is there.
+pub(crate) struct SetsB;
 
 impl CustomDefaulter<ConfigMap> for SetsB {
     async fn default(&self, cm: &mut ConfigMap) -> Result<(), Denial> {
-        cm.metadata
-            .labels
-            .get_or_insert_default()
-            .insert("b".into(), "set".into());
+        let labels = cm.metadata.labels.get_or_insert_default();
+        if labels.contains_key("b") {
+            return Ok(());
+        }
+        labels.insert("b".into(), "set".into());
+        let annotations = cm.metadata.annotations.get_or_insert_default();
+        let order = annotations.get("order").cloned().unwrap_or_default();
+        annotations.insert("order".into(), format!("{order}b"));
         Ok(())
     }
 }
@@ -965,7 +973,7 @@ async fn an_if_needed_webhook_is_called_again_once_when_a_later_one_changed_the_
         cm.metadata
             .annotations
             .as_ref()
-            .and_then(|a| a.get("a-saw-b"))
+            .and_then(|a| a.get("saw-b"))
             .cloned()
     };
 
@@ -974,7 +982,7 @@ async fn an_if_needed_webhook_is_called_again_once_when_a_later_one_changed_the_
         .create(&PostParams::default(), &config_map("a", json!({})))
         .await
         .unwrap();
-    assert_eq!(saw_b(&created).as_deref(), Some("yes"));
+    assert_eq!(saw_b(&created).as_deref(), Some("ny"));
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
 
     // Nothing changes after it (the label is there already): called once.
@@ -985,7 +993,7 @@ async fn an_if_needed_webhook_is_called_again_once_when_a_later_one_changed_the_
         .create(&PostParams::default(), &labelled)
         .await
         .unwrap();
-    assert_eq!(saw_b(&created).as_deref(), Some("yes"));
+    assert_eq!(saw_b(&created).as_deref(), Some("y"));
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
 
     // With the default policy (Never) the first webhook's view stays what it saw.
@@ -1000,6 +1008,6 @@ async fn an_if_needed_webhook_is_called_again_once_when_a_later_one_changed_the_
         .create(&PostParams::default(), &config_map("c", json!({})))
         .await
         .unwrap();
-    assert_eq!(saw_b(&created).as_deref(), Some("no"));
+    assert_eq!(saw_b(&created).as_deref(), Some("n"));
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
 }

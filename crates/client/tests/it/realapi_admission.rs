@@ -13,48 +13,13 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kubeclient::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kubeclient::rest::ContentType;
-use kubeclient::webhook::{CustomDefaulter, CustomValidator, Denial, Warnings, WebhookServer};
+use kubeclient::webhook::{CustomValidator, Denial, Warnings, WebhookServer};
 use kubeclient::{Client, Error};
 use serde_json::{Value, json};
 
+use crate::admission::{SawB, SetsB};
 use crate::realapi::{fresh_namespace, real_server};
 use crate::support::{scratch, start};
-
-/// Notes whether it saw the label `b` (set by a later webhook).
-struct SawB;
-
-impl CustomDefaulter<ConfigMap> for SawB {
-    async fn default(&self, cm: &mut ConfigMap) -> Result<(), Denial> {
-        let saw = cm
-            .metadata
-            .labels
-            .as_ref()
-            .is_some_and(|l| l.contains_key("b"));
-        let annotations = cm.metadata.annotations.get_or_insert_default();
-        let seen = annotations.get("saw-b").cloned().unwrap_or_default();
-        annotations.insert(
-            "saw-b".into(),
-            format!("{seen}{}", if saw { "y" } else { "n" }),
-        );
-        Ok(())
-    }
-}
-
-/// Sets the label `b` and notes its place in the order.
-struct SetsB;
-
-impl CustomDefaulter<ConfigMap> for SetsB {
-    async fn default(&self, cm: &mut ConfigMap) -> Result<(), Denial> {
-        cm.metadata
-            .labels
-            .get_or_insert_default()
-            .insert("b".into(), "set".into());
-        let annotations = cm.metadata.annotations.get_or_insert_default();
-        let order = annotations.get("order").cloned().unwrap_or_default();
-        annotations.insert("order".into(), format!("{order}b"));
-        Ok(())
-    }
-}
 
 /// Refuses passwords (403) and the value `bad` (422).
 struct Policy;
@@ -271,7 +236,7 @@ async fn admission_webhooks_agree_with_a_real_kube_apiserver() {
             .address("127.0.0.1:0".parse().unwrap())
             .cert_dir(scratch("realapi-admission").join("certs"))
             .self_signed(&["webhook.default.svc"])
-            .defaulter("/saw-b", SawB)
+            .defaulter("/saw-b", SawB::default())
             .defaulter("/sets-b", SetsB)
             .validator("/policy", Policy)
             .start()
