@@ -115,12 +115,20 @@ pub(crate) fn delete(call: &Call) -> HandlerResult<Response<Body>> {
     match call.state.generic_store().delete(&request, &options)? {
         Deleted::Marked(object) => Ok(json(
             StatusCode::OK,
-            &*version_conversion::served_value(&call.resource, &object),
+            &*version_conversion::served_value(
+                &call.resource,
+                &object,
+                call.state.config.webhooks,
+            )?,
         )),
         Deleted::Removed(object) if strategy_for(&call.resource).return_deleted_object() => {
             Ok(json(
                 StatusCode::OK,
-                &*version_conversion::served_value(&call.resource, &object),
+                &*version_conversion::served_value(
+                    &call.resource,
+                    &object,
+                    call.state.config.webhooks,
+                )?,
             ))
         }
         Deleted::Removed(object) => {
@@ -156,20 +164,24 @@ pub(crate) fn delete_collection(call: &Call) -> HandlerResult<Response<Body>> {
         &options,
     )?;
     // As in a list, items of built-in kinds carry no kind or apiVersion.
-    let items: Vec<Value> = deleted
+    let items = deleted
         .iter()
         .map(|object| {
-            let mut item =
-                version_conversion::served_value(&call.resource, &object.value).into_owned();
+            let mut item = version_conversion::served_value(
+                &call.resource,
+                &object.value,
+                call.state.config.webhooks,
+            )?
+            .into_owned();
             if call.resource.builtin
                 && let Some(fields) = item.as_object_mut()
             {
                 fields.remove("kind");
                 fields.remove("apiVersion");
             }
-            item
+            Ok(item)
         })
-        .collect();
+        .collect::<HandlerResult<Vec<Value>>>()?;
     Ok(json(
         StatusCode::OK,
         &json!({

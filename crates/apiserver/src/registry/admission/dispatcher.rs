@@ -9,8 +9,7 @@
 //! are spawned on the server's runtime and waited for here, each within its
 //! `timeoutSeconds`.
 
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use kubeclient_machinery::{Status, StatusReason};
@@ -19,16 +18,28 @@ use serde_json::{Value, json};
 use super::attributes::Attributes;
 use super::matcher::{Invocation, should_call};
 use super::review::{self, AnswerError, Verdict};
-use super::webhook::{Endpoint, Webhook, webhooks};
+use super::webhook::{Webhook, webhooks};
 use crate::registry::{Registry, ResourceDef, validate};
 use crate::storage::Store;
-use crate::webhook_client::{self, CallError, WebhookRequest};
+use crate::webhook_client::{CallError, WebhookRequest, post_blocking};
 
 /// How the server may call webhooks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct WebhookPolicy {
     /// Whether webhooks off loopback may be called (default: loopback only).
     pub(crate) allow_remote: bool,
+    /// The deadline of a CRD conversion webhook call (kube-apiserver's fixed 30 s by
+    /// default).
+    pub(crate) conversion_timeout: Duration,
+}
+
+impl Default for WebhookPolicy {
+    fn default() -> Self {
+        WebhookPolicy {
+            allow_remote: false,
+            conversion_timeout: crate::registry::apiextensions::conversion_webhook::TIMEOUT,
+        }
+    }
 }
 
 /// A call that gave no usable answer: what kube-apiserver's `ErrCallingWebhook` says
@@ -62,118 +73,19 @@ fn prepare(
     let uid = uuid::Uuid::new_v4().to_string();
     let body = serde_json::to_vec(&review::request(attributes, requested, &uid, version))
         .map_err(|err| CallFailure(format!("could not create admission objects: {err}")))?;
-    let seconds = webhook.timeout.as_secs();
-    let (base, server_name, connect_to, path) = match &webhook.endpoint {
-        Some(Endpoint::Url(url)) => {
-            let uri: http::Uri = url.parse().map_err(|err| {
-                CallFailure(format!("could not get REST client: parse {url:?}: {err}"))
-            })?;
-            let host = uri.host().unwrap_or("").trim_matches(['[', ']']).to_owned();
-            let port = uri.port_u16().unwrap_or(443);
-            let path = match uri.path() {
-                "" => "/".to_owned(),
-                path => path.to_owned(),
-            };
-            let connect_to = if host.contains(':') {
-                format!("[{host}]:{port}")
-            } else {
-                format!("{host}:{port}")
-            };
-            (url.trim_end_matches('/').to_owned(), host, connect_to, path)
-        }
-        Some(Endpoint::Service {
-            namespace,
-            name,
-            path,
-            port,
-        }) => {
-            // There is no cluster network: a service is reached on loopback at its port,
-            // and its certificate must name `<name>.<namespace>.svc`, as in a cluster.
-            let host = format!("{name}.{namespace}.svc");
-            (
-                format!("https://{host}:{port}{}", path.trim_end_matches('/')),
-                host,
-                format!("127.0.0.1:{port}"),
-                path.clone(),
-            )
-        }
-        None => {
-            return Err(CallFailure(
-                "could not get REST client: neither url nor service is set".to_owned(),
-            ));
-        }
-    };
-    let query = format!("?timeout={seconds}s");
-    let url = if path == "/" {
-        format!("{base}/{query}")
-    } else {
-        format!("{base}{query}")
-    };
+    let request = WebhookRequest::to(
+        webhook.endpoint.as_ref(),
+        &webhook.ca_bundle,
+        body,
+        webhook.timeout,
+        policy.allow_remote,
+    )
+    .map_err(|reason| CallFailure(format!("could not get REST client: {reason}")))?;
     Ok(Prepared {
-        request: WebhookRequest {
-            url,
-            server_name,
-            connect_to,
-            path_and_query: format!("{path}{query}"),
-            ca_bundle: webhook.ca_bundle.clone(),
-            body,
-            timeout: webhook.timeout,
-            allow_remote: policy.allow_remote,
-        },
+        request,
         uid,
         version,
     })
-}
-
-/// Runs the calls on the server's runtime and waits for them, each within its
-/// deadline (and a little more: the call itself enforces it).
-fn run(requests: Vec<WebhookRequest>) -> Vec<Result<Bytes, CallError>> {
-    let expired = |request: &WebhookRequest| {
-        Err(CallError::Transport {
-            url: request.url.clone(),
-            reason: "context deadline exceeded".to_owned(),
-        })
-    };
-    let mut results: Vec<Result<Bytes, CallError>> = requests.iter().map(expired).collect();
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        return requests
-            .iter()
-            .map(|request| {
-                Err(CallError::Transport {
-                    url: request.url.clone(),
-                    reason: "no runtime to call webhooks on".to_owned(),
-                })
-            })
-            .collect();
-    };
-    let longest = requests
-        .iter()
-        .map(|request| request.timeout)
-        .max()
-        .unwrap_or_default();
-    let deadline = Instant::now() + longest + Duration::from_secs(1);
-    let (sender, receiver) = mpsc::channel();
-    for (index, request) in requests.into_iter().enumerate() {
-        let sender = sender.clone();
-        handle.spawn(async move {
-            let _ = sender.send((index, webhook_client::post(request).await));
-        });
-    }
-    drop(sender);
-    let mut pending = results.len();
-    while pending > 0 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match receiver.recv_timeout(left) {
-            Ok((index, result)) => {
-                if let Some(slot) = results.get_mut(index) {
-                    *slot = result;
-                }
-                pending -= 1;
-            }
-            Err(_) => break,
-        }
-    }
-    results
 }
 
 /// The answer of a call, verified.
@@ -372,7 +284,7 @@ pub(crate) fn admit(
                 Outcome::Stop(status) => return Err(status),
             },
         };
-        let result = run(vec![prepared.request.clone()])
+        let result = post_blocking(vec![prepared.request.clone()])
             .pop()
             .unwrap_or_else(|| Err(CallError::Client("no answer".to_owned())));
         let verdict = match verdict(&prepared, result, true) {
@@ -435,7 +347,7 @@ pub(crate) fn validate(
         .iter()
         .filter_map(|(_, prepared)| prepared.as_ref().ok().map(|p| p.request.clone()))
         .collect();
-    let mut results = run(requests).into_iter();
+    let mut results = post_blocking(requests).into_iter();
     let mut warnings = Vec::new();
     let mut first_error = None;
     for (webhook, prepared) in &called {

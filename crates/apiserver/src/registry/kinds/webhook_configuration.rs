@@ -92,7 +92,7 @@ fn strings(value: Option<&Value>) -> Vec<&str> {
 }
 
 /// Go's `%#v` of a `[]string`.
-fn go_strings(items: &[&str]) -> String {
+pub(crate) fn go_strings(items: &[&str]) -> String {
     go_slice("string", items)
 }
 
@@ -118,7 +118,8 @@ fn required_because(field: &str, detail: &str) -> StatusCause {
     )
 }
 
-fn not_supported(field: &str, value: &str, supported: &[&str]) -> StatusCause {
+/// An `Unsupported value` cause, listing the supported values.
+pub(crate) fn not_supported(field: &str, value: &str, supported: &[&str]) -> StatusCause {
     let supported: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
     StatusCause::new(
         "FieldValueNotSupported",
@@ -246,20 +247,31 @@ fn validate_review_versions(webhook: &Value, path: &str, causes: &mut Vec<Status
         causes.push(required_because(&field, "must specify one of v1, v1beta1"));
         return;
     }
+    review_version_causes(&versions, &field, causes);
+}
+
+/// The rules of a non-empty list of review versions (a webhook's
+/// `admissionReviewVersions`, a CRD's `conversionReviewVersions`), as upstream's: no
+/// duplicates, each a DNS-1035 label, one of them `v1` or `v1beta1` (the versions
+/// both reviews have).
+pub(crate) fn review_version_causes(versions: &[&str], field: &str, causes: &mut Vec<StatusCause>) {
     let mut seen = std::collections::HashSet::new();
     for (index, version) in versions.iter().enumerate() {
+        let at = format!("{field}[{index}]");
         if !seen.insert(*version) {
-            causes.push(invalid(
-                &format!("{field}[{index}]"),
-                &format!("{version:?}"),
-                "duplicate version",
-            ));
+            causes.push(invalid(&at, &format!("{version:?}"), "duplicate version"));
+            continue;
+        }
+        if let Some(problem) =
+            crate::registry::apiextensions::crd_validation::dns1035_problem(version)
+        {
+            causes.push(invalid(&at, &format!("{version:?}"), &problem));
         }
     }
     if !versions.iter().any(|v| matches!(*v, "v1" | "v1beta1")) {
         causes.push(invalid(
-            &field,
-            &go_strings(&versions),
+            field,
+            &go_strings(versions),
             "must include at least one of v1, v1beta1",
         ));
     }
@@ -390,7 +402,14 @@ fn validate_resources(resources: &[&str], path: &str, causes: &mut Vec<StatusCau
     }
 }
 
-fn validate_client_config(client: Option<&Value>, path: &str, causes: &mut Vec<StatusCause>) {
+/// The rules of a webhook's `clientConfig` at `path` (admission webhooks, and a CRD's
+/// conversion webhook): exactly one of `url` (https, a host, no user, query or
+/// fragment) and `service` (name, namespace, a valid port and path).
+pub(crate) fn validate_client_config(
+    client: Option<&Value>,
+    path: &str,
+    causes: &mut Vec<StatusCause>,
+) {
     let client = client.cloned().unwrap_or(Value::Null);
     let url = client.get("url").and_then(Value::as_str);
     let service = client.get("service").filter(|s| s.is_object());
