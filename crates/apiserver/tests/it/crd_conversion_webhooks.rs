@@ -536,22 +536,20 @@ async fn an_unreachable_webhook_fails_the_read_with_the_dial_error() {
     );
 }
 
+/// A `spec.conversion` with `strategy` and a webhook.
+fn conversion(strategy: &str, client_config: Value, review_versions: Value) -> Value {
+    json!({"strategy": strategy, "webhook": {
+        "clientConfig": client_config,
+        "conversionReviewVersions": review_versions,
+    }})
+}
+
 #[tokio::test]
 async fn spec_conversion_is_validated_with_kube_apiservers_texts() {
     let t = TestServer::start().await;
-    let causes = |reply: &crate::support::Reply| -> Vec<(String, String)> {
-        let status = assert_ok(reply, 422);
-        status["details"]["causes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                (
-                    c["field"].as_str().unwrap_or("").to_owned(),
-                    c["message"].as_str().unwrap_or("").to_owned(),
-                )
-            })
-            .collect()
+    let causes = |reply: &crate::support::Reply| {
+        assert_ok(reply, 422);
+        reply.causes()
     };
     let pair = |field: &str, message: &str| (field.to_owned(), message.to_owned());
 
@@ -572,10 +570,11 @@ async fn spec_conversion_is_validated_with_kube_apiservers_texts() {
     let reply = t
         .post(
             CRDS,
-            &widget_crd(json!({"strategy": "Webhook", "webhook": {
-                "clientConfig": {"url": "http://127.0.0.1:1/convert?x=1"},
-                "conversionReviewVersions": ["v2", "v2"],
-            }})),
+            &widget_crd(conversion(
+                "Webhook",
+                json!({"url": "http://127.0.0.1:1/convert?x=1"}),
+                json!(["v2", "v2"]),
+            )),
         )
         .await;
     assert_eq!(
@@ -603,10 +602,11 @@ async fn spec_conversion_is_validated_with_kube_apiservers_texts() {
     let reply = t
         .post(
             CRDS,
-            &widget_crd(json!({"strategy": "Webhook", "webhook": {
-                "clientConfig": {"service": {"name": "", "namespace": "default", "path": "convert"}},
-                "conversionReviewVersions": ["v1"],
-            }})),
+            &widget_crd(conversion(
+                "Webhook",
+                json!({"service": {"name": "", "namespace": "default", "path": "convert"}}),
+                json!(["v1"]),
+            )),
         )
         .await;
     assert_eq!(
@@ -626,10 +626,11 @@ async fn spec_conversion_is_validated_with_kube_apiservers_texts() {
     let reply = t
         .post(
             CRDS,
-            &widget_crd(json!({"strategy": "None", "webhook": {
-                "clientConfig": {"url": "https://127.0.0.1:1/convert"},
-                "conversionReviewVersions": ["v1"],
-            }})),
+            &widget_crd(conversion(
+                "None",
+                json!({"url": "https://127.0.0.1:1/convert"}),
+                json!(["v1"]),
+            )),
         )
         .await;
     let forbidden = "Forbidden: should not be set when strategy is not set to Webhook";
@@ -656,10 +657,11 @@ async fn spec_conversion_is_validated_with_kube_apiservers_texts() {
     let created = assert_ok(
         &t.post(
             CRDS,
-            &widget_crd(json!({"strategy": "Webhook", "webhook": {
-                "clientConfig": {"service": {"name": "converter", "namespace": "default", "path": "/convert"}},
-                "conversionReviewVersions": ["v1"],
-            }})),
+            &widget_crd(conversion(
+                "Webhook",
+                json!({"service": {"name": "converter", "namespace": "default", "path": "/convert"}}),
+                json!(["v1"]),
+            )),
         )
         .await,
         201,

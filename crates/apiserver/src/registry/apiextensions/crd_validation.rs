@@ -18,16 +18,14 @@
 use kubeclient_machinery::StatusCause;
 use serde_json::Value;
 
-use crate::registry::kinds::webhook_configuration;
+use crate::registry::dns1035::dns1035_problem;
+use crate::registry::webhook_client_config;
 
 /// The annotation a CRD of a protected group must carry.
 pub(crate) const API_APPROVED_ANNOTATION: &str = "api-approved.kubernetes.io";
 
 /// Where the approval policy is explained, as kube-apiserver cites it.
 const APPROVAL_POLICY: &str = "https://github.com/kubernetes/enhancements/pull/1111";
-
-/// The DNS-1035 label rule, in kube-apiserver's words.
-const DNS1035_MESSAGE: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
 /// Every rule `crd` breaks; `old` is the stored CRD on an update (an approval state that
 /// did not change is never an error then, as upstream).
@@ -192,7 +190,7 @@ fn conversion_causes(spec: &Value, causes: &mut Vec<StatusCause>) {
             "spec.conversion.strategy",
         )),
         "None" | "Webhook" => {}
-        other => causes.push(webhook_configuration::not_supported(
+        other => causes.push(webhook_client_config::not_supported(
             "spec.conversion.strategy",
             other,
             &["None", "Webhook"],
@@ -215,7 +213,7 @@ fn conversion_causes(spec: &Value, causes: &mut Vec<StatusCause>) {
                 CLIENT_CONFIG,
             )),
             Some(client) => {
-                webhook_configuration::validate_client_config(Some(client), CLIENT_CONFIG, causes);
+                webhook_client_config::validate_client_config(Some(client), CLIENT_CONFIG, causes);
             }
         }
         if versions.is_empty() {
@@ -225,7 +223,7 @@ fn conversion_causes(spec: &Value, causes: &mut Vec<StatusCause>) {
                 REVIEW_VERSIONS,
             ));
         } else {
-            webhook_configuration::review_version_causes(&versions, REVIEW_VERSIONS, causes);
+            webhook_client_config::review_version_causes(&versions, REVIEW_VERSIONS, causes);
         }
         return;
     }
@@ -242,22 +240,6 @@ fn conversion_causes(spec: &Value, causes: &mut Vec<StatusCause>) {
     if !versions.is_empty() {
         causes.push(forbidden(REVIEW_VERSIONS));
     }
-}
-
-/// Why `name` is not a DNS-1035 label, if it is not.
-pub(crate) fn dns1035_problem(name: &str) -> Option<String> {
-    if name.len() > 63 {
-        return Some("must be no more than 63 characters".to_owned());
-    }
-    let bytes = name.as_bytes();
-    let starts = bytes.first().is_some_and(u8::is_ascii_lowercase);
-    let ends = bytes
-        .last()
-        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-    let inner = bytes
-        .iter()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
-    (!(starts && ends && inner)).then(|| DNS1035_MESSAGE.to_owned())
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Custom resources served in several versions. kube-apiserver stores every object in
 //! the CRD's storage version and serves it in the version asked for: with the conversion
 //! strategy `None` (the default) changing only `apiVersion`, with `Webhook` through the
-//! CRD's conversion webhook (`conversion_webhook.rs`), its answer pruned by the schema
+//! CRD's conversion webhook (`webhook_converter.rs`), its answer pruned by the schema
 //! of the version it converted to. With `None` an object written through another
 //! version is pruned by that version's schema and then by the storage version's, so
 //! fields only the other version declares are dropped. Objects stored before the storage version changed keep theirs
@@ -17,8 +17,8 @@ use bytes::Bytes;
 use kubeclient_machinery::Status;
 use serde_json::{Value, json};
 
-use super::conversion_webhook::{Conversion, ConversionError, convert, convert_blocking};
 use super::structural_schema;
+use super::webhook_converter::{Conversion, ConversionError, convert, convert_blocking};
 use crate::registry::admission::WebhookPolicy;
 use crate::registry::{ResourceDef, event_versions};
 use crate::storage::StoredObject;
@@ -68,12 +68,28 @@ fn pruned(mut object: Value, schema: Option<&Value>) -> Value {
     object
 }
 
-/// The one object of a single conversion's answer.
-fn single(converted: Vec<Value>) -> Result<Value, Box<Status>> {
-    converted
-        .into_iter()
-        .next()
-        .ok_or_else(|| ConversionError("conversion webhook returned no object".to_owned()).status())
+/// `object` converted to `desired` through `resource`'s webhook, waiting for it, and
+/// pruned by the `schema` of that version; `None` when the CRD has no webhook.
+fn convert_one(
+    resource: &ResourceDef,
+    object: &Value,
+    desired: String,
+    schema: Option<&Value>,
+    policy: WebhookPolicy,
+) -> Option<Result<Value, Box<Status>>> {
+    let conversion = webhook_conversion(resource, vec![object.clone()], desired, false, policy)?;
+    let converted = match convert_blocking(conversion) {
+        // The count was checked: one object sent, one back.
+        Ok(converted) => converted.into_iter().next(),
+        Err(err) => return Some(Err(err.status())),
+    };
+    Some(
+        converted
+            .map(|converted| pruned(converted, schema))
+            .ok_or_else(|| {
+                ConversionError("conversion webhook returned no object".to_owned()).status()
+            }),
+    )
 }
 
 /// `object` in the version `resource` serves, if it is stored in another one (an
@@ -95,18 +111,14 @@ pub(crate) fn served_value<'a>(
     if event_versions::converts(resource) {
         return Ok(Cow::Owned(event_versions::core_as_events_v1(object)));
     }
-    if let Some(conversion) = webhook_conversion(
+    if let Some(converted) = convert_one(
         resource,
-        vec![object.clone()],
+        object,
         resource.api_version(),
-        false,
+        resource.schema.as_deref(),
         policy,
     ) {
-        let converted = convert_blocking(conversion).map_err(|err| err.status())?;
-        return Ok(Cow::Owned(pruned(
-            single(converted)?,
-            resource.schema.as_deref(),
-        )));
+        return Ok(Cow::Owned(converted?));
     }
     let mut converted = object.clone();
     if let Some(fields) = converted.as_object_mut() {
@@ -219,15 +231,14 @@ pub(crate) fn to_storage_version(
     if object.get("apiVersion").and_then(Value::as_str) == Some(storage_api_version.as_str()) {
         return Ok(());
     }
-    if let Some(conversion) = webhook_conversion(
+    if let Some(converted) = convert_one(
         resource,
-        vec![object.clone()],
+        object,
         storage_api_version.clone(),
-        false,
+        resource.storage_schema.as_deref(),
         policy,
     ) {
-        let converted = convert_blocking(conversion).map_err(|err| err.status())?;
-        *object = pruned(single(converted)?, resource.storage_schema.as_deref());
+        *object = converted?;
         return Ok(());
     }
     let Some(fields) = object.as_object_mut() else {
