@@ -284,6 +284,19 @@ fn widget(version: &str, name: &str, spec: Value) -> Value {
     })
 }
 
+/// The v1alpha1 `spec.size` of each item of a list.
+fn sizes(list: &Value) -> Vec<&str> {
+    list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|item| item["spec"]["size"].as_str().unwrap_or("?"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[track_caller]
 fn assert_ok(reply: &crate::support::Reply, status: u16) -> Value {
     assert_eq!(
@@ -352,13 +365,7 @@ async fn a_list_converts_its_items_in_one_review_and_a_watch_each_event() {
     assert!(webhook.reviews().is_empty(), "v1 is stored as it came");
     let list = assert_ok(&t.get(V1ALPHA1).await, 200);
     assert_eq!(list["apiVersion"], "example.com/v1alpha1");
-    let sizes: Vec<&Value> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|item| &item["spec"]["size"])
-        .collect();
-    assert_eq!(sizes, [&json!("1"), &json!("2"), &json!("3")]);
+    assert_eq!(sizes(&list), ["1", "2", "3"]);
     assert_eq!(
         webhook.reviews(),
         [("apiextensions.k8s.io/v1".to_owned(), 3)],
@@ -396,6 +403,25 @@ async fn a_list_converts_its_items_in_one_review_and_a_watch_each_event() {
         "conversion webhook for example.com/v1, Kind=Widget failed: cannot convert that"
     );
     assert_eq!(watch.next().await, None, "the watch ends");
+}
+
+#[tokio::test]
+async fn a_delete_collection_answers_its_items_converted_in_one_review() {
+    let (t, webhook) = setup().await;
+    for (name, replicas) in [("a", 1), ("b", 2)] {
+        assert_ok(
+            &t.post(V1, &widget("v1", name, json!({"replicas": replicas})))
+                .await,
+            201,
+        );
+    }
+    let deleted = assert_ok(&t.delete(V1ALPHA1).await, 200);
+    assert_eq!(deleted["kind"], "WidgetList");
+    assert_eq!(sizes(&deleted), ["1", "2"]);
+    assert_eq!(
+        webhook.reviews(),
+        [("apiextensions.k8s.io/v1".to_owned(), 2)]
+    );
 }
 
 #[tokio::test]

@@ -163,25 +163,16 @@ pub(crate) fn delete_collection(call: &Call) -> HandlerResult<Response<Body>> {
         |object| filter.matches(object),
         &options,
     )?;
+    let deleted = deleted.iter().map(|object| object.value.clone()).collect();
+    let mut items =
+        version_conversion::served_items(&call.resource, deleted, call.state.config.webhooks)?;
     // As in a list, items of built-in kinds carry no kind or apiVersion.
-    let items = deleted
-        .iter()
-        .map(|object| {
-            let mut item = version_conversion::served_value(
-                &call.resource,
-                &object.value,
-                call.state.config.webhooks,
-            )?
-            .into_owned();
-            if call.resource.builtin
-                && let Some(fields) = item.as_object_mut()
-            {
-                fields.remove("kind");
-                fields.remove("apiVersion");
-            }
-            Ok(item)
-        })
-        .collect::<HandlerResult<Vec<Value>>>()?;
+    if call.resource.builtin {
+        for item in items.iter_mut().filter_map(Value::as_object_mut) {
+            item.remove("kind");
+            item.remove("apiVersion");
+        }
+    }
     Ok(json(
         StatusCode::OK,
         &json!({

@@ -160,6 +160,46 @@ pub(crate) fn served_object(
     })
 }
 
+/// The positions of the objects that `resource` does not serve as they are.
+fn pending<'a>(resource: &ResourceDef, objects: impl Iterator<Item = &'a Value>) -> Vec<usize> {
+    objects
+        .enumerate()
+        .filter(|(_, object)| needs_conversion(resource, object))
+        .map(|(index, _)| index)
+        .collect()
+}
+
+/// A list's items as `resource` serves them, those that need it converted in one
+/// webhook call, waiting for it: for the write handlers on the blocking pool (a
+/// delete-collection's answer).
+///
+/// # Errors
+///
+/// The webhook's failure (500).
+pub(crate) fn served_items(
+    resource: &ResourceDef,
+    mut items: Vec<Value>,
+    policy: WebhookPolicy,
+) -> Result<Vec<Value>, Box<Status>> {
+    let pending = pending(resource, items.iter());
+    if pending.is_empty() {
+        return Ok(items);
+    }
+    let sent = pending.iter().map(|i| items[*i].clone()).collect();
+    let Some(conversion) = webhook_conversion(resource, sent, resource.api_version(), true, policy)
+    else {
+        for index in pending {
+            items[index] = served_value(resource, &items[index], policy)?.into_owned();
+        }
+        return Ok(items);
+    };
+    let converted = convert_blocking(conversion).map_err(|err| err.status())?;
+    for (index, value) in pending.into_iter().zip(converted) {
+        items[index] = pruned(value, resource.schema.as_deref());
+    }
+    Ok(items)
+}
+
 /// Stored objects as `resource` serves them, in async context (reads, lists, watches):
 /// a CRD converting through a webhook has the objects that need it converted in one
 /// call (`list`: they are a list's items), awaited.
@@ -173,12 +213,7 @@ pub(crate) async fn present(
     list: bool,
     policy: WebhookPolicy,
 ) -> Result<Vec<Arc<StoredObject>>, Box<Status>> {
-    let pending: Vec<usize> = objects
-        .iter()
-        .enumerate()
-        .filter(|(_, object)| needs_conversion(resource, &object.value))
-        .map(|(index, _)| index)
-        .collect();
+    let pending = pending(resource, objects.iter().map(|object| &object.value));
     if pending.is_empty() {
         return Ok(objects);
     }
