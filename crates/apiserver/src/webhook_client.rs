@@ -21,6 +21,28 @@ use rustls::pki_types::{CertificateDer, ServerName};
 /// object; kube-apiserver's request limit is 3 MiB, and a review holds two objects).
 pub(crate) const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 
+/// kube-apiserver's deadline of a CRD conversion webhook call (fixed upstream; the
+/// builder's `conversion_webhook_timeout` shortens it for tests).
+pub(crate) const CONVERSION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How the server may call webhooks (admission and CRD conversion).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WebhookPolicy {
+    /// Whether webhooks off loopback may be called (default: loopback only).
+    pub(crate) allow_remote: bool,
+    /// The deadline of a CRD conversion webhook call (default [`CONVERSION_TIMEOUT`]).
+    pub(crate) conversion_timeout: Duration,
+}
+
+impl Default for WebhookPolicy {
+    fn default() -> Self {
+        WebhookPolicy {
+            allow_remote: false,
+            conversion_timeout: CONVERSION_TIMEOUT,
+        }
+    }
+}
+
 /// Where a webhook is called: its `clientConfig`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Endpoint {

@@ -81,7 +81,7 @@ impl Default for ApiServerBuilder {
             api_audiences: None,
             authorization_mode: AuthorizationMode::AlwaysAllow,
             remote_webhooks: false,
-            conversion_timeout: Duration::from_secs(30),
+            conversion_timeout: crate::webhook_client::CONVERSION_TIMEOUT,
             cluster: ClusterOptions::default(),
             storage: StorageChoice::Memory,
         }

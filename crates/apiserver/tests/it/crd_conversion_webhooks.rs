@@ -56,8 +56,10 @@ enum Mode {
 /// What the webhook saw.
 #[derive(Default)]
 struct Seen {
-    /// Each review's `apiVersion` and the number of objects it carried.
+    /// Each ConversionReview's `apiVersion` and the number of objects it carried.
     reviews: Vec<(String, usize)>,
+    /// The path and the object of each AdmissionReview.
+    admitted: Vec<(String, Value)>,
 }
 
 /// A running conversion webhook.
@@ -77,15 +79,24 @@ impl Webhook {
         self.seen.lock().unwrap().reviews.clone()
     }
 
+    fn admitted(&self) -> Vec<(String, Value)> {
+        self.seen.lock().unwrap().admitted.clone()
+    }
+
+    /// A `clientConfig` calling `path` here.
+    fn client_config(&self, path: &str) -> Value {
+        json!({
+            "url": format!("https://{}{path}", self.address),
+            "caBundle": base64::engine::general_purpose::STANDARD.encode(&self.ca_pem),
+        })
+    }
+
     /// The CRD's `spec.conversion` pointing here.
     fn conversion(&self, review_versions: &[&str]) -> Value {
         json!({
             "strategy": "Webhook",
             "webhook": {
-                "clientConfig": {
-                    "url": format!("https://{}/convert", self.address),
-                    "caBundle": base64::engine::general_purpose::STANDARD.encode(&self.ca_pem),
-                },
+                "clientConfig": self.client_config("/convert"),
                 "conversionReviewVersions": review_versions,
             },
         })
@@ -161,6 +172,20 @@ fn answer(review: &Value, mode: Mode) -> (u16, &'static str, Vec<u8>) {
     (200, "application/json", body.to_string().into_bytes())
 }
 
+/// The answer to an AdmissionReview: allowed; at `/mutate` with `spec.replicas` set to 9.
+fn admission_answer(review: &Value, path: &str) -> Vec<u8> {
+    let mut response = json!({"uid": review["request"]["uid"], "allowed": true});
+    if path.starts_with("/mutate") {
+        let patch = json!([{"op": "replace", "path": "/spec/replicas", "value": 9}]);
+        response["patchType"] = json!("JSONPatch");
+        response["patch"] =
+            json!(base64::engine::general_purpose::STANDARD.encode(patch.to_string()));
+    }
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+        .to_string()
+        .into_bytes()
+}
+
 /// Starts the webhook on loopback with a fresh certificate for `127.0.0.1`.
 async fn start_webhook() -> Webhook {
     let certified =
@@ -201,9 +226,20 @@ async fn start_webhook() -> Webhook {
                     hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
                         let seen = seen.clone();
                         async move {
+                            let path = request.uri().path().to_owned();
                             let body = request.into_body().collect().await?.to_bytes();
                             let review: Value =
                                 serde_json::from_slice(&body).unwrap_or(Value::Null);
+                            if review["kind"] == "AdmissionReview" {
+                                seen.lock()
+                                    .unwrap()
+                                    .admitted
+                                    .push((path.clone(), review["request"]["object"].clone()));
+                                return Ok(hyper::Response::builder()
+                                    .header("content-type", "application/json")
+                                    .body(Full::new(Bytes::from(admission_answer(&review, &path))))
+                                    .expect("a response"));
+                            }
                             seen.lock().unwrap().reviews.push((
                                 review["apiVersion"].as_str().unwrap_or("").to_owned(),
                                 review["request"]["objects"].as_array().map_or(0, Vec::len),
@@ -422,6 +458,53 @@ async fn a_delete_collection_answers_its_items_converted_in_one_review() {
         webhook.reviews(),
         [("apiextensions.k8s.io/v1".to_owned(), 2)]
     );
+}
+
+#[tokio::test]
+async fn admission_webhooks_of_an_equivalent_version_see_the_object_converted() {
+    let (t, webhook) = setup().await;
+    for (kind, path) in [
+        ("MutatingWebhookConfiguration", "/mutate"),
+        ("ValidatingWebhookConfiguration", "/validate"),
+    ] {
+        let plural = format!("{}s", kind.to_ascii_lowercase());
+        let configuration = json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": "widgets"},
+            "webhooks": [{
+                "name": "widgets.example.com",
+                "clientConfig": webhook.client_config(path),
+                "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"],
+                           "apiVersions": ["v1"], "resources": ["widgets"]}],
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+            }],
+        });
+        assert_ok(
+            &t.post(
+                &format!("/apis/admissionregistration.k8s.io/v1/{plural}"),
+                &configuration,
+            )
+            .await,
+            201,
+        );
+    }
+    let created = assert_ok(
+        &t.post(V1ALPHA1, &widget("v1alpha1", "a", json!({"size": "3"})))
+            .await,
+        201,
+    );
+    // The mutating webhook set v1's replicas: converted back before the write goes on.
+    assert_eq!(created["spec"], json!({"size": "9"}));
+    let admitted = webhook.admitted();
+    assert_eq!(admitted.len(), 2, "{admitted:?}");
+    assert_eq!(admitted[0].0, "/mutate");
+    assert_eq!(admitted[0].1["apiVersion"], "example.com/v1");
+    assert_eq!(admitted[0].1["spec"], json!({"replicas": 3}));
+    assert_eq!(admitted[1].0, "/validate");
+    assert_eq!(admitted[1].1["spec"], json!({"replicas": 9}));
+    let v1 = assert_ok(&t.get(&format!("{V1}/a")).await, 200);
+    assert_eq!(v1["spec"], json!({"replicas": 9}));
 }
 
 #[tokio::test]

@@ -9,8 +9,6 @@
 //! are spawned on the server's runtime and waited for here, each within its
 //! `timeoutSeconds`.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use kubeclient_machinery::{Status, StatusReason};
 use serde_json::{Value, json};
@@ -19,28 +17,10 @@ use super::attributes::Attributes;
 use super::matcher::{Invocation, should_call};
 use super::review::{self, AnswerError, Verdict};
 use super::webhook::{Webhook, webhooks};
+use crate::registry::apiextensions::version_conversion;
 use crate::registry::{Registry, ResourceDef, validate};
 use crate::storage::Store;
-use crate::webhook_client::{CallError, WebhookRequest, post_blocking};
-
-/// How the server may call webhooks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct WebhookPolicy {
-    /// Whether webhooks off loopback may be called (default: loopback only).
-    pub(crate) allow_remote: bool,
-    /// The deadline of a CRD conversion webhook call (kube-apiserver's fixed 30 s by
-    /// default).
-    pub(crate) conversion_timeout: Duration,
-}
-
-impl Default for WebhookPolicy {
-    fn default() -> Self {
-        WebhookPolicy {
-            allow_remote: false,
-            conversion_timeout: crate::registry::apiextensions::conversion_webhook::TIMEOUT,
-        }
-    }
-}
+use crate::webhook_client::{CallError, WebhookPolicy, WebhookRequest, post_blocking};
 
 /// A call that gave no usable answer: what kube-apiserver's `ErrCallingWebhook` says
 /// after `failed calling webhook "NAME": `.
@@ -230,28 +210,38 @@ fn apply_patch(
     Ok(())
 }
 
-/// `object` with the `apiVersion` of `resource`.
-fn in_version(object: Option<Value>, resource: &ResourceDef) -> Option<Value> {
-    object.map(|mut object| {
-        if let Some(fields) = object.as_object_mut() {
-            fields.insert("apiVersion".to_owned(), json!(resource.api_version()));
-        }
-        object
-    })
+/// `object` in the version `resource` serves (another version of its CRD): converted
+/// by the CRD's webhook if it names one, else with its `apiVersion` changed.
+fn in_version(
+    object: Option<Value>,
+    resource: &ResourceDef,
+    policy: WebhookPolicy,
+) -> Result<Option<Value>, Box<Status>> {
+    object
+        .map(|object| version_conversion::to_version(resource, object, policy))
+        .transpose()
 }
 
 /// The attributes a webhook is sent: the write's, or in the equivalent version its
-/// rules name (a custom resource's versions differ in `apiVersion` only here).
-fn sent<'b>(attributes: &Attributes<'b>, invocation: &'b Invocation) -> Attributes<'b> {
-    match invocation {
+/// rules name.
+///
+/// # Errors
+///
+/// The CRD's conversion webhook failed (500).
+fn sent<'b>(
+    attributes: &Attributes<'b>,
+    invocation: &'b Invocation,
+    policy: WebhookPolicy,
+) -> Result<Attributes<'b>, Box<Status>> {
+    Ok(match invocation {
         Invocation::Exact => attributes.clone(),
         Invocation::Equivalent(resource) => Attributes {
             resource,
-            object: in_version(attributes.object.clone(), resource),
-            old_object: in_version(attributes.old_object.clone(), resource),
+            object: in_version(attributes.object.clone(), resource, policy)?,
+            old_object: in_version(attributes.old_object.clone(), resource, policy)?,
             ..attributes.clone()
         },
-    }
+    })
 }
 
 /// Runs the mutating webhooks on the write, in order, each seeing the object as the
@@ -276,7 +266,7 @@ pub(crate) fn admit(
         if attributes.dry_run && !webhook.dry_run_safe() {
             return Err(dry_run_unsupported(&webhook));
         }
-        let mut sent = sent(attributes, &invocation);
+        let mut sent = sent(attributes, &invocation, policy)?;
         let prepared = match prepare(&webhook, &sent, attributes.resource, policy) {
             Ok(prepared) => prepared,
             Err(failure) => match failed(&webhook, &failure) {
@@ -305,7 +295,7 @@ pub(crate) fn admit(
             }
             attributes.object = match invocation {
                 Invocation::Exact => sent.object,
-                Invocation::Equivalent(_) => in_version(sent.object, attributes.resource),
+                Invocation::Equivalent(_) => in_version(sent.object, attributes.resource, policy)?,
             };
         }
     }
@@ -334,7 +324,7 @@ pub(crate) fn validate(
         }
         let prepared = prepare(
             &webhook,
-            &sent(attributes, &invocation),
+            &sent(attributes, &invocation, policy)?,
             attributes.resource,
             policy,
         );

@@ -3,15 +3,10 @@
 //! are `webhook_converter.rs`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::webhook_client::{Endpoint, ca_bundle_of};
-
-/// kube-apiserver's deadline of a conversion webhook call (not configurable upstream;
-/// the builder's `conversion_webhook_timeout` shortens it for tests).
-pub(crate) const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The `ConversionReview` versions this server speaks.
 pub(crate) const REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];

@@ -19,9 +19,9 @@ use serde_json::{Value, json};
 
 use super::structural_schema;
 use super::webhook_converter::{Conversion, ConversionError, convert, convert_blocking};
-use crate::registry::admission::WebhookPolicy;
 use crate::registry::{ResourceDef, event_versions};
 use crate::storage::StoredObject;
+use crate::webhook_client::WebhookPolicy;
 
 /// Whether objects of `resource` may be stored in another version than the one served.
 fn multi_version(resource: &ResourceDef) -> bool {
@@ -234,6 +234,37 @@ pub(crate) async fn present(
         objects[index] = Arc::new(StoredObject::new(value, rv));
     }
     Ok(objects)
+}
+
+/// `object` (of another version of the CRD) as `resource` serves it, for an admission
+/// webhook whose rules name that version: converted by the CRD's webhook if it names
+/// one (waiting for it: admission runs in the store, on the blocking pool), else with
+/// its `apiVersion` changed.
+///
+/// # Errors
+///
+/// The webhook's failure (500).
+pub(crate) fn to_version(
+    resource: &ResourceDef,
+    mut object: Value,
+    policy: WebhookPolicy,
+) -> Result<Value, Box<Status>> {
+    if object.get("apiVersion").and_then(Value::as_str) == Some(resource.api.api_version.as_str()) {
+        return Ok(object);
+    }
+    if let Some(converted) = convert_one(
+        resource,
+        &object,
+        resource.api_version(),
+        resource.schema.as_deref(),
+        policy,
+    ) {
+        return converted;
+    }
+    if let Some(fields) = object.as_object_mut() {
+        fields.insert("apiVersion".to_owned(), json!(resource.api_version()));
+    }
+    Ok(object)
 }
 
 /// Turns an object written through `resource` into the CRD's storage version: its

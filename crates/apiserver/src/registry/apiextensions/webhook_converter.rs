@@ -1,7 +1,7 @@
 //! Calling a CRD's conversion webhook (apiextensions-apiserver's
 //! `conversion/webhook_converter.go`): the objects of a read or write that are not in the
 //! version wanted go to the CRD's [`ConversionWebhook`] in one `ConversionReview`, within
-//! its deadline (kube-apiserver's fixed 30 s). The answer is checked as upstream checks
+//! its deadline (kube-apiserver's fixed 30 s, [`WebhookPolicy::conversion_timeout`]). The answer is checked as upstream checks
 //! it: the same uid (v1 reviews), a `Success` result, as many objects as were sent, each
 //! in the desired version with the same kind, name, namespace and uid; of its metadata
 //! only labels and annotations are kept, the rest is restored from the original. A
@@ -18,9 +18,8 @@ use serde_json::{Map, Value, json};
 use super::conversion_webhook::{ConversionWebhook, REVIEW_VERSIONS};
 use crate::object::json_type;
 use crate::registry::ResourceDef;
-use crate::registry::admission::WebhookPolicy;
 use crate::registry::validate;
-use crate::webhook_client::{self, CallError, WebhookRequest};
+use crate::webhook_client::{self, CallError, WebhookPolicy, WebhookRequest};
 
 /// A conversion that failed, in kube-apiserver's words
 /// (`conversion webhook for <gvk> failed: ...`).
