@@ -52,6 +52,19 @@ pub(crate) fn label_selector(
     LabelSelector::from_api(api.as_ref()).map_err(LabelSelectorError::Convert)
 }
 
+/// Go's name for the JSON type of a value, as `encoding/json`'s decoding errors print
+/// it (`cannot unmarshal string into ...`).
+pub(crate) fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// The strings of a JSON list (`["a", "b"]`), skipping items that are not strings; empty
 /// when `value` is absent or not a list.
 pub(crate) fn string_list(value: Option<&Value>) -> Vec<String> {

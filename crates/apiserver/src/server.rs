@@ -132,6 +132,7 @@ impl ApiServerBuilder {
                 authorization_mode: self.authorization_mode,
                 webhooks: WebhookPolicy {
                     allow_remote: self.remote_webhooks,
+                    conversion_timeout: self.conversion_timeout,
                 },
             },
             sessions: {

@@ -1,12 +1,15 @@
-//! The outbound call of an admission webhook (kube-apiserver's `util/webhook` client):
-//! one HTTPS POST of a JSON body, the server's certificate verified against the
-//! webhook's `caBundle` (the system's roots without one), within a deadline, with a
-//! bounded answer. Errors read as Go's `net/http` client's do (`Post "URL": ...`), since
-//! kube-apiserver puts them in its messages.
+//! The outbound call of a webhook, admission or CRD conversion (kube-apiserver's
+//! `util/webhook` client): where a `clientConfig` points ([`Endpoint`]), one HTTPS POST
+//! of a JSON body, the server's certificate verified against the webhook's `caBundle`
+//! (the system's roots without one), within a deadline, with a bounded answer. Errors
+//! read as Go's `net/http` client's do (`Post "URL": ...`), since kube-apiserver puts
+//! them in its messages.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -17,6 +20,85 @@ use rustls::pki_types::{CertificateDer, ServerName};
 /// The largest answer read from a webhook (an AdmissionReview with a patch of a large
 /// object; kube-apiserver's request limit is 3 MiB, and a review holds two objects).
 pub(crate) const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+
+/// kube-apiserver's deadline of a CRD conversion webhook call (fixed upstream; the
+/// builder's `conversion_webhook_timeout` shortens it for tests).
+pub(crate) const CONVERSION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How the server may call webhooks (admission and CRD conversion).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WebhookPolicy {
+    /// Whether webhooks off loopback may be called (default: loopback only).
+    pub(crate) allow_remote: bool,
+    /// The deadline of a CRD conversion webhook call (default [`CONVERSION_TIMEOUT`]).
+    pub(crate) conversion_timeout: Duration,
+}
+
+impl Default for WebhookPolicy {
+    fn default() -> Self {
+        WebhookPolicy {
+            allow_remote: false,
+            conversion_timeout: CONVERSION_TIMEOUT,
+        }
+    }
+}
+
+/// Where a webhook is called: its `clientConfig`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    /// `clientConfig.url`.
+    Url(String),
+    /// `clientConfig.service`: there is no cluster network, so a service is called on
+    /// loopback at its port, and its certificate must name `<name>.<namespace>.svc`, as
+    /// in a cluster.
+    Service {
+        /// `namespace`.
+        namespace: String,
+        /// `name`.
+        name: String,
+        /// `path` (default `/`).
+        path: String,
+        /// `port` (default 443).
+        port: u16,
+    },
+}
+
+fn text<'a>(value: &'a serde_json::Value, field: &str) -> &'a str {
+    value
+        .get(field)
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("")
+}
+
+impl Endpoint {
+    /// The endpoint a `clientConfig` names (read leniently: its validation ran when it
+    /// was written), `None` when it names neither a URL nor a service.
+    pub(crate) fn of_client_config(client: &serde_json::Value) -> Option<Endpoint> {
+        if let Some(url) = client.get("url").and_then(serde_json::Value::as_str) {
+            return Some(Endpoint::Url(url.to_owned()));
+        }
+        let service = client.get("service").filter(|s| s.is_object())?;
+        let path = text(service, "path");
+        Some(Endpoint::Service {
+            namespace: text(service, "namespace").to_owned(),
+            name: text(service, "name").to_owned(),
+            path: if path.is_empty() { "/" } else { path }.to_owned(),
+            port: service
+                .get("port")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap_or(443),
+        })
+    }
+}
+
+/// A `clientConfig`'s `caBundle`, decoded from base64 (PEM); empty when absent or not
+/// base64.
+pub(crate) fn ca_bundle_of(client: &serde_json::Value) -> Vec<u8> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text(client, "caBundle"))
+        .unwrap_or_default()
+}
 
 /// One webhook call.
 #[derive(Clone, Debug)]
@@ -63,6 +145,72 @@ pub(crate) enum CallError {
         /// client-go's message for it.
         message: String,
     },
+}
+
+impl WebhookRequest {
+    /// The call of `endpoint` with `body`, trusting `ca_bundle`, within `timeout` (also
+    /// sent as the `?timeout=` query, as client-go does).
+    ///
+    /// # Errors
+    ///
+    /// Why no request can be made (kube-apiserver's `could not get REST client: `
+    /// follows): no endpoint, or a URL that does not parse.
+    pub(crate) fn to(
+        endpoint: Option<&Endpoint>,
+        ca_bundle: &[u8],
+        body: Vec<u8>,
+        timeout: Duration,
+        allow_remote: bool,
+    ) -> Result<WebhookRequest, String> {
+        let (base, server_name, connect_to, path) = match endpoint {
+            Some(Endpoint::Url(url)) => {
+                let uri: http::Uri = url.parse().map_err(|err| format!("parse {url:?}: {err}"))?;
+                let host = uri.host().unwrap_or("").trim_matches(['[', ']']).to_owned();
+                let port = uri.port_u16().unwrap_or(443);
+                let path = match uri.path() {
+                    "" => "/".to_owned(),
+                    path => path.to_owned(),
+                };
+                let connect_to = if host.contains(':') {
+                    format!("[{host}]:{port}")
+                } else {
+                    format!("{host}:{port}")
+                };
+                (url.trim_end_matches('/').to_owned(), host, connect_to, path)
+            }
+            Some(Endpoint::Service {
+                namespace,
+                name,
+                path,
+                port,
+            }) => {
+                let host = format!("{name}.{namespace}.svc");
+                (
+                    format!("https://{host}:{port}{}", path.trim_end_matches('/')),
+                    host,
+                    format!("127.0.0.1:{port}"),
+                    path.clone(),
+                )
+            }
+            None => return Err("neither url nor service is set".to_owned()),
+        };
+        let query = format!("?timeout={}s", timeout.as_secs());
+        let url = if path == "/" {
+            format!("{base}/{query}")
+        } else {
+            format!("{base}{query}")
+        };
+        Ok(WebhookRequest {
+            url,
+            server_name,
+            connect_to,
+            path_and_query: format!("{path}{query}"),
+            ca_bundle: ca_bundle.to_vec(),
+            body,
+            timeout,
+            allow_remote,
+        })
+    }
 }
 
 impl CallError {
@@ -292,4 +440,62 @@ pub(crate) async fn post(request: WebhookRequest) -> Result<Bytes, CallError> {
         Ok(result) => result,
         Err(_) => Err(CallError::transport(&request, "context deadline exceeded")),
     }
+}
+
+/// Runs the calls on the current runtime and waits for them, each within its deadline
+/// (and a little more: the call itself enforces it), for callers that may block: the
+/// store runs on the blocking pool. On a runtime worker the wait goes through
+/// `block_in_place`, so the runtime keeps serving (a webhook of this very process
+/// among others).
+pub(crate) fn post_blocking(requests: Vec<WebhookRequest>) -> Vec<Result<Bytes, CallError>> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let expired =
+        |request: &WebhookRequest| Err(CallError::transport(request, "context deadline exceeded"));
+    let mut results: Vec<Result<Bytes, CallError>> = requests.iter().map(expired).collect();
+    let Ok(handle) = Handle::try_current() else {
+        return requests
+            .iter()
+            .map(|request| {
+                Err(CallError::transport(
+                    request,
+                    "no runtime to call webhooks on",
+                ))
+            })
+            .collect();
+    };
+    let longest = requests
+        .iter()
+        .map(|request| request.timeout)
+        .max()
+        .unwrap_or_default();
+    let deadline = Instant::now() + longest + Duration::from_secs(1);
+    let (sender, receiver) = mpsc::channel();
+    for (index, request) in requests.into_iter().enumerate() {
+        let sender = sender.clone();
+        handle.spawn(async move {
+            let _ = sender.send((index, post(request).await));
+        });
+    }
+    drop(sender);
+    let mut wait = || {
+        let mut pending = results.len();
+        while pending > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match receiver.recv_timeout(left) {
+                Ok((index, result)) => {
+                    if let Some(slot) = results.get_mut(index) {
+                        *slot = result;
+                    }
+                    pending -= 1;
+                }
+                Err(_) => break,
+            }
+        }
+    };
+    if handle.runtime_flavor() == RuntimeFlavor::MultiThread {
+        tokio::task::block_in_place(wait);
+    } else {
+        wait();
+    }
+    results
 }

@@ -652,7 +652,7 @@ where
             return watch::watch(call).await.map_err(|s| status_response(&s));
         }
         (Method::GET | Method::HEAD, true) => {
-            return read::get(&call).map_err(|s| status_response(&s));
+            return read::get(&call).await.map_err(|s| status_response(&s));
         }
         (Method::GET | Method::HEAD, false) => {
             return read::list(&call).await.map_err(|s| status_response(&s));

@@ -28,10 +28,25 @@ impl Call {
         event_versions::storage_of(&self.resource)
     }
 
-    /// A stored object as the request's resource serves it (the version asked for).
-    pub(crate) fn presented(&self, stored: Arc<StoredObject>) -> Arc<StoredObject> {
-        crate::registry::apiextensions::version_conversion::served_object(&self.resource, &stored)
-            .map_or(stored, Arc::new)
+    /// Stored objects as the request's resource serves them (the version asked for),
+    /// converted in one webhook call when the CRD names one (`list`: they are a list's
+    /// items).
+    ///
+    /// # Errors
+    ///
+    /// The conversion webhook's failure (500).
+    pub(crate) async fn present(
+        &self,
+        stored: Vec<Arc<StoredObject>>,
+        list: bool,
+    ) -> HandlerResult<Vec<Arc<StoredObject>>> {
+        crate::registry::apiextensions::version_conversion::present(
+            &self.resource,
+            stored,
+            list,
+            self.state.config.webhooks,
+        )
+        .await
     }
 
     /// The storage key prefix of the request's namespace (`ns/`), or `""` for every

@@ -21,15 +21,19 @@ use crate::storage::{ListRequest, StorageError, StoredObject};
 const TOO_LARGE_RV_WAIT: Duration = Duration::from_secs(3);
 
 /// `GET` of one object (or its `status` / `scale` subresource).
-pub(crate) fn get(call: &Call) -> HandlerResult<Response<Body>> {
+pub(crate) async fn get(call: &Call) -> HandlerResult<Response<Body>> {
     let (output, _) = call.negotiate(Target::Object)?;
     let name = call.path.name.as_deref().unwrap_or("");
     let key = store_key(call.path.namespace.as_deref(), name);
-    let object = call
+    let stored = call
         .state
         .store
         .get(&call.storage(), &key)
-        .map(|stored| call.presented(stored))
+        .ok_or_else(|| call.not_found(name))?;
+    let object = call
+        .present(vec![stored], false)
+        .await?
+        .pop()
         .ok_or_else(|| call.not_found(name))?;
     if call.path.subresource.as_deref() == Some("scale") {
         return Ok(json(
@@ -40,7 +44,7 @@ pub(crate) fn get(call: &Call) -> HandlerResult<Response<Body>> {
     Ok(match output {
         Output::Json => json_bytes(
             StatusCode::OK,
-            version_conversion::served_bytes(&call.resource, &object),
+            version_conversion::served_bytes(&call.resource, &object, call.state.config.webhooks)?,
         ),
         Output::PartialObjectMetadata => json(
             StatusCode::OK,
@@ -145,15 +149,19 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
     };
     // With a namespace and a pinned name the prefix is the exact key, but a longer key
     // sharing it (`ns/a` and `ns/ab`) must not slip through: the filter checks the name.
-    let matches = |object: &StoredObject| filter.matches(object);
-    let request = ListRequest {
-        at,
-        prefix: &prefix,
-        start_after: start_after.as_deref(),
-        limit,
-        filter: &matches,
+    // The filter is not `Sync`: scoped, so it is gone before the conversion is awaited.
+    let listed = {
+        let matches = |object: &StoredObject| filter.matches(object);
+        let request = ListRequest {
+            at,
+            prefix: &prefix,
+            start_after: start_after.as_deref(),
+            limit,
+            filter: &matches,
+        };
+        call.state.store.list(&call.storage(), &request)
     };
-    let page = match call.state.store.list(&call.storage(), &request) {
+    let page = match listed {
         Ok(page) => page,
         Err(StorageError::Expired { .. }) => return Err(fail(expired(start_after))),
         Err(StorageError::TooLarge { requested, current }) => {
@@ -170,11 +178,7 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
             metadata["remainingItemCount"] = json!(page.remaining);
         }
     }
-    let items: Vec<_> = page
-        .items
-        .into_iter()
-        .map(|stored| call.presented(stored))
-        .collect();
+    let items = call.present(page.items, true).await?;
     list_response(call, output, &items, metadata)
 }
 
@@ -355,7 +359,8 @@ fn list_response(
                 if i > 0 {
                     body.put_u8(b',');
                 }
-                let bytes = version_conversion::served_bytes(resource, object);
+                let bytes =
+                    version_conversion::served_bytes(resource, object, call.state.config.webhooks)?;
                 match type_meta.as_deref() {
                     None => body.put_slice(&bytes),
                     Some(prefix) => match bytes.strip_prefix(prefix.as_bytes()) {

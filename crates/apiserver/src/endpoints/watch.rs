@@ -40,16 +40,21 @@ pub(crate) fn error_stream(status: Status) -> Response<Body> {
 /// [`error_stream`] in the negotiated encoding.
 fn error_stream_in(status: Status, encoding: Encoding) -> Response<Body> {
     let (sender, receiver) = mpsc::channel(1);
-    let line = match encoding {
-        Encoding::Json => error_line(&status),
-        Encoding::Protobuf => serde_json::to_value(&status)
-            .ok()
-            .and_then(|status| protobuf::encode_watch_event("ERROR", &status).ok())
-            .map_or_else(|| error_line(&status), Bytes::from),
-    };
+    let line = error_event(&status, encoding);
     // The channel has room for this one line; the body ends when `sender` drops.
     let _ = sender.try_send(line);
     with_body(StatusCode::OK, content_type(encoding), streaming(receiver))
+}
+
+/// The ERROR event of `status` in `encoding`.
+fn error_event(status: &Status, encoding: Encoding) -> Bytes {
+    match encoding {
+        Encoding::Json => error_line(status),
+        Encoding::Protobuf => serde_json::to_value(status)
+            .ok()
+            .and_then(|status| protobuf::encode_watch_event("ERROR", &status).ok())
+            .map_or_else(|| error_line(status), Bytes::from),
+    }
 }
 
 fn content_type(encoding: Encoding) -> &'static str {
@@ -200,16 +205,9 @@ struct Encoder {
 }
 
 impl Encoder {
-    /// The line for an event; `shared` is the pre-encoded JSON line, used when the
+    /// The line for an event of an object in the version served (see
+    /// [`WatchStream::emit`]); `shared` is the pre-encoded JSON line, used when the
     /// representation is plain JSON so every watcher shares one encoding.
-    fn line(&mut self, event_type: &str, object: &StoredObject, shared: Option<Bytes>) -> Bytes {
-        if let Some(served) = version_conversion::served_object(&self.resource, object) {
-            // Stored in another form: the shared line does not fit.
-            return self.encoded_line(event_type, &served, None);
-        }
-        self.encoded_line(event_type, object, shared)
-    }
-
     fn encoded_line(
         &mut self,
         event_type: &str,
@@ -221,15 +219,7 @@ impl Encoder {
                 protobuf_frame(event_type, &object.value)
                     .unwrap_or_else(|| event_line(event_type, &object.bytes))
             }
-            Output::Json => match version_conversion::served_value(&self.resource, &object.value) {
-                std::borrow::Cow::Owned(converted) => event_line(
-                    event_type,
-                    &serde_json::to_vec(&converted).unwrap_or_default(),
-                ),
-                std::borrow::Cow::Borrowed(_) => {
-                    shared.unwrap_or_else(|| event_line(event_type, &object.bytes))
-                }
-            },
+            Output::Json => shared.unwrap_or_else(|| event_line(event_type, &object.bytes)),
             Output::PartialObjectMetadata | Output::PartialObjectMetadataList => {
                 let converted = table::partial_object_metadata(&object.value);
                 if self.encoding == Encoding::Protobuf
@@ -316,29 +306,68 @@ impl WatchStream {
         self.sender.send(line).await.is_ok()
     }
 
-    /// The event a change means for this watch's selectors, if any.
-    fn event_for(&mut self, change: &Change) -> Option<Bytes> {
+    /// The event a change means for this watch's selectors, if any: its type, the
+    /// stored object and the shared JSON line.
+    fn event_for(
+        &self,
+        change: &Change,
+    ) -> Option<(&'static str, Arc<StoredObject>, Option<Bytes>)> {
         let matches =
             |object: Option<&Arc<StoredObject>>| object.is_some_and(|o| self.filter.matches(o));
         let (was, is) = (matches(change.prev.as_ref()), matches(change.new.as_ref()));
         match (change.kind, was, is) {
             (ChangeKind::Created, _, true) | (ChangeKind::Updated, false, true) => {
-                let object = change.new.as_ref()?;
-                Some(self.encoder.line("ADDED", object, change.added_line()))
+                Some(("ADDED", change.new.clone()?, change.added_line()))
             }
             (ChangeKind::Updated, true, true) => {
-                let object = change.new.as_ref()?;
-                Some(
-                    self.encoder
-                        .line("MODIFIED", object, change.modified_line()),
-                )
+                Some(("MODIFIED", change.new.clone()?, change.modified_line()))
             }
-            (ChangeKind::Updated | ChangeKind::Deleted, true, false) => {
-                let object = change.prev_at_rv()?.clone();
-                Some(self.encoder.line("DELETED", &object, change.deleted_line()))
-            }
+            (ChangeKind::Updated | ChangeKind::Deleted, true, false) => Some((
+                "DELETED",
+                change.prev_at_rv()?.clone(),
+                change.deleted_line(),
+            )),
             _ => None,
         }
+    }
+
+    /// Sends the event of a change, if it means one; `false` when the watch ends.
+    async fn emit_change(&mut self, change: &Change) -> bool {
+        match self.event_for(change) {
+            Some((event_type, object, shared)) => self.emit(event_type, &object, shared).await,
+            None => true,
+        }
+    }
+
+    /// Sends the event of a stored object in the version the watch serves (converted
+    /// first, through the CRD's conversion webhook if it names one); `false` when the
+    /// watch ends: the client left, or the conversion failed (its ERROR event sent, as
+    /// a watch whose storage fails ends).
+    async fn emit(
+        &mut self,
+        event_type: &str,
+        object: &Arc<StoredObject>,
+        shared: Option<Bytes>,
+    ) -> bool {
+        let presented = version_conversion::present(
+            &self.encoder.resource,
+            vec![object.clone()],
+            false,
+            self.state.config.webhooks,
+        )
+        .await;
+        let served = match presented.map(|mut served| served.pop()) {
+            Ok(Some(served)) => served,
+            Ok(None) => return true,
+            Err(status) => {
+                let _ = self.send(error_event(&status, self.encoder.encoding)).await;
+                return false;
+            }
+        };
+        // Stored in another form: the shared line does not fit.
+        let shared = shared.filter(|_| Arc::ptr_eq(&served, object));
+        let line = self.encoder.encoded_line(event_type, &served, shared);
+        self.send(line).await
     }
 
     async fn run(mut self, mut subscription: WatchSubscription) {
@@ -346,11 +375,8 @@ impl WatchStream {
         let deadline = now.checked_add(self.timeout).unwrap_or(now);
         let initial = std::mem::take(&mut subscription.initial);
         for object in &initial {
-            if self.filter.matches(object) {
-                let line = self.encoder.line("ADDED", object, None);
-                if !self.send(line).await {
-                    return;
-                }
+            if self.filter.matches(object) && !self.emit("ADDED", object, None).await {
+                return;
             }
         }
         if self.initial_events_end
@@ -361,10 +387,7 @@ impl WatchStream {
         }
         let after = subscription.after;
         for change in std::mem::take(&mut subscription.backlog) {
-            if change.rv > after
-                && let Some(line) = self.event_for(&change)
-                && !self.send(line).await
-            {
+            if change.rv > after && !self.emit_change(&change).await {
                 return;
             }
         }
@@ -375,10 +398,7 @@ impl WatchStream {
             tokio::select! {
                 change = subscription.changes.recv() => {
                     let Some(change) = change else { return };
-                    if change.rv > after
-                        && let Some(line) = self.event_for(&change)
-                        && !self.send(line).await
-                    {
+                    if change.rv > after && !self.emit_change(&change).await {
                         return;
                     }
                 }
@@ -389,10 +409,7 @@ impl WatchStream {
                     // the bookmark is a valid resume point.
                     let revision = self.state.store.revision();
                     while let Some(change) = subscription.changes.try_recv() {
-                        if change.rv > after
-                            && let Some(line) = self.event_for(&change)
-                            && !self.send(line).await
-                        {
+                        if change.rv > after && !self.emit_change(&change).await {
                             return;
                         }
                     }

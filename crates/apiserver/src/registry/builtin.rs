@@ -151,6 +151,7 @@ impl Builtin {
             printer_columns: Vec::new(),
             storage_version: None,
             storage_schema: None,
+            conversion_webhook: None,
             deprecation_warning: None,
             special: self.special,
             schema: None,

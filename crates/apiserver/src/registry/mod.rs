@@ -14,6 +14,7 @@ mod builtin;
 mod builtin_types;
 pub(crate) mod defaults;
 pub(crate) mod discovery;
+mod dns1035;
 pub(crate) mod event_versions;
 mod immutable;
 pub(crate) mod kinds;
@@ -24,6 +25,7 @@ pub(crate) mod store;
 pub(crate) mod strategy;
 mod type_errors;
 pub(crate) mod validate;
+mod webhook_client_config;
 pub(crate) mod workloads;
 
 use std::sync::{Arc, RwLock};

@@ -68,6 +68,10 @@ pub(crate) struct ResourceDef {
     pub storage_version: Option<String>,
     /// The storage version's `openAPIV3Schema` (what an object converted to it keeps).
     pub storage_schema: Option<std::sync::Arc<serde_json::Value>>,
+    /// A custom resource's conversion webhook (`spec.conversion.strategy: Webhook`);
+    /// `None`: versions differ in `apiVersion` only.
+    pub conversion_webhook:
+        Option<std::sync::Arc<super::apiextensions::conversion_webhook::ConversionWebhook>>,
     /// The `Warning` every answer of a deprecated version carries.
     pub deprecation_warning: Option<String>,
 }

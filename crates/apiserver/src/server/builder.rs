@@ -42,6 +42,8 @@ pub struct ApiServerBuilder {
     pub(super) api_audiences: Option<Vec<String>>,
     pub(super) authorization_mode: AuthorizationMode,
     pub(super) remote_webhooks: bool,
+    /// The deadline of a CRD conversion webhook call.
+    pub(super) conversion_timeout: Duration,
     pub(super) cluster: ClusterOptions,
     pub(super) storage: StorageChoice,
 }
@@ -79,6 +81,7 @@ impl Default for ApiServerBuilder {
             api_audiences: None,
             authorization_mode: AuthorizationMode::AlwaysAllow,
             remote_webhooks: false,
+            conversion_timeout: crate::webhook_client::CONVERSION_TIMEOUT,
             cluster: ClusterOptions::default(),
             storage: StorageChoice::Memory,
         }
@@ -318,6 +321,13 @@ impl ApiServerBuilder {
     /// from a cluster should not make it call out.
     pub fn allow_remote_webhooks(mut self, allow: bool) -> Self {
         self.remote_webhooks = allow;
+        self
+    }
+
+    /// The deadline of a CRD conversion webhook call (default 30 s, which kube-apiserver
+    /// fixes): a test of a webhook that hangs need not wait that long.
+    pub fn conversion_webhook_timeout(mut self, timeout: Duration) -> Self {
+        self.conversion_timeout = timeout;
         self
     }
 

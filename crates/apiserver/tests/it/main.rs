@@ -8,6 +8,9 @@
 //!   `cluster_graceful_deletion`: DELETE's grace periods for Pods on simulated nodes;
 //!   `cluster_stateful_sets`: StatefulSets; `cluster_workloads`: ReplicaSets, Deployments
 //!   and Jobs.
+//! - `crd_conversion_webhooks`: CRD conversion webhooks over HTTPS: reads, lists,
+//!   watches and writes through either version, hostile webhooks, `spec.conversion`
+//!   validation (issue 28).
 //! - `crd_guards`: CRDs never replace or remove a built-in API (issue 24).
 //! - `defaults`: defaulting of built-in kinds.
 //! - `etcd_storage` (feature `etcd`): the whole server over a real etcd: restarts, two
@@ -52,6 +55,7 @@ mod cluster_graceful_deletion;
 mod cluster_logs;
 mod cluster_stateful_sets;
 mod cluster_workloads;
+mod crd_conversion_webhooks;
 mod crd_guards;
 mod crd_schemas;
 mod defaults;

@@ -48,6 +48,24 @@ impl Reply {
         assert_eq!(self.json()["message"], message);
     }
 
+    /// The `(field, message)` of each cause of a Status body.
+    pub(crate) fn causes(&self) -> Vec<(String, String)> {
+        self.json()["details"]["causes"]
+            .as_array()
+            .map(|causes| {
+                causes
+                    .iter()
+                    .map(|c| {
+                        (
+                            c["field"].as_str().unwrap_or("").to_owned(),
+                            c["message"].as_str().unwrap_or("").to_owned(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }

@@ -123,17 +123,7 @@ async fn invalid_configurations_are_refused_with_kube_apiservers_causes() {
         String::from_utf8_lossy(&reply.body)
     );
     let status = reply.json();
-    let causes: Vec<(String, String)> = status["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["field"].as_str().unwrap_or("").to_owned(),
-                c["message"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect();
+    let causes = reply.causes();
     let expect = |field: &str, message: &str| {
         assert!(
             causes.iter().any(|(f, m)| f == field && m == message),

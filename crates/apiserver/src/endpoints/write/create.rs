@@ -65,11 +65,11 @@ pub(super) fn create_object(
     let response = match (stored, computed) {
         (Some(created), _) => json_bytes(
             StatusCode::CREATED,
-            version_conversion::served_bytes(&call.resource, &created),
+            version_conversion::served_bytes(&call.resource, &created, call.state.config.webhooks)?,
         ),
         (None, Some(value)) => json(
             StatusCode::CREATED,
-            &*version_conversion::served_value(&call.resource, &value),
+            &*version_conversion::served_value(&call.resource, &value, call.state.config.webhooks)?,
         ),
         (None, None) => return Err(fail(Status::internal_error("create stored nothing"))),
     };

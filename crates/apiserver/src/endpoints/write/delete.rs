@@ -115,12 +115,20 @@ pub(crate) fn delete(call: &Call) -> HandlerResult<Response<Body>> {
     match call.state.generic_store().delete(&request, &options)? {
         Deleted::Marked(object) => Ok(json(
             StatusCode::OK,
-            &*version_conversion::served_value(&call.resource, &object),
+            &*version_conversion::served_value(
+                &call.resource,
+                &object,
+                call.state.config.webhooks,
+            )?,
         )),
         Deleted::Removed(object) if strategy_for(&call.resource).return_deleted_object() => {
             Ok(json(
                 StatusCode::OK,
-                &*version_conversion::served_value(&call.resource, &object),
+                &*version_conversion::served_value(
+                    &call.resource,
+                    &object,
+                    call.state.config.webhooks,
+                )?,
             ))
         }
         Deleted::Removed(object) => {
@@ -155,21 +163,16 @@ pub(crate) fn delete_collection(call: &Call) -> HandlerResult<Response<Body>> {
         |object| filter.matches(object),
         &options,
     )?;
+    let deleted = deleted.iter().map(|object| object.value.clone()).collect();
+    let mut items =
+        version_conversion::served_items(&call.resource, deleted, call.state.config.webhooks)?;
     // As in a list, items of built-in kinds carry no kind or apiVersion.
-    let items: Vec<Value> = deleted
-        .iter()
-        .map(|object| {
-            let mut item =
-                version_conversion::served_value(&call.resource, &object.value).into_owned();
-            if call.resource.builtin
-                && let Some(fields) = item.as_object_mut()
-            {
-                fields.remove("kind");
-                fields.remove("apiVersion");
-            }
-            item
-        })
-        .collect();
+    if call.resource.builtin {
+        for item in items.iter_mut().filter_map(Value::as_object_mut) {
+            item.remove("kind");
+            item.remove("apiVersion");
+        }
+    }
     Ok(json(
         StatusCode::OK,
         &json!({

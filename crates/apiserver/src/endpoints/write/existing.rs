@@ -53,15 +53,15 @@ fn respond_with(
     match (stored, computed) {
         (Some(stored), _) if !call.dry_run()? => Ok(json_bytes(
             StatusCode::OK,
-            version_conversion::served_bytes(resource, stored),
+            version_conversion::served_bytes(resource, stored, call.state.config.webhooks)?,
         )),
         (_, Some(computed)) => Ok(json(
             StatusCode::OK,
-            &*version_conversion::served_value(resource, &computed),
+            &*version_conversion::served_value(resource, &computed, call.state.config.webhooks)?,
         )),
         (Some(stored), None) => Ok(json_bytes(
             StatusCode::OK,
-            version_conversion::served_bytes(resource, stored),
+            version_conversion::served_bytes(resource, stored, call.state.config.webhooks)?,
         )),
         (None, None) => Err(fail(Status::internal_error("update produced no object"))),
     }

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::authentication::{BoundObject, TokenClaims, now_seconds};
+use crate::object::json_type;
 
 /// The shortest token lifetime a TokenRequest may ask for (kube-apiserver's minimum).
 const MIN_EXPIRATION_SECONDS: i64 = 600;
@@ -126,31 +127,24 @@ fn check_spec_types(spec: &Value) -> HandlerResult<()> {
         Some(Value::Number(n)) => {
             return Err(wrong("expirationSeconds", format!("number {n}"), "int64"));
         }
-        Some(other) => return Err(wrong("expirationSeconds", json_type(other), "int64")),
+        Some(other) => {
+            return Err(wrong(
+                "expirationSeconds",
+                json_type(other).to_owned(),
+                "int64",
+            ));
+        }
     }
     match spec.get("audiences") {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
             if let Some(item) = items.iter().find(|item| !item.is_string()) {
-                return Err(wrong("audiences", json_type(item), "string"));
+                return Err(wrong("audiences", json_type(item).to_owned(), "string"));
             }
         }
-        Some(other) => return Err(wrong("audiences", json_type(other), "[]string")),
+        Some(other) => return Err(wrong("audiences", json_type(other).to_owned(), "[]string")),
     }
     Ok(())
-}
-
-/// Go's name for the JSON type of a value, as its decoding errors print it.
-fn json_type(value: &Value) -> String {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-    .to_owned()
 }
 
 /// The Pod or Secret a token is to be bound to, as kube-apiserver checks it: it exists

@@ -9,9 +9,6 @@
 //! are spawned on the server's runtime and waited for here, each within its
 //! `timeoutSeconds`.
 
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
 use bytes::Bytes;
 use kubeclient_machinery::{Status, StatusReason};
 use serde_json::{Value, json};
@@ -19,17 +16,11 @@ use serde_json::{Value, json};
 use super::attributes::Attributes;
 use super::matcher::{Invocation, should_call};
 use super::review::{self, AnswerError, Verdict};
-use super::webhook::{Endpoint, Webhook, webhooks};
+use super::webhook::{Webhook, webhooks};
+use crate::registry::apiextensions::version_conversion;
 use crate::registry::{Registry, ResourceDef, validate};
 use crate::storage::Store;
-use crate::webhook_client::{self, CallError, WebhookRequest};
-
-/// How the server may call webhooks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct WebhookPolicy {
-    /// Whether webhooks off loopback may be called (default: loopback only).
-    pub(crate) allow_remote: bool,
-}
+use crate::webhook_client::{CallError, WebhookPolicy, WebhookRequest, post_blocking};
 
 /// A call that gave no usable answer: what kube-apiserver's `ErrCallingWebhook` says
 /// after `failed calling webhook "NAME": `.
@@ -62,118 +53,19 @@ fn prepare(
     let uid = uuid::Uuid::new_v4().to_string();
     let body = serde_json::to_vec(&review::request(attributes, requested, &uid, version))
         .map_err(|err| CallFailure(format!("could not create admission objects: {err}")))?;
-    let seconds = webhook.timeout.as_secs();
-    let (base, server_name, connect_to, path) = match &webhook.endpoint {
-        Some(Endpoint::Url(url)) => {
-            let uri: http::Uri = url.parse().map_err(|err| {
-                CallFailure(format!("could not get REST client: parse {url:?}: {err}"))
-            })?;
-            let host = uri.host().unwrap_or("").trim_matches(['[', ']']).to_owned();
-            let port = uri.port_u16().unwrap_or(443);
-            let path = match uri.path() {
-                "" => "/".to_owned(),
-                path => path.to_owned(),
-            };
-            let connect_to = if host.contains(':') {
-                format!("[{host}]:{port}")
-            } else {
-                format!("{host}:{port}")
-            };
-            (url.trim_end_matches('/').to_owned(), host, connect_to, path)
-        }
-        Some(Endpoint::Service {
-            namespace,
-            name,
-            path,
-            port,
-        }) => {
-            // There is no cluster network: a service is reached on loopback at its port,
-            // and its certificate must name `<name>.<namespace>.svc`, as in a cluster.
-            let host = format!("{name}.{namespace}.svc");
-            (
-                format!("https://{host}:{port}{}", path.trim_end_matches('/')),
-                host,
-                format!("127.0.0.1:{port}"),
-                path.clone(),
-            )
-        }
-        None => {
-            return Err(CallFailure(
-                "could not get REST client: neither url nor service is set".to_owned(),
-            ));
-        }
-    };
-    let query = format!("?timeout={seconds}s");
-    let url = if path == "/" {
-        format!("{base}/{query}")
-    } else {
-        format!("{base}{query}")
-    };
+    let request = WebhookRequest::to(
+        webhook.endpoint.as_ref(),
+        &webhook.ca_bundle,
+        body,
+        webhook.timeout,
+        policy.allow_remote,
+    )
+    .map_err(|reason| CallFailure(format!("could not get REST client: {reason}")))?;
     Ok(Prepared {
-        request: WebhookRequest {
-            url,
-            server_name,
-            connect_to,
-            path_and_query: format!("{path}{query}"),
-            ca_bundle: webhook.ca_bundle.clone(),
-            body,
-            timeout: webhook.timeout,
-            allow_remote: policy.allow_remote,
-        },
+        request,
         uid,
         version,
     })
-}
-
-/// Runs the calls on the server's runtime and waits for them, each within its
-/// deadline (and a little more: the call itself enforces it).
-fn run(requests: Vec<WebhookRequest>) -> Vec<Result<Bytes, CallError>> {
-    let expired = |request: &WebhookRequest| {
-        Err(CallError::Transport {
-            url: request.url.clone(),
-            reason: "context deadline exceeded".to_owned(),
-        })
-    };
-    let mut results: Vec<Result<Bytes, CallError>> = requests.iter().map(expired).collect();
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        return requests
-            .iter()
-            .map(|request| {
-                Err(CallError::Transport {
-                    url: request.url.clone(),
-                    reason: "no runtime to call webhooks on".to_owned(),
-                })
-            })
-            .collect();
-    };
-    let longest = requests
-        .iter()
-        .map(|request| request.timeout)
-        .max()
-        .unwrap_or_default();
-    let deadline = Instant::now() + longest + Duration::from_secs(1);
-    let (sender, receiver) = mpsc::channel();
-    for (index, request) in requests.into_iter().enumerate() {
-        let sender = sender.clone();
-        handle.spawn(async move {
-            let _ = sender.send((index, webhook_client::post(request).await));
-        });
-    }
-    drop(sender);
-    let mut pending = results.len();
-    while pending > 0 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match receiver.recv_timeout(left) {
-            Ok((index, result)) => {
-                if let Some(slot) = results.get_mut(index) {
-                    *slot = result;
-                }
-                pending -= 1;
-            }
-            Err(_) => break,
-        }
-    }
-    results
 }
 
 /// The answer of a call, verified.
@@ -318,28 +210,38 @@ fn apply_patch(
     Ok(())
 }
 
-/// `object` with the `apiVersion` of `resource`.
-fn in_version(object: Option<Value>, resource: &ResourceDef) -> Option<Value> {
-    object.map(|mut object| {
-        if let Some(fields) = object.as_object_mut() {
-            fields.insert("apiVersion".to_owned(), json!(resource.api_version()));
-        }
-        object
-    })
+/// `object` in the version `resource` serves (another version of its CRD): converted
+/// by the CRD's webhook if it names one, else with its `apiVersion` changed.
+fn in_version(
+    object: Option<Value>,
+    resource: &ResourceDef,
+    policy: WebhookPolicy,
+) -> Result<Option<Value>, Box<Status>> {
+    object
+        .map(|object| version_conversion::to_version(resource, object, policy))
+        .transpose()
 }
 
 /// The attributes a webhook is sent: the write's, or in the equivalent version its
-/// rules name (a custom resource's versions differ in `apiVersion` only here).
-fn sent<'b>(attributes: &Attributes<'b>, invocation: &'b Invocation) -> Attributes<'b> {
-    match invocation {
+/// rules name.
+///
+/// # Errors
+///
+/// The CRD's conversion webhook failed (500).
+fn sent<'b>(
+    attributes: &Attributes<'b>,
+    invocation: &'b Invocation,
+    policy: WebhookPolicy,
+) -> Result<Attributes<'b>, Box<Status>> {
+    Ok(match invocation {
         Invocation::Exact => attributes.clone(),
         Invocation::Equivalent(resource) => Attributes {
             resource,
-            object: in_version(attributes.object.clone(), resource),
-            old_object: in_version(attributes.old_object.clone(), resource),
+            object: in_version(attributes.object.clone(), resource, policy)?,
+            old_object: in_version(attributes.old_object.clone(), resource, policy)?,
             ..attributes.clone()
         },
-    }
+    })
 }
 
 /// Which mutating webhooks run again (kube-apiserver's `webhookReinvokeContext`): a
@@ -427,7 +329,7 @@ fn call_mutating(
     if attributes.dry_run && !webhook.dry_run_safe() {
         return Err(dry_run_unsupported(webhook));
     }
-    let mut sent = sent(attributes, &invocation);
+    let mut sent = sent(attributes, &invocation, policy)?;
     let prepared = match prepare(webhook, &sent, attributes.resource, policy) {
         Ok(prepared) => prepared,
         Err(failure) => {
@@ -437,7 +339,7 @@ fn call_mutating(
             };
         }
     };
-    let result = run(vec![prepared.request.clone()])
+    let result = post_blocking(vec![prepared.request.clone()])
         .pop()
         .unwrap_or_else(|| Err(CallError::Client("no answer".to_owned())));
     let verdict = match verdict(&prepared, result, true) {
@@ -463,7 +365,7 @@ fn call_mutating(
     }
     attributes.object = match invocation {
         Invocation::Exact => sent.object,
-        Invocation::Equivalent(_) => in_version(sent.object, attributes.resource),
+        Invocation::Equivalent(_) => in_version(sent.object, attributes.resource, policy)?,
     };
     Ok(attributes.object != before)
 }
@@ -490,7 +392,7 @@ pub(crate) fn validate(
         }
         let prepared = prepare(
             &webhook,
-            &sent(attributes, &invocation),
+            &sent(attributes, &invocation, policy)?,
             attributes.resource,
             policy,
         );
@@ -503,7 +405,7 @@ pub(crate) fn validate(
         .iter()
         .filter_map(|(_, prepared)| prepared.as_ref().ok().map(|p| p.request.clone()))
         .collect();
-    let mut results = run(requests).into_iter();
+    let mut results = post_blocking(requests).into_iter();
     let mut warnings = Vec::new();
     let mut first_error = None;
     for (webhook, prepared) in &called {

@@ -15,5 +15,6 @@ mod matcher;
 mod review;
 mod webhook;
 
+pub(crate) use crate::webhook_client::WebhookPolicy;
 pub(crate) use attributes::{Attributes, Operation};
-pub(crate) use dispatcher::{WebhookPolicy, admit, validate};
+pub(crate) use dispatcher::{admit, validate};

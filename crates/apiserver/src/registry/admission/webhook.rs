@@ -5,13 +5,13 @@
 
 use std::time::Duration;
 
-use base64::Engine;
 use kubeclient_machinery::GroupResource;
 use kubeclient_machinery::selector::LabelSelector;
 use serde_json::Value;
 
 use crate::object::{label_selector, string_list};
 use crate::storage::Store;
+use crate::webhook_client::{Endpoint, ca_bundle_of};
 
 /// The admission registration group.
 pub(crate) const GROUP: &str = "admissionregistration.k8s.io";
@@ -32,24 +32,6 @@ pub(crate) struct Rule {
     pub(crate) resources: Vec<String>,
     /// `scope`: `*` (default), `Cluster` or `Namespaced`.
     pub(crate) scope: String,
-}
-
-/// Where a webhook is called.
-#[derive(Clone, Debug)]
-pub(crate) enum Endpoint {
-    /// `clientConfig.url`.
-    Url(String),
-    /// `clientConfig.service`: called on loopback at its port (see `dispatcher`).
-    Service {
-        /// `namespace`.
-        namespace: String,
-        /// `name`.
-        name: String,
-        /// `path` (default `/`).
-        path: String,
-        /// `port` (default 443).
-        port: u16,
-    },
 }
 
 /// One webhook of a configuration.
@@ -115,24 +97,6 @@ fn rule(value: &Value) -> Rule {
     }
 }
 
-fn endpoint(client: &Value) -> Option<Endpoint> {
-    if let Some(url) = client.get("url").and_then(Value::as_str) {
-        return Some(Endpoint::Url(url.to_owned()));
-    }
-    let service = client.get("service")?;
-    let path = text(service, "path");
-    Some(Endpoint::Service {
-        namespace: text(service, "namespace").to_owned(),
-        name: text(service, "name").to_owned(),
-        path: if path.is_empty() { "/" } else { path }.to_owned(),
-        port: service
-            .get("port")
-            .and_then(Value::as_u64)
-            .and_then(|p| u16::try_from(p).ok())
-            .unwrap_or(443),
-    })
-}
-
 /// The webhooks of one configuration object.
 fn webhooks_of(configuration: &Value) -> Vec<Webhook> {
     let configuration_name = configuration
@@ -147,14 +111,11 @@ fn webhooks_of(configuration: &Value) -> Vec<Webhook> {
         .iter()
         .map(|hook| {
             let client = hook.get("clientConfig").cloned().unwrap_or(Value::Null);
-            let ca_bundle = base64::engine::general_purpose::STANDARD
-                .decode(text(&client, "caBundle"))
-                .unwrap_or_default();
             Webhook {
                 configuration: configuration_name.clone(),
                 name: text(hook, "name").to_owned(),
-                endpoint: endpoint(&client),
-                ca_bundle,
+                endpoint: Endpoint::of_client_config(&client),
+                ca_bundle: ca_bundle_of(&client),
                 rules: hook
                     .get("rules")
                     .and_then(Value::as_array)

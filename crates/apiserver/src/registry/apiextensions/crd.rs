@@ -91,6 +91,7 @@ pub(crate) fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, CrdDefiniti
         .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true));
     let storage_version = storage.map(|v| str_field(v, &["name"]).to_owned());
     let storage_schema = storage.and_then(schema_of);
+    let conversion_webhook = super::conversion_webhook::ConversionWebhook::of_crd(crd);
     let mut resources = Vec::new();
     for version in versions {
         if version.get("served").and_then(Value::as_bool) == Some(false) {
@@ -176,6 +177,7 @@ pub(crate) fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, CrdDefiniti
             schema: schema_of(version),
             storage_version: storage_version.clone(),
             storage_schema: storage_schema.clone(),
+            conversion_webhook: conversion_webhook.clone(),
             deprecation_warning: deprecation_warning(group, version_name, kind, version),
         });
     }

@@ -7,6 +7,8 @@
 //!   `api-approved.kubernetes.io` annotation (a URL, or a reason starting with
 //!   `unapproved`), see <https://github.com/kubernetes/enhancements/pull/1111>;
 //! - versions: unique names, each a DNS-1035 label, and exactly one storage version;
+//! - `spec.conversion`: the strategy `None` or `Webhook`, a webhook's `clientConfig`
+//!   and `conversionReviewVersions` with `Webhook` only;
 //! - every schema `pattern` compiles (RE2 syntax), within a per-version budget
 //!   (`schema_patterns.rs`).
 //!
@@ -16,14 +18,14 @@
 use kubeclient_machinery::StatusCause;
 use serde_json::Value;
 
+use crate::registry::dns1035::dns1035_problem;
+use crate::registry::webhook_client_config;
+
 /// The annotation a CRD of a protected group must carry.
 pub(crate) const API_APPROVED_ANNOTATION: &str = "api-approved.kubernetes.io";
 
 /// Where the approval policy is explained, as kube-apiserver cites it.
 const APPROVAL_POLICY: &str = "https://github.com/kubernetes/enhancements/pull/1111";
-
-/// The DNS-1035 label rule, in kube-apiserver's words.
-const DNS1035_MESSAGE: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
 /// Every rule `crd` breaks; `old` is the stored CRD on an update (an approval state that
 /// did not change is never an error then, as upstream).
@@ -46,6 +48,7 @@ pub(crate) fn validate(crd: &Value, old: Option<&Value>) -> Vec<StatusCause> {
         }
     }
     version_causes(spec, &mut causes);
+    conversion_causes(spec, &mut causes);
     causes.extend(super::schema_patterns::causes(spec));
     causes
 }
@@ -166,20 +169,77 @@ fn version_causes(spec: &Value, causes: &mut Vec<StatusCause>) {
     }
 }
 
-/// Why `name` is not a DNS-1035 label, if it is not.
-fn dns1035_problem(name: &str) -> Option<String> {
-    if name.len() > 63 {
-        return Some("must be no more than 63 characters".to_owned());
+/// The rules of `spec.conversion` (upstream's `validateCustomResourceConversion`, its
+/// fields named as in the internal version upstream validates): the strategy `None` or
+/// `Webhook`; `Webhook` needs a valid `clientConfig` and `conversionReviewVersions` of
+/// which this server speaks one, `None` may set neither.
+fn conversion_causes(spec: &Value, causes: &mut Vec<StatusCause>) {
+    let Some(conversion) = spec.get("conversion").filter(|c| !c.is_null()) else {
+        return;
+    };
+    const CLIENT_CONFIG: &str = "spec.conversion.webhookClientConfig";
+    const REVIEW_VERSIONS: &str = "spec.conversion.conversionReviewVersions";
+    let strategy = conversion
+        .get("strategy")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    match strategy {
+        "" => causes.push(StatusCause::new(
+            "FieldValueRequired",
+            "Required value",
+            "spec.conversion.strategy",
+        )),
+        "None" | "Webhook" => {}
+        other => causes.push(webhook_client_config::not_supported(
+            "spec.conversion.strategy",
+            other,
+            &["None", "Webhook"],
+        )),
     }
-    let bytes = name.as_bytes();
-    let starts = bytes.first().is_some_and(u8::is_ascii_lowercase);
-    let ends = bytes
-        .last()
-        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-    let inner = bytes
-        .iter()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
-    (!(starts && ends && inner)).then(|| DNS1035_MESSAGE.to_owned())
+    let webhook = conversion.get("webhook").filter(|w| !w.is_null());
+    let client = webhook
+        .and_then(|w| w.get("clientConfig"))
+        .filter(|c| !c.is_null());
+    let versions: Vec<&str> = webhook
+        .and_then(|w| w.get("conversionReviewVersions"))
+        .and_then(Value::as_array)
+        .map(|items| items.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if strategy == "Webhook" {
+        match client {
+            None => causes.push(StatusCause::new(
+                "FieldValueRequired",
+                "Required value: required when strategy is set to Webhook",
+                CLIENT_CONFIG,
+            )),
+            Some(client) => {
+                webhook_client_config::validate_client_config(Some(client), CLIENT_CONFIG, causes);
+            }
+        }
+        if versions.is_empty() {
+            causes.push(StatusCause::new(
+                "FieldValueRequired",
+                "Required value",
+                REVIEW_VERSIONS,
+            ));
+        } else {
+            webhook_client_config::review_version_causes(&versions, REVIEW_VERSIONS, causes);
+        }
+        return;
+    }
+    let forbidden = |field: &str| {
+        StatusCause::new(
+            "FieldValueForbidden",
+            "Forbidden: should not be set when strategy is not set to Webhook",
+            field,
+        )
+    };
+    if client.is_some() {
+        causes.push(forbidden(CLIENT_CONFIG));
+    }
+    if !versions.is_empty() {
+        causes.push(forbidden(REVIEW_VERSIONS));
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! CustomResourceDefinitions (apiextensions-apiserver's `pkg/registry/customresourcedefinition`):
 //! a new one must define servable resources and gets its initial status (names
-//! accepted, established); `spec.conversion` defaults to `None`; its validation
+//! accepted, established); `spec.conversion` defaults to `None` (a conversion webhook's
+//! service port to 443); its validation
 //! (`crd_validation.rs`); a DELETE marks it with the cleanup finalizer and the
 //! `Terminating` condition, without a new generation, for the CRD cleanup controller to
 //! remove its custom resources. What it serves is registered by the store after a write
@@ -76,5 +77,14 @@ impl Strategy for CustomResourceDefinitionStrategy {
 fn defaults(object: &mut Map<String, Value>) {
     if let Some(spec) = child(object, "spec") {
         set(spec, "conversion", json!({"strategy": "None"}));
+        if let Some(conversion) = child(spec, "conversion") {
+            set(conversion, "strategy", json!("None"));
+            if let Some(service) = child(conversion, "webhook")
+                .and_then(|webhook| child(webhook, "clientConfig"))
+                .and_then(|client| child(client, "service"))
+            {
+                set(service, "port", json!(443));
+            }
+        }
     }
 }

@@ -14,6 +14,10 @@ use serde_json::{Map, Value, json};
 use crate::registry::defaults::{child, child_or_insert, set};
 use crate::registry::printers::{self, Column};
 use crate::registry::strategy::{Strategy, StrategyContext};
+use crate::registry::webhook_client_config::{
+    go_slice, go_strings, invalid, not_supported, required_because, review_version_causes, text,
+    validate_client_config,
+};
 use crate::registry::workloads::required;
 
 /// The strategy of both configuration kinds.
@@ -80,54 +84,11 @@ impl Strategy for WebhookConfigurationStrategy {
     }
 }
 
-fn text<'a>(value: &'a Value, field: &str) -> &'a str {
-    value.get(field).and_then(Value::as_str).unwrap_or("")
-}
-
 fn strings(value: Option<&Value>) -> Vec<&str> {
     value
         .and_then(Value::as_array)
         .map(|items| items.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default()
-}
-
-/// Go's `%#v` of a `[]string`.
-fn go_strings(items: &[&str]) -> String {
-    go_slice("string", items)
-}
-
-/// Go's `%#v` of a slice of the string type `type_name`.
-fn go_slice(type_name: &str, items: &[&str]) -> String {
-    let quoted: Vec<String> = items.iter().map(|item| format!("{item:?}")).collect();
-    format!("[]{type_name}{{{}}}", quoted.join(", "))
-}
-
-fn invalid(field: &str, value: &str, detail: &str) -> StatusCause {
-    StatusCause::new(
-        "FieldValueInvalid",
-        &format!("Invalid value: {value}: {detail}"),
-        field,
-    )
-}
-
-fn required_because(field: &str, detail: &str) -> StatusCause {
-    StatusCause::new(
-        "FieldValueRequired",
-        &format!("Required value: {detail}"),
-        field,
-    )
-}
-
-fn not_supported(field: &str, value: &str, supported: &[&str]) -> StatusCause {
-    let supported: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
-    StatusCause::new(
-        "FieldValueNotSupported",
-        &format!(
-            "Unsupported value: {value:?}: supported values: {}",
-            supported.join(", ")
-        ),
-        field,
-    )
 }
 
 /// Checks an optional string field against its supported values.
@@ -246,23 +207,7 @@ fn validate_review_versions(webhook: &Value, path: &str, causes: &mut Vec<Status
         causes.push(required_because(&field, "must specify one of v1, v1beta1"));
         return;
     }
-    let mut seen = std::collections::HashSet::new();
-    for (index, version) in versions.iter().enumerate() {
-        if !seen.insert(*version) {
-            causes.push(invalid(
-                &format!("{field}[{index}]"),
-                &format!("{version:?}"),
-                "duplicate version",
-            ));
-        }
-    }
-    if !versions.iter().any(|v| matches!(*v, "v1" | "v1beta1")) {
-        causes.push(invalid(
-            &field,
-            &go_strings(&versions),
-            "must include at least one of v1, v1beta1",
-        ));
-    }
+    review_version_causes(&versions, &field, causes);
 }
 
 /// Whether a list has `*` beside other entries.
@@ -387,115 +332,5 @@ fn validate_resources(resources: &[&str], path: &str, causes: &mut Vec<StatusCau
             &go_strings(resources),
             "if '*' is present, must not specify other resources without subresources",
         ));
-    }
-}
-
-fn validate_client_config(client: Option<&Value>, path: &str, causes: &mut Vec<StatusCause>) {
-    let client = client.cloned().unwrap_or(Value::Null);
-    let url = client.get("url").and_then(Value::as_str);
-    let service = client.get("service").filter(|s| s.is_object());
-    match (url, service) {
-        (Some(url), None) => validate_url(url, &format!("{path}.url"), causes),
-        (None, Some(service)) => validate_service(service, &format!("{path}.service"), causes),
-        _ => causes.push(required_because(
-            path,
-            "exactly one of url or service is required",
-        )),
-    }
-}
-
-fn validate_url(url: &str, path: &str, causes: &mut Vec<StatusCause>) {
-    const FORM: &str = "; desired format: https://host[/path]";
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    if scheme != "https" {
-        causes.push(invalid(
-            path,
-            &format!("{scheme:?}"),
-            &format!("'https' is the only allowed URL scheme{FORM}"),
-        ));
-    }
-    let (before_fragment, fragment) = rest.split_once('#').unwrap_or((rest, ""));
-    let (before_query, query) = before_fragment
-        .split_once('?')
-        .unwrap_or((before_fragment, ""));
-    let authority = before_query.split('/').next().unwrap_or("");
-    let (user, host) = match authority.rsplit_once('@') {
-        Some((user, host)) => (Some(user), host),
-        None => (None, authority),
-    };
-    if host.is_empty() {
-        causes.push(invalid(
-            path,
-            "\"\"",
-            &format!("host must be specified{FORM}"),
-        ));
-    }
-    if let Some(user) = user {
-        causes.push(invalid(
-            path,
-            &format!("{user:?}"),
-            "user information is not permitted in the URL",
-        ));
-    }
-    if !fragment.is_empty() {
-        causes.push(invalid(
-            path,
-            &format!("{fragment:?}"),
-            "fragments are not permitted in the URL",
-        ));
-    }
-    if !query.is_empty() {
-        causes.push(invalid(
-            path,
-            &format!("{query:?}"),
-            "query parameters are not permitted in the URL",
-        ));
-    }
-}
-
-fn validate_service(service: &Value, path: &str, causes: &mut Vec<StatusCause>) {
-    if text(service, "name").is_empty() {
-        causes.push(required_because(
-            &format!("{path}.name"),
-            "service name is required",
-        ));
-    }
-    if text(service, "namespace").is_empty() {
-        causes.push(required_because(
-            &format!("{path}.namespace"),
-            "service namespace is required",
-        ));
-    }
-    if let Some(port) = service.get("port").and_then(Value::as_i64)
-        && !(1..=65535).contains(&port)
-    {
-        causes.push(invalid(
-            &format!("{path}.port"),
-            &port.to_string(),
-            "port is not valid: must be between 1 and 65535, inclusive",
-        ));
-    }
-    let url_path = text(service, "path");
-    if url_path.is_empty() || url_path == "/" {
-        return;
-    }
-    let field = format!("{path}.path");
-    if !url_path.starts_with('/') {
-        causes.push(invalid(
-            &field,
-            &format!("{url_path:?}"),
-            "must start with a '/'",
-        ));
-    }
-    let trimmed = url_path.strip_prefix('/').unwrap_or(url_path);
-    let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
-    for (index, segment) in trimmed.split('/').enumerate() {
-        if segment.is_empty() {
-            causes.push(invalid(
-                &field,
-                &format!("{url_path:?}"),
-                &format!("segment[{index}] may not be empty"),
-            ));
-        }
     }
 }

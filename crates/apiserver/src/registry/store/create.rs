@@ -115,7 +115,7 @@ impl GenericStore<'_> {
         }
         let mut warnings = warnings;
         warnings.extend(admission_warnings);
-        version_conversion::to_storage_version(resource, &mut value);
+        version_conversion::to_storage_version(resource, &mut value, self.webhooks)?;
         validate::check_size(resource, &value, self.max_object_bytes)?;
         let storage = request.storage();
         for attempt in 0..8 {

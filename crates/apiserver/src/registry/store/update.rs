@@ -53,7 +53,7 @@ impl GenericStore<'_> {
                 admission_warnings.clear();
                 let current = current.ok_or_else(|| request.not_found(name))?;
                 // Patches and updates apply to the object as the request's version serves it.
-                let converted = version_conversion::served_object(resource, current);
+                let converted = version_conversion::served_object(resource, current, self.webhooks)?;
                 let current = converted.as_ref().unwrap_or(current);
                 let Some(mut desired) = compute(current)? else {
                     return Ok(Write::Unchanged);
@@ -116,7 +116,7 @@ impl GenericStore<'_> {
                 if request.admit {
                     admission_warnings.extend(self.validate_write(request, &result, Some(&current.value))?);
                 }
-                version_conversion::to_storage_version(resource, &mut result);
+                version_conversion::to_storage_version(resource, &mut result, self.webhooks)?;
                 validate::check_size(resource, &result, self.max_object_bytes)?;
                 let write = if finalized(&result) {
                     Write::Delete
