@@ -32,7 +32,7 @@ pub struct ConversionRequest {
     #[serde(rename = "desiredAPIVersion")]
     pub desired_api_version: String,
     /// The objects, each in its own version.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub objects: Vec<serde_json::Value>,
 }
 
@@ -55,11 +55,20 @@ pub struct ConversionResponse {
     /// The request's uid.
     pub uid: String,
     /// The converted objects (empty on failure).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub converted_objects: Vec<serde_json::Value>,
     /// `Success`, or `Failure` with a message.
     #[serde(default)]
     pub result: ConversionResult,
+}
+
+/// A list Go wrote as `null` (a nil slice: kube-apiserver v1.20 sends its request with
+/// `"response": {"convertedObjects": null, ...}`) is an empty one.
+fn null_as_empty<'de, D>(deserializer: D) -> Result<Vec<serde_json::Value>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Ok(Option::<Vec<serde_json::Value>>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 impl ConversionReview {
@@ -100,5 +109,23 @@ impl ConversionResponse {
                 message: message.to_owned(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConversionReview;
+
+    #[test]
+    fn a_review_as_kube_apiserver_v1_20_sends_it_decodes() {
+        // Go's nil slices travel as null, and v1.20 sends an empty response along.
+        let review: ConversionReview = serde_json::from_str(
+            r#"{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1",
+                "request":{"uid":"u","desiredAPIVersion":"example.com/v1","objects":null},
+                "response":{"uid":"","convertedObjects":null,"result":{"metadata":{}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(review.request.unwrap().objects.len(), 0);
+        assert_eq!(review.response.unwrap().converted_objects.len(), 0);
     }
 }

@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::support::{config_of, scratch, start};
 
-mod v1 {
+pub(crate) mod v1 {
     #[derive(
         kubeclient::CustomResource,
         Clone,
@@ -41,7 +41,7 @@ mod v1 {
     }
 }
 
-mod v1alpha1 {
+pub(crate) mod v1alpha1 {
     #[derive(
         kubeclient::CustomResource,
         Clone,
@@ -86,13 +86,18 @@ impl Convertible<v1::Gizmo> for v1alpha1::Gizmo {
     }
 }
 
-fn conversion() -> Conversion<v1::Gizmo> {
+pub(crate) fn conversion() -> Conversion<v1::Gizmo> {
     Conversion::<v1::Gizmo>::hub().spoke::<v1alpha1::Gizmo>()
 }
 
 /// Installs the two-version CRD (stored as `storage`) converted by the webhook at
 /// `https://{address}/convert`, trusting `ca_bundle`.
-async fn install(client: &Client, address: std::net::SocketAddr, ca_bundle: &str, storage: &str) {
+pub(crate) async fn install(
+    client: &Client,
+    address: std::net::SocketAddr,
+    ca_bundle: &str,
+    storage: &str,
+) {
     let mut crd = merge_crds(vec![v1::Gizmo::crd(), v1alpha1::Gizmo::crd()], storage).unwrap();
     crd.spec.conversion = Some(
         serde_json::from_value(json!({

@@ -286,3 +286,119 @@ async fn admission_webhooks_agree_with_a_real_kube_apiserver() {
         theirs.len()
     );
 }
+
+/// The conversions, answered by one server: written, read, listed and patched through
+/// both versions, and a write the webhook cannot convert.
+async fn conversion_transcript(client: &Client, namespace: &str) -> Vec<(String, Value)> {
+    use crate::conversion_webhook::{v1, v1alpha1};
+    let old: Api<v1alpha1::Gizmo> = Api::namespaced(client.clone(), namespace);
+    let new: Api<v1::Gizmo> = Api::namespaced(client.clone(), namespace);
+    let replace = |text: String| text.replace(namespace, "{ns}");
+    let answer = |result: Result<Value, Error>| match result {
+        Ok(value) => value,
+        Err(Error::Api(error)) => json!({"code": error.code(), "reason": error.reason(),
+                                         "message": replace(error.status.message.clone())}),
+        Err(other) => json!({"transport": other.to_string()}),
+    };
+    let size = |size: &str| {
+        v1alpha1::Gizmo::new(
+            "g",
+            v1alpha1::GizmoSpec {
+                size: size.to_owned(),
+            },
+        )
+    };
+    let mut answers = Vec::new();
+    let created = old.create(&PostParams::default(), &size("3")).await;
+    answers.push((
+        "create as v1alpha1",
+        answer(created.map(|g| json!(g.spec.size))),
+    ));
+    let read = new.get("g").await;
+    answers.push(("read as v1", answer(read.map(|g| json!(g.spec.replicas)))));
+    let listed = old.list(&Default::default()).await;
+    answers.push((
+        "list as v1alpha1",
+        answer(listed.map(|l| {
+            json!(
+                l.items
+                    .iter()
+                    .map(|g| g.spec.size.clone())
+                    .collect::<Vec<_>>()
+            )
+        })),
+    ));
+    let patched = old
+        .patch(
+            "g",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": "5"}})),
+        )
+        .await;
+    answers.push((
+        "patch as v1alpha1",
+        answer(patched.map(|g| json!(g.spec.size))),
+    ));
+    let read = new.get("g").await;
+    answers.push((
+        "read the patch as v1",
+        answer(read.map(|g| json!(g.spec.replicas))),
+    ));
+    let mut many = size("many");
+    many.metadata.name = Some("many".to_owned());
+    let refused = old.create(&PostParams::default(), &many).await;
+    answers.push((
+        "a size that does not convert",
+        answer(refused.map(|g| json!(g.spec.size))),
+    ));
+    answers
+        .into_iter()
+        .map(|(step, answer)| (step.to_owned(), answer))
+        .collect()
+}
+
+#[tokio::test]
+async fn conversion_webhooks_agree_with_a_real_kube_apiserver() {
+    let Some(real) = real_server().await else {
+        return;
+    };
+    let namespace = fresh_namespace(&real, "conversion").await;
+    let webhooks = WebhookServer::builder()
+        .address("127.0.0.1:0".parse().unwrap())
+        .cert_dir(scratch("realapi-conversion").join("certs"))
+        .self_signed(&["gizmo-webhook.default.svc"])
+        .conversion("/convert", crate::conversion_webhook::conversion())
+        .start()
+        .await
+        .unwrap();
+    let (address, ca) = (webhooks.local_addr(), webhooks.ca_bundle().unwrap());
+    crate::conversion_webhook::install(&real, address, ca, "v1").await;
+    let theirs = conversion_transcript(&real, &namespace).await;
+    let _ = Api::<Namespace>::all(real.clone())
+        .delete(&namespace, &DeleteParams::default())
+        .await;
+
+    let fixture = start().await;
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(namespace.clone());
+    Api::<Namespace>::all(fixture.client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    crate::conversion_webhook::install(&fixture.client, address, ca, "v1").await;
+    let ours = conversion_transcript(&fixture.client, &namespace).await;
+
+    assert_eq!(
+        theirs[1].1,
+        json!(3),
+        "the real server converted: {theirs:?}"
+    );
+    for ((step, theirs), (_, mine)) in theirs.iter().zip(&ours) {
+        assert_eq!(mine, theirs, "{step}: ours vs the real server");
+    }
+    eprintln!(
+        "conversion: {} of {} answers agree with the real kube-apiserver",
+        ours.len(),
+        theirs.len()
+    );
+}
