@@ -155,6 +155,7 @@ impl Builtin {
             special: self.special,
             schema: None,
             patterns: Default::default(),
+            rules: Default::default(),
         }
     }
 }

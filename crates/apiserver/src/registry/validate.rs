@@ -6,7 +6,8 @@
 //!    custom resources at least their `metadata` into `ObjectMeta`. One object that a typed
 //!    client cannot decode would otherwise poison every list and informer of its resource.
 //! 2. Its labels and annotation keys are valid (422 Invalid, the API server's messages).
-//! 3. A custom resource matches its version's OpenAPI v3 schema (`validate_schema.rs`).
+//! 3. A custom resource matches its version's OpenAPI v3 schema (`validate_schema.rs`)
+//!    and its `x-kubernetes-validations` rules (`cel_validation.rs`).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeclient_machinery::{Status, StatusCause};
@@ -38,15 +39,20 @@ const QUANTITY_FIELDS: [&str; 13] = [
     "maxLimitRequestRatio",
 ];
 
-/// Runs both checks on `object`, a complete object about to be stored.
+/// Runs the checks on `object`, a complete object about to be stored (`old`: the object
+/// an update replaces, for transition rules).
 ///
 /// # Errors
 ///
 /// 400 when it does not decode into its type, 422 for invalid labels or annotations.
-pub(crate) fn check_object(resource: &ResourceDef, object: &Value) -> StoreResult<()> {
+pub(crate) fn check_object(
+    resource: &ResourceDef,
+    object: &Value,
+    old: Option<&Value>,
+) -> StoreResult<()> {
     check_decodes(resource, object)?;
     check_metadata(resource, object)?;
-    super::apiextensions::validate_schema::check_schema(resource, object)
+    super::apiextensions::validate_schema::check_schema(resource, object, old)
 }
 
 /// Checks that `object` encodes to at most `max_bytes` (a patch can grow an object

@@ -8,7 +8,9 @@
 //!   `unapproved`), see <https://github.com/kubernetes/enhancements/pull/1111>;
 //! - versions: unique names, each a DNS-1035 label, and exactly one storage version;
 //! - every schema `pattern` compiles (RE2 syntax), within a per-version budget
-//!   (`schema_patterns.rs`).
+//!   (`schema_patterns.rs`);
+//! - every `x-kubernetes-validations` rule compiles, within the cost limit
+//!   (`cel_rules.rs`).
 //!
 //! Even an approved CRD never shadows a built-in resource: the registry serves built-ins
 //! first ([`Registry::register`](crate::registry::Registry::register)).
@@ -47,6 +49,7 @@ pub(crate) fn validate(crd: &Value, old: Option<&Value>) -> Vec<StatusCause> {
     }
     version_causes(spec, &mut causes);
     causes.extend(super::schema_patterns::causes(spec));
+    causes.extend(super::cel_rules::causes(spec));
     causes
 }
 

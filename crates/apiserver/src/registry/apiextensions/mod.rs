@@ -3,12 +3,22 @@
 //! ([`crd_validation`]); how the objects of its resources are checked against their
 //! version's schema ([`validate_schema`], with its `format`s in [`schema_formats`] and
 //! its `pattern`s compiled once per served version in [`schema_patterns`]), pruned and
-//! defaulted ([`structural_schema`]), and stored in one version but served in the one
+//! defaulted ([`structural_schema`]), checked against its `x-kubernetes-validations` CEL
+//! rules (compiled once per served version in [`cel_rules`], evaluated by
+//! [`cel_validation`] with the Kubernetes libraries of [`cel_library`], [`cel_net`] and
+//! [`cel_quantity`], bounded by [`cel_cost`]), and stored in one version but served in the one
 //! asked for ([`version_conversion`], which also serves `events.k8s.io` Events from their
 //! core/v1 storage form). The custom resources' strategy is `kinds/custom_resource.rs`,
 //! the CRDs' `kinds/custom_resource_definition.rs`; deleting a CRD's objects before it
 //! goes is the controllers' (`controllers/crd_cleanup_controller.rs`).
 
+pub(super) mod cel_cost;
+pub(super) mod cel_library;
+pub(super) mod cel_net;
+pub(super) mod cel_quantity;
+pub(crate) mod cel_rules;
+pub(super) mod cel_validation;
+pub(super) mod cel_value;
 pub(super) mod crd;
 pub(super) mod crd_validation;
 pub(super) mod schema_formats;
