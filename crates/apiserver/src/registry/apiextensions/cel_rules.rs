@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use super::cel_cost::{self, CostShape};
 use super::cel_library;
+use super::cel_stack;
 
 /// The variable bound to the value a rule is declared on.
 pub(crate) const SELF: &str = "self";
@@ -331,16 +332,20 @@ fn compile_rule(
 ///
 /// The text kube-apiserver gives after the field (`compilation failed: ERROR: ...`).
 fn compile_expression(source: &str, boolean: bool) -> Result<Program, String> {
-    let compiled = std::panic::catch_unwind(|| cel_library::environment().compile(source));
+    if let Some(problem) = cel_stack::check_nesting(source) {
+        return Err(format!("compilation failed: {problem}"));
+    }
+    let compiled = cel_stack::on_large_stack(|| {
+        cel_library::environment()
+            .compile(source)
+            .map_err(|errors| errors.to_string())
+    });
     let program = match compiled {
-        Ok(Ok(program)) => program,
-        Ok(Err(errors)) => {
-            return Err(format!(
-                "compilation failed: {}",
-                go_issues(&errors.to_string())
-            ));
+        Some(Ok(program)) => program,
+        Some(Err(errors)) => {
+            return Err(format!("compilation failed: {}", go_issues(&errors)));
         }
-        Err(_) => {
+        None => {
             return Err(
                 "compilation failed: the CEL parser failed on this expression (internal error)"
                     .to_owned(),

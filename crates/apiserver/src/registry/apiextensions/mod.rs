@@ -6,7 +6,7 @@
 //! defaulted ([`structural_schema`]), checked against its `x-kubernetes-validations` CEL
 //! rules (compiled once per served version in [`cel_rules`], evaluated by
 //! [`cel_validation`] with the Kubernetes libraries of [`cel_library`], [`cel_net`] and
-//! [`cel_quantity`], bounded by [`cel_cost`]), and stored in one version but served in the one
+//! [`cel_quantity`], bounded by [`cel_cost`], on a large stack of [`cel_stack`]), and stored in one version but served in the one
 //! asked for ([`version_conversion`], which also serves `events.k8s.io` Events from their
 //! core/v1 storage form). The custom resources' strategy is `kinds/custom_resource.rs`,
 //! the CRDs' `kinds/custom_resource_definition.rs`; deleting a CRD's objects before it
@@ -17,6 +17,7 @@ pub(super) mod cel_library;
 pub(super) mod cel_net;
 pub(super) mod cel_quantity;
 pub(crate) mod cel_rules;
+pub(super) mod cel_stack;
 pub(super) mod cel_validation;
 pub(super) mod cel_value;
 pub(super) mod crd;

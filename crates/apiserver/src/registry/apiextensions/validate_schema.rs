@@ -53,7 +53,16 @@ pub(crate) fn check_schema(
                 "<nil>",
             ));
         } else {
-            causes.extend(super::cel_validation::causes(root, schema, object, old));
+            let evaluated = super::cel_stack::on_large_stack(|| {
+                super::cel_validation::causes(root, schema, object, old)
+            });
+            causes.extend(evaluated.unwrap_or_else(|| {
+                vec![StatusCause::new(
+                    "FieldValueInvalid",
+                    "Invalid value: \"object\": internal error: the validation rules could not be evaluated",
+                    "<nil>",
+                )]
+            }));
         }
     }
     if causes.is_empty() {
