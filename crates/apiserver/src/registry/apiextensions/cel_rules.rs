@@ -106,7 +106,7 @@ pub(crate) struct CompiledRules {
 /// Every rule that does not compile, with kube-apiserver's messages.
 pub(crate) fn compile(schema: &Value, path: &str) -> Result<CompiledRules, Vec<StatusCause>> {
     let mut causes = Vec::new();
-    let root = compile_node(schema, path, &mut causes);
+    let root = compile_node(schema, path, None, &mut causes);
     if causes.is_empty() {
         Ok(CompiledRules { root })
     } else {
@@ -145,7 +145,17 @@ pub(crate) fn causes(spec: &Value) -> Vec<StatusCause> {
     causes
 }
 
-fn compile_node(schema: &Value, path: &str, causes: &mut Vec<StatusCause>) -> Option<RuleNode> {
+/// Compiles the rules of `schema` and below; `uncorrelatable` is the path of the nearest
+/// ancestor whose elements have no old value (a list that is not a map list, an atomic
+/// map), where transition rules are refused.
+fn compile_node(
+    schema: &Value,
+    path: &str,
+    uncorrelatable: Option<&str>,
+    causes: &mut Vec<StatusCause>,
+) -> Option<RuleNode> {
+    let map_list = schema.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
+    let atomic_map = schema.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic");
     let mut node = RuleNode {
         schema_type: schema
             .get("type")
@@ -157,18 +167,24 @@ fn compile_node(schema: &Value, path: &str, causes: &mut Vec<StatusCause>) -> Op
     if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
         for (name, property) in properties {
             let child = format!("{path}.properties[{name}]");
-            if let Some(sub) = compile_node(property, &child, causes) {
+            if let Some(sub) = compile_node(property, &child, uncorrelatable, causes) {
                 node.properties.insert(name.clone(), sub);
             }
         }
     }
     if let Some(additional) = schema.get("additionalProperties").filter(|a| a.is_object()) {
         let child = format!("{path}.additionalProperties");
-        node.additional = compile_node(additional, &child, causes).map(Box::new);
+        let below = if atomic_map {
+            Some(path)
+        } else {
+            uncorrelatable
+        };
+        node.additional = compile_node(additional, &child, below, causes).map(Box::new);
     }
     if let Some(items) = schema.get("items").filter(|a| a.is_object()) {
         let child = format!("{path}.items");
-        node.items = compile_node(items, &child, causes).map(Box::new);
+        let below = if map_list { uncorrelatable } else { Some(path) };
+        node.items = compile_node(items, &child, below, causes).map(Box::new);
     }
     if let Some(rules) = schema
         .get("x-kubernetes-validations")
@@ -176,7 +192,7 @@ fn compile_node(schema: &Value, path: &str, causes: &mut Vec<StatusCause>) -> Op
     {
         for (index, rule) in rules.iter().enumerate() {
             let rule_path = format!("{path}.x-kubernetes-validations[{index}]");
-            if let Some(compiled) = compile_rule(schema, rule, &rule_path, causes) {
+            if let Some(compiled) = compile_rule(schema, rule, &rule_path, uncorrelatable, causes) {
                 node.rules.push(compiled);
             }
         }
@@ -188,7 +204,7 @@ fn compile_node(schema: &Value, path: &str, causes: &mut Vec<StatusCause>) -> Op
     {
         return None;
     }
-    if schema.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map") {
+    if map_list {
         node.list_map_keys = Some(
             schema
                 .get("x-kubernetes-list-map-keys")
@@ -200,7 +216,7 @@ fn compile_node(schema: &Value, path: &str, causes: &mut Vec<StatusCause>) -> Op
                 .collect(),
         );
     }
-    node.atomic_map = schema.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic");
+    node.atomic_map = atomic_map;
     Some(node)
 }
 
@@ -208,11 +224,35 @@ fn compile_rule(
     schema: &Value,
     rule: &Value,
     path: &str,
+    uncorrelatable: Option<&str>,
     causes: &mut Vec<StatusCause>,
 ) -> Option<CompiledRule> {
     let source = rule.get("rule").and_then(Value::as_str).unwrap_or("");
     let mut failed = false;
+    if let Some(message) = rule.get("message").and_then(Value::as_str) {
+        let problem = if message.trim().is_empty() {
+            Some("message must be non-empty if specified")
+        } else if message.contains('\n') {
+            Some("message must not contain line breaks")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            causes.push(StatusCause::new(
+                "FieldValueInvalid",
+                &format!("Invalid value: {}: {problem}", go_quote(message)),
+                &format!("{path}.message"),
+            ));
+            failed = true;
+        }
+    }
     let program = if source.trim().is_empty() {
+        causes.push(StatusCause::new(
+            "FieldValueRequired",
+            "Required value: rule is not specified",
+            &format!("{path}.rule"),
+        ));
+        failed = true;
         None
     } else {
         match compile_expression(source, true) {
@@ -286,6 +326,25 @@ fn compile_rule(
         .as_ref()
         .is_some_and(|p| reads(p.expression(), OLD_SELF));
     let optional_old_self = rule.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
+    if uses_old_self && let Some(within) = uncorrelatable {
+        causes.push(StatusCause::new(
+            "FieldValueInvalid",
+            &format!(
+                "Invalid value: {}: oldSelf cannot be used on the uncorrelatable portion of the schema within {within}",
+                go_quote(source)
+            ),
+            &format!("{path}.rule"),
+        ));
+        failed = true;
+    }
+    if optional_old_self && !uses_old_self && program.is_some() {
+        causes.push(StatusCause::new(
+            "FieldValueInvalid",
+            "Invalid value: true: may not be set if rule does not use oldSelf",
+            &format!("{path}.optionalOldSelf"),
+        ));
+        failed = true;
+    }
     let cost = program
         .as_ref()
         .map(|p| cel_cost::shape(p.expression()))
@@ -673,6 +732,38 @@ mod tests {
         let compiled = compile(&ok, "p").unwrap();
         let rule = &compiled.root.unwrap().properties["spec"].rules[0];
         assert_eq!(rule.field_path.as_deref(), Some("labels[a.b]"));
+    }
+
+    #[test]
+    fn transition_rules_are_refused_where_no_old_value_exists() {
+        let schema = json!({"type": "object", "properties": {"list": {"type": "array",
+            "items": {"type": "object", "properties": {"name": {"type": "string",
+                "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}}},
+            "keyed": {"type": "array", "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string",
+                    "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}}}}});
+        let causes = compile(&schema, "s").unwrap_err();
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within s.properties[list]"
+        );
+        let empty = json!({"type": "object", "x-kubernetes-validations": [
+            {"rule": " "}, {"rule": "true", "message": "a\nb"}, {"rule": "true", "optionalOldSelf": true}]});
+        let fields: Vec<String> = compile(&empty, "s")
+            .unwrap_err()
+            .into_iter()
+            .map(|c| format!("{} {}", c.field, c.message))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "s.x-kubernetes-validations[0].rule Required value: rule is not specified",
+                "s.x-kubernetes-validations[1].message Invalid value: \"a\\nb\": message must not contain line breaks",
+                "s.x-kubernetes-validations[2].optionalOldSelf Invalid value: true: may not be set if rule does not use oldSelf",
+            ]
+        );
     }
 
     #[test]
