@@ -6,9 +6,9 @@
 //! - regex: `find(pattern)`, `findAll(pattern)`, `findAll(pattern, n)`;
 //! - URLs: `url()`, `isURL()`, `getScheme()`, `getHost()`, `getHostname()`, `getPort()`,
 //!   `getEscapedPath()`, `getQuery()` (`cel_net.rs`);
-//! - IP addresses and CIDRs: `ip()`, `isIP()`, `family()`, `isUnspecified()`,
+//! - IP addresses and CIDRs: `ip()`, `isIP()`, `ip.isCanonical()`, `family()`, `isUnspecified()`,
 //!   `isLoopback()`, `isLinkLocalMulticast()`, `isLinkLocalUnicast()`, `isGlobalUnicast()`,
-//!   `ip.isCanonical()`, `cidr()`, `isCIDR()`, `containsIP()`, `containsCIDR()`,
+//!   `cidr()`, `isCIDR()`, `containsIP()`, `containsCIDR()`,
 //!   `prefixLength()`, `masked()`, `cidr.ip()` (`cel_net.rs`);
 //! - quantities: `quantity()`, `isQuantity()`, `sign()`, `isInteger()`, `asInteger()`,
 //!   `asApproximateFloat()`, `compareTo()`, `isGreaterThan()`, `isLessThan()`, `add()`,

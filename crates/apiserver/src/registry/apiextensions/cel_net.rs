@@ -60,6 +60,16 @@ pub(crate) fn register(context: &mut Context<'static, 'static>) {
     let _ = context.add_function("getQuery", get_query);
     let _ = context.add_function("ip", ip);
     let _ = context.add_function("isIP", is_ip);
+    let _ = context.add_function("ip.isCanonical", |v: Value| -> ResolveResult {
+        let text = string_arg("ip.isCanonical", &v)?;
+        let ip = parse_ip(text).ok_or_else(|| {
+            ExecutionError::function_error(
+                "ip.isCanonical",
+                format!("IP Address {text:?} parse error during conversion from string"),
+            )
+        })?;
+        Ok(Value::Bool(ip.to_string() == text))
+    });
     let _ = context.add_function("family", family);
     let _ = context.add_function("isUnspecified", |This(v): This<Value>| {
         ip_test("isUnspecified", &v, |ip| ip.is_unspecified())
@@ -417,6 +427,7 @@ mod tests {
             "ip('10.0.0.1').family() == 4 && ip('::1').family() == 6 && ip('127.0.0.1').isLoopback()",
             "ip('10.0.0.1') == ip('10.0.0.1') && ip('8.8.8.8').isGlobalUnicast()",
             "isCIDR('10.0.0.0/8') && !isCIDR('10.0.0.0/33')",
+            "ip.isCanonical('2001:db8::1') && !ip.isCanonical('2001:DB8::1')",
             "cidr('10.0.0.0/8').containsIP('10.1.2.3') && !cidr('10.0.0.0/8').containsIP(ip('11.0.0.1'))",
             "cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16') && cidr('10.1.2.3/8').masked() == cidr('10.0.0.0/8')",
             "cidr('10.0.0.0/8').prefixLength() == 8 && cidr('10.0.0.0/8').ip() == ip('10.0.0.0')",

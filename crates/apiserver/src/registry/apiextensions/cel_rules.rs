@@ -454,7 +454,7 @@ fn position_of(source: &str, offset: usize) -> (usize, usize) {
 
 /// Names a rule may use without declaring them: its variables, CEL's type names and the
 /// namespaces of the libraries' functions.
-const DECLARED: [&str; 18] = [
+const DECLARED: [&str; 19] = [
     SELF,
     OLD_SELF,
     "int",
@@ -473,6 +473,7 @@ const DECLARED: [&str; 18] = [
     "strings",
     "sets",
     "format",
+    "ip",
 ];
 
 /// Collects the identifiers `expr` reads that nothing declares, with their expression ids.
@@ -773,5 +774,8 @@ mod tests {
             "x-kubernetes-validations": [{"rule": "self.all(x, x != '') && self == oldSelf"}]}}});
         let compiled = compile(&schema, "p").unwrap();
         assert!(compiled.root.unwrap().properties["items"].rules[0].uses_old_self);
+        let namespaced = json!({"type": "string", "x-kubernetes-validations": [
+            {"rule": "ip.isCanonical(self) && math.abs(-1) == 1"}]});
+        assert!(compile(&namespaced, "p").is_ok());
     }
 }
