@@ -1,6 +1,7 @@
 //! The Kubernetes CEL quantity library (`k8s.io/apiserver/pkg/cel/library/quantity.go`):
 //! `resource.Quantity` strings (`500m`, `1.5Gi`, `2e3`) as opaque CEL values, compared
-//! exactly when both fit in nano units (`i128`), else by their `f64` value.
+//! exactly in nano units (`i128`, smaller parts rounded up as Kubernetes does) when both
+//! fit, else by their `f64` value.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -14,7 +15,8 @@ use super::cel_library::{no_overload, string_arg};
 /// A parsed quantity.
 #[derive(Debug, Clone, Copy)]
 struct Quantity {
-    /// The value in units of 10^-9, when exact and within `i128`.
+    /// The value in units of 10^-9 (rounded up below a nano, as Kubernetes does), when
+    /// within `i128`.
     nanos: Option<i128>,
     /// The value, approximately.
     approx: f64,
@@ -92,14 +94,21 @@ fn parse(text: &str) -> Option<Quantity> {
         }
     };
     let digits = format!("{whole}{fraction}");
-    let scale = 9 + exp10 - i32::try_from(fraction.len()).ok()?;
+    // An exponent too large for this arithmetic is not a quantity (kube-apiserver refuses
+    // such values as out of range too).
+    let scale = 9i32
+        .checked_add(exp10)?
+        .checked_sub(i32::try_from(fraction.len()).ok()?)?;
     let mantissa: Option<i128> = digits.parse().ok();
     let nanos = mantissa.and_then(|m| {
         let scaled = if scale >= 0 {
             m.checked_mul(10i128.checked_pow(u32::try_from(scale).ok()?)?)?
         } else {
-            let divisor = 10i128.checked_pow(scale.unsigned_abs())?;
-            (m % divisor == 0).then_some(m / divisor)?
+            // Below a nano, Kubernetes rounds up to the next nano.
+            match 10i128.checked_pow(scale.unsigned_abs()) {
+                Some(divisor) => m / divisor + i128::from(m % divisor != 0),
+                None => i128::from(m != 0),
+            }
         };
         scaled.checked_mul(1i128.checked_shl(pow2)?)
     });
@@ -237,5 +246,8 @@ mod tests {
             assert_eq!(eval(rule), Ok(Value::Bool(true)), "{rule}");
         }
         assert!(eval("quantity('abc') == quantity('1')").is_err());
+        assert_eq!(eval("isQuantity('1e2147483647')"), Ok(Value::Bool(false)));
+        // A tiny one is (about) zero, not a crash.
+        assert_eq!(eval("quantity('1e-2147483648').sign()"), Ok(Value::Int(1)));
     }
 }
