@@ -393,3 +393,38 @@ async fn kubernetes_libraries_are_available_to_rules() {
         .await,
     );
 }
+
+#[tokio::test]
+async fn root_rules_report_nil_and_optional_old_self_runs_on_create() {
+    let t = TestServer::start().await;
+    let mut crd = widget_crd(json!({"spec": {"type": "object", "properties": {
+        "phase": {"type": "string", "x-kubernetes-validations": [{
+            "rule": "oldSelf.hasValue() ? self != '' : self == 'New'",
+            "optionalOldSelf": true, "message": "a widget starts in phase New"}]}}}}));
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] =
+        json!([{"rule": "self.metadata.name.startsWith('w')", "message": "names start with w"}]);
+    t.create_crd(&crd).await;
+    let mut other = widget(json!({"phase": "New"}));
+    other["metadata"]["name"] = json!("x");
+    t.post(WIDGETS, &other).await.assert_status_message(
+        422,
+        r#"Widget.example.com "x" is invalid: <nil>: Invalid value: "object": names start with w"#,
+    );
+    t.post(WIDGETS, &widget(json!({"phase": "Running"})))
+        .await
+        .assert_status_message(
+            422,
+            r#"Widget.example.com "w" is invalid: spec.phase: Invalid value: "string": a widget starts in phase New"#,
+        );
+    let created = t.post(WIDGETS, &widget(json!({"phase": "New"}))).await;
+    assert_created(&created);
+    let mut running = created.json();
+    running["spec"]["phase"] = json!("Running");
+    let updated = t.put(&format!("{WIDGETS}/w"), &running).await;
+    assert_eq!(
+        updated.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&updated.body)
+    );
+}

@@ -512,6 +512,26 @@ mod tests {
     }
 
     #[test]
+    fn a_panic_in_the_library_is_contained() {
+        // No input found makes the `cel` crate panic; a function that does stands in.
+        let mut context = cel_library::context();
+        context
+            .add_function("boom", || -> cel::ResolveResult {
+                panic!("the library failed")
+            })
+            .unwrap();
+        let program = cel_library::environment().compile("boom()").unwrap();
+        assert!(matches!(execute(&program, &context), Outcome::Panicked));
+        assert!(matches!(
+            execute(
+                &cel_library::environment().compile("1 / 0 == 1").unwrap(),
+                &context
+            ),
+            Outcome::Error(ExecutionError::DivisionByZero(_))
+        ));
+    }
+
+    #[test]
     fn a_rule_too_costly_for_its_input_is_stopped() {
         let schema = json!({"type": "object", "properties": {"l": {"type": "array", "maxItems": 300,
             "items": {"type": "integer"},
