@@ -309,7 +309,7 @@ pub(crate) enum QualifiedNameError {
 
 /// A label or annotation key: `[prefix/]name`, the prefix a DNS-1123 subdomain, the name at
 /// most 63 characters (upstream's `IsQualifiedName`, with its messages).
-fn qualified_name(key: &str) -> Result<(), QualifiedNameError> {
+pub(crate) fn qualified_name(key: &str) -> Result<(), QualifiedNameError> {
     let parts: Vec<&str> = key.split('/').collect();
     let name = match parts.as_slice() {
         [name] => *name,
@@ -357,7 +357,7 @@ pub(crate) enum LabelValueError {
 }
 
 /// A label value: empty, or at most 63 characters of the qualified-name alphabet.
-fn label_value(value: &str) -> Result<(), LabelValueError> {
+pub(crate) fn label_value(value: &str) -> Result<(), LabelValueError> {
     if value.len() > 63 {
         return Err(LabelValueError::TooLong);
     }

@@ -371,23 +371,28 @@ async fn kubernetes_libraries_are_available_to_rules() {
         "memory": {"type": "string", "x-kubernetes-validations": [
             {"rule": "isQuantity(self) && quantity(self).isLessThan(quantity('1Gi'))", "message": "at most 1Gi"}]},
         "tags": {"type": "array", "maxItems": 5, "items": {"type": "string"}, "x-kubernetes-validations": [
-            {"rule": "self.isSorted()", "message": "tags must be sorted"}]}}}})))
+            {"rule": "self.isSorted()", "message": "tags must be sorted"},
+            {"rule": "sets.contains(['a', 'b', 'c'], self)", "message": "unknown tag"}]},
+        "host": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "!format.dns1123Subdomain().validate(self).hasValue()",
+             "messageExpression": "format.dns1123Subdomain().validate(self).value()[0]"}]}}}})))
     .await;
     t.post(
         WIDGETS,
-        &widget(json!({"endpoint": "http://x", "address": "11.0.0.1", "memory": "2Gi", "tags": ["b", "a"]})),
+        &widget(json!({"endpoint": "http://x", "address": "11.0.0.1", "memory": "2Gi", "tags": ["b", "a", "z"],
+            "host": "Bad_Host"})),
     )
     .await
     .assert_status_message(
         422,
-        r#"Widget.example.com "w" is invalid: [spec.address: Invalid value: "string": must be in 10.0.0.0/8, spec.endpoint: Invalid value: "string": must be an https URL, spec.memory: Invalid value: "string": at most 1Gi, spec.tags: Invalid value: "array": tags must be sorted]"#,
+        r#"Widget.example.com "w" is invalid: [spec.address: Invalid value: "string": must be in 10.0.0.0/8, spec.endpoint: Invalid value: "string": must be an https URL, spec.host: Invalid value: "string": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*'), spec.memory: Invalid value: "string": at most 1Gi, spec.tags: Invalid value: "array": tags must be sorted, spec.tags: Invalid value: "array": unknown tag]"#,
     );
     assert_created(
         &t.post(
             WIDGETS,
             &widget(
                 json!({"endpoint": "https://x.example.com/a", "address": "10.1.2.3",
-                "memory": "512Mi", "tags": ["a", "b"]}),
+                "memory": "512Mi", "tags": ["a", "b"], "host": "a.example.com"}),
             ),
         )
         .await,

@@ -12,11 +12,13 @@
 //!   `prefixLength()`, `masked()`, `cidr.ip()` (`cel_net.rs`);
 //! - quantities: `quantity()`, `isQuantity()`, `sign()`, `isInteger()`, `asInteger()`,
 //!   `asApproximateFloat()`, `compareTo()`, `isGreaterThan()`, `isLessThan()`, `add()`,
-//!   `sub()` (`cel_quantity.rs`).
+//!   `sub()` (`cel_quantity.rs`);
+//! - sets: `sets.contains()`, `sets.equivalent()`, `sets.intersects()`;
+//! - formats: `format.named()`, `format.dns1123Label()` and the other named formats,
+//!   `validate()` (`cel_format.rs`).
 //!
 //! Not available (the crate or this server lacks them; a rule using one fails when it
-//! runs, with `undeclared reference` / `no such overload`): the `format` library
-//! (`format.dns1123Label()`...), `semver`, `sets.*`, the lists library's
+//! runs, with `undeclared reference` / `no such overload`): `semver`, the lists library's
 //! `indexOf`/`lastIndexOf` on lists (the names are the strings extension's), `timestamp`
 //! and `duration` (the crate's `chrono` feature is off), `authorizer`, and
 //! `cel.bind`.
@@ -27,7 +29,7 @@ use cel::extractors::{Arguments, This};
 use cel::objects::Key;
 use cel::{Context, Env, ExecutionError, ResolveResult, Value};
 
-use super::{cel_net, cel_quantity};
+use super::{cel_format, cel_net, cel_quantity};
 
 /// The environment rules compile and run in (built once).
 pub(crate) fn environment() -> Arc<Env> {
@@ -53,8 +55,24 @@ pub(crate) fn context() -> Context<'static, 'static> {
     let _ = context.add_function("max", max);
     let _ = context.add_function("find", find);
     let _ = context.add_function("findAll", find_all);
+    let _ = context.add_function("sets.contains", |a: Value, b: Value| -> ResolveResult {
+        Ok(Value::Bool(contains_all("sets.contains", &a, &b)?))
+    });
+    let _ = context.add_function("sets.equivalent", |a: Value, b: Value| -> ResolveResult {
+        Ok(Value::Bool(
+            contains_all("sets.equivalent", &a, &b)? && contains_all("sets.equivalent", &b, &a)?,
+        ))
+    });
+    let _ = context.add_function("sets.intersects", |a: Value, b: Value| -> ResolveResult {
+        let (left, right) = (
+            list_of("sets.intersects", &a)?,
+            list_of("sets.intersects", &b)?,
+        );
+        Ok(Value::Bool(left.iter().any(|x| right.contains(x))))
+    });
     cel_net::register(&mut context);
     cel_quantity::register(&mut context);
+    cel_format::register(&mut context);
     context
 }
 
@@ -79,6 +97,12 @@ fn list_of<'a>(function: &str, value: &'a Value) -> Result<&'a [Value], Executio
         Value::List(items) => Ok(items.as_slice()),
         other => Err(no_overload(function, &[other])),
     }
+}
+
+/// Whether every element of `b` is in `a` (`sets.contains`).
+fn contains_all(function: &str, a: &Value, b: &Value) -> Result<bool, ExecutionError> {
+    let (left, right) = (list_of(function, a)?, list_of(function, b)?);
+    Ok(right.iter().all(|x| left.contains(x)))
 }
 
 /// `list.isSorted()`: whether the elements are in ascending order.
@@ -226,6 +250,8 @@ mod tests {
             "'TacoCat'.lowerAscii() == 'tacocat' && 'a,b'.split(',') == ['a', 'b']",
             "'hello'.matches('^h.*o$') && 'abc'.startsWith('a')",
             "[1, 2].all(x, x > 0) && [1, 2].exists_one(x, x == 2)",
+            "sets.contains([1, 2, 3], [3, 1]) && !sets.contains([1], [2])",
+            "sets.equivalent([1, 2, 2], [2, 1]) && sets.intersects([1, 2], [2, 5])",
         ] {
             assert_eq!(eval(rule), Ok(Value::Bool(true)), "{rule}");
         }

@@ -12,7 +12,7 @@ use super::cel_library::{no_overload, string_arg, string_map};
 
 /// A parsed URL (`url('https://example.com/a?b=c')`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Url {
+pub(super) struct Url {
     scheme: String,
     host: String,
     path: String,
@@ -107,7 +107,7 @@ fn opaque<T: 'static>(value: &Value) -> Option<&T> {
     }
 }
 
-fn parse_url(text: &str) -> Option<Url> {
+pub(super) fn parse_url(text: &str) -> Option<Url> {
     if text.is_empty() || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return None;
     }

@@ -25,7 +25,7 @@ pub(crate) const API_APPROVED_ANNOTATION: &str = "api-approved.kubernetes.io";
 const APPROVAL_POLICY: &str = "https://github.com/kubernetes/enhancements/pull/1111";
 
 /// The DNS-1035 label rule, in kube-apiserver's words.
-const DNS1035_MESSAGE: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+pub(super) const DNS1035_MESSAGE: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
 /// Every rule `crd` breaks; `old` is the stored CRD on an update (an approval state that
 /// did not change is never an error then, as upstream).

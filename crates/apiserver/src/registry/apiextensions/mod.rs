@@ -5,14 +5,15 @@
 //! its `pattern`s compiled once per served version in [`schema_patterns`]), pruned and
 //! defaulted ([`structural_schema`]), checked against its `x-kubernetes-validations` CEL
 //! rules (compiled once per served version in [`cel_rules`], evaluated by
-//! [`cel_validation`] with the Kubernetes libraries of [`cel_library`], [`cel_net`] and
-//! [`cel_quantity`], bounded by [`cel_cost`], on a large stack of [`cel_stack`]), and stored in one version but served in the one
+//! [`cel_validation`] with the Kubernetes libraries of [`cel_library`], [`cel_net`],
+//! [`cel_quantity`] and [`cel_format`], bounded by [`cel_cost`], on a large stack of [`cel_stack`]), and stored in one version but served in the one
 //! asked for ([`version_conversion`], which also serves `events.k8s.io` Events from their
 //! core/v1 storage form). The custom resources' strategy is `kinds/custom_resource.rs`,
 //! the CRDs' `kinds/custom_resource_definition.rs`; deleting a CRD's objects before it
 //! goes is the controllers' (`controllers/crd_cleanup_controller.rs`).
 
 pub(super) mod cel_cost;
+pub(super) mod cel_format;
 pub(super) mod cel_library;
 pub(super) mod cel_net;
 pub(super) mod cel_quantity;
