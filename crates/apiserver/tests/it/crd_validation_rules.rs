@@ -202,6 +202,12 @@ async fn a_rule_that_does_not_compile_fails_the_crd_with_the_real_message() {
         "{}",
         String::from_utf8_lossy(&undeclared.body)
     );
+    t.post(CRDS, &spec_rules_crd(json!([{"rule": "self.replica > 1"}])))
+        .await
+        .assert_status_message(
+            422,
+            "CustomResourceDefinition.apiextensions.k8s.io \"widgets.example.com\" is invalid: spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: \"self.replica > 1\": compilation failed: ERROR: <input>:1:5: undefined field 'replica'\n | self.replica > 1\n | ....^",
+        );
     let bad_reason = t
         .post(
             CRDS,

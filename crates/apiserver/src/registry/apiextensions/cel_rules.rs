@@ -6,8 +6,9 @@
 //!
 //! A rule is compiled with the environment of `cel_library.rs`. What the `cel` crate has
 //! no checker for is checked here: an identifier other than `self`, `oldSelf` or a
-//! comprehension's variables is an `undeclared reference`, a rule that obviously yields no
-//! bool (a literal, arithmetic) `must evaluate to a bool`, and a rule whose estimated cost
+//! comprehension's variables is an `undeclared reference`, a field the schema does not
+//! declare an `undefined field` (`cel_fields.rs`), a rule that obviously yields no bool (a
+//! literal, arithmetic) `must evaluate to a bool`, and a rule whose estimated cost
 //! is over the per-call limit is refused (`cel_cost.rs`). A rule's `fieldPath` must name a
 //! field of the schema, its `reason` one of the four kube-apiserver knows.
 
@@ -19,6 +20,7 @@ use kubeclient_machinery::StatusCause;
 use serde_json::Value;
 
 use super::cel_cost::{self, CostShape};
+use super::cel_fields;
 use super::cel_library;
 use super::cel_stack;
 
@@ -106,7 +108,7 @@ pub(crate) struct CompiledRules {
 /// Every rule that does not compile, with kube-apiserver's messages.
 pub(crate) fn compile(schema: &Value, path: &str) -> Result<CompiledRules, Vec<StatusCause>> {
     let mut causes = Vec::new();
-    let root = compile_node(schema, path, None, &mut causes);
+    let root = compile_node(schema, path, None, true, &mut causes);
     if causes.is_empty() {
         Ok(CompiledRules { root })
     } else {
@@ -152,8 +154,14 @@ fn compile_node(
     schema: &Value,
     path: &str,
     uncorrelatable: Option<&str>,
+    resource_root: bool,
     causes: &mut Vec<StatusCause>,
 ) -> Option<RuleNode> {
+    let embedded = |s: &Value| {
+        s.get("x-kubernetes-embedded-resource")
+            .and_then(Value::as_bool)
+            == Some(true)
+    };
     let map_list = schema.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
     let atomic_map = schema.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic");
     let mut node = RuleNode {
@@ -167,7 +175,9 @@ fn compile_node(
     if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
         for (name, property) in properties {
             let child = format!("{path}.properties[{name}]");
-            if let Some(sub) = compile_node(property, &child, uncorrelatable, causes) {
+            if let Some(sub) =
+                compile_node(property, &child, uncorrelatable, embedded(property), causes)
+            {
                 node.properties.insert(name.clone(), sub);
             }
         }
@@ -179,12 +189,13 @@ fn compile_node(
         } else {
             uncorrelatable
         };
-        node.additional = compile_node(additional, &child, below, causes).map(Box::new);
+        node.additional =
+            compile_node(additional, &child, below, embedded(additional), causes).map(Box::new);
     }
     if let Some(items) = schema.get("items").filter(|a| a.is_object()) {
         let child = format!("{path}.items");
         let below = if map_list { uncorrelatable } else { Some(path) };
-        node.items = compile_node(items, &child, below, causes).map(Box::new);
+        node.items = compile_node(items, &child, below, embedded(items), causes).map(Box::new);
     }
     if let Some(rules) = schema
         .get("x-kubernetes-validations")
@@ -192,7 +203,14 @@ fn compile_node(
     {
         for (index, rule) in rules.iter().enumerate() {
             let rule_path = format!("{path}.x-kubernetes-validations[{index}]");
-            if let Some(compiled) = compile_rule(schema, rule, &rule_path, uncorrelatable, causes) {
+            if let Some(compiled) = compile_rule(
+                schema,
+                rule,
+                &rule_path,
+                uncorrelatable,
+                resource_root,
+                causes,
+            ) {
                 node.rules.push(compiled);
             }
         }
@@ -225,6 +243,7 @@ fn compile_rule(
     rule: &Value,
     path: &str,
     uncorrelatable: Option<&str>,
+    resource_root: bool,
     causes: &mut Vec<StatusCause>,
 ) -> Option<CompiledRule> {
     let source = rule.get("rule").and_then(Value::as_str).unwrap_or("");
@@ -255,7 +274,7 @@ fn compile_rule(
         failed = true;
         None
     } else {
-        match compile_expression(source, true) {
+        match compile_expression(source, true, schema, resource_root) {
             Ok(program) => Some(program),
             Err(message) => {
                 causes.push(StatusCause::new(
@@ -269,23 +288,25 @@ fn compile_rule(
         }
     };
     let message_expression = match rule.get("messageExpression").and_then(Value::as_str) {
-        Some(text) if !text.trim().is_empty() => match compile_expression(text, false) {
-            Ok(program) => Some((text.to_owned(), program)),
-            Err(message) => {
-                let message = message.replacen(
-                    "compilation failed",
-                    "messageExpression compilation failed",
-                    1,
-                );
-                causes.push(StatusCause::new(
-                    "FieldValueInvalid",
-                    &format!("Invalid value: {}: {message}", go_quote(text)),
-                    &format!("{path}.messageExpression"),
-                ));
-                failed = true;
-                None
+        Some(text) if !text.trim().is_empty() => {
+            match compile_expression(text, false, schema, resource_root) {
+                Ok(program) => Some((text.to_owned(), program)),
+                Err(message) => {
+                    let message = message.replacen(
+                        "compilation failed",
+                        "messageExpression compilation failed",
+                        1,
+                    );
+                    causes.push(StatusCause::new(
+                        "FieldValueInvalid",
+                        &format!("Invalid value: {}: {message}", go_quote(text)),
+                        &format!("{path}.messageExpression"),
+                    ));
+                    failed = true;
+                    None
+                }
             }
-        },
+        }
         _ => None,
     };
     let reason = match rule.get("reason").and_then(Value::as_str) {
@@ -390,7 +411,12 @@ fn compile_rule(
 /// # Errors
 ///
 /// The text kube-apiserver gives after the field (`compilation failed: ERROR: ...`).
-fn compile_expression(source: &str, boolean: bool) -> Result<Program, String> {
+fn compile_expression(
+    source: &str,
+    boolean: bool,
+    schema: &Value,
+    resource_root: bool,
+) -> Result<Program, String> {
     if let Some(problem) = cel_stack::check_nesting(source) {
         return Err(format!("compilation failed: {problem}"));
     }
@@ -415,28 +441,42 @@ fn compile_expression(source: &str, boolean: bool) -> Result<Program, String> {
     let mut scope = Vec::new();
     undeclared_references(program.expression(), &mut scope, &mut undeclared);
     if let Some(&(name, id)) = undeclared.first() {
-        let position = program
-            .source_info()
-            .offset_for(id)
-            .map(|(start, _)| position_of(source, start as usize))
-            .unwrap_or((1, 1));
-        let mut text = format!(
-            "compilation failed: ERROR: <input>:{}:{}: undeclared reference to '{name}' (in container '')",
-            position.0, position.1
-        );
-        if let Some(line) = source.lines().nth(position.0 - 1) {
-            text.push_str(&format!(
-                "\n | {line}\n | {:.>width$}",
-                "^",
-                width = position.1
-            ));
-        }
-        return Err(text);
+        return Err(issue(
+            source,
+            &program,
+            id,
+            &format!("undeclared reference to '{name}' (in container '')"),
+        ));
+    }
+    if let Some((name, id)) =
+        cel_fields::undefined_field(program.expression(), schema, resource_root)
+    {
+        return Err(issue(
+            source,
+            &program,
+            id,
+            &format!("undefined field '{name}'"),
+        ));
     }
     if boolean && !may_be_bool(program.expression()) {
         return Err("cel expression must evaluate to a bool".to_owned());
     }
     Ok(program)
+}
+
+/// A compile error at expression `id`, as cel-go prints an issue: position, message, the
+/// line and a caret under the column.
+fn issue(source: &str, program: &Program, id: u64, message: &str) -> String {
+    let (line, column) = program
+        .source_info()
+        .offset_for(id)
+        .map(|(start, _)| position_of(source, start as usize))
+        .unwrap_or((1, 1));
+    let mut text = format!("compilation failed: ERROR: <input>:{line}:{column}: {message}");
+    if let Some(shown) = source.lines().nth(line - 1) {
+        text.push_str(&format!("\n | {shown}\n | {:.>column$}", "^"));
+    }
+    text
 }
 
 /// cel-go's issue text: its snippet lines start with ` | `.

@@ -4,7 +4,8 @@
 //! version's schema ([`validate_schema`], with its `format`s in [`schema_formats`] and
 //! its `pattern`s compiled once per served version in [`schema_patterns`]), pruned and
 //! defaulted ([`structural_schema`]), checked against its `x-kubernetes-validations` CEL
-//! rules (compiled once per served version in [`cel_rules`], evaluated by
+//! rules (compiled once per served version in [`cel_rules`], their field selections checked
+//! by [`cel_fields`], evaluated by
 //! [`cel_validation`] with the Kubernetes libraries of [`cel_library`], [`cel_net`],
 //! [`cel_quantity`] and [`cel_format`], bounded by [`cel_cost`], on a large stack of [`cel_stack`]), and stored in one version but served in the one
 //! asked for ([`version_conversion`], which also serves `events.k8s.io` Events from their
@@ -13,6 +14,7 @@
 //! goes is the controllers' (`controllers/crd_cleanup_controller.rs`).
 
 pub(super) mod cel_cost;
+pub(super) mod cel_fields;
 pub(super) mod cel_format;
 pub(super) mod cel_library;
 pub(super) mod cel_net;
