@@ -136,10 +136,8 @@ fn problems(format: &str, text: &str) -> Vec<String> {
         }
         "qualifiedName" => out.extend(qualified_name(text).err().map(|e| e.to_string())),
         "labelValue" => out.extend(label_value(text).err().map(|e| e.to_string())),
-        "uri" => {
-            if parse_url(text).is_none() {
-                out.push(format!("parse {text:?}: invalid URI for request"));
-            }
+        "uri" if parse_url(text).is_none() => {
+            out.push(format!("parse {text:?}: invalid URI for request"));
         }
         "uuid" if schema_formats::conforms("uuid", text) != Some(true) => {
             out.push("does not match the UUID format".to_owned());
