@@ -17,6 +17,7 @@ pub(crate) mod discovery;
 pub(crate) mod event_versions;
 mod immutable;
 pub(crate) mod kinds;
+pub(crate) mod names;
 pub(crate) mod openapi;
 pub(crate) mod printers;
 mod resource;

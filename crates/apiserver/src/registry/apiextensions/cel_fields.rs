@@ -9,7 +9,7 @@
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use serde_json::Value;
 
-use super::cel_rules::{OLD_SELF, SELF};
+use super::cel_library::{OLD_SELF, SELF};
 use super::cel_value::escape;
 
 /// What a variable or sub-expression is known to hold.

@@ -9,11 +9,10 @@ use cel::extractors::This;
 use cel::objects::{Opaque, OptionalValue};
 use cel::{Context, ResolveResult, Value};
 
-use super::cel_library::{no_overload, string_arg};
+use super::cel_args::{no_overload, string_arg};
 use super::cel_net::parse_url;
-use super::crd_validation::DNS1035_MESSAGE;
 use super::schema_formats;
-use crate::registry::validate::{label_value, qualified_name};
+use crate::registry::names::{DNS1035_MESSAGE, label_value, qualified_name};
 
 /// The named formats, as the library names them.
 const NAMES: [&str; 13] = [

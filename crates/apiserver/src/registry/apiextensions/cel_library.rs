@@ -26,10 +26,15 @@
 use std::sync::{Arc, OnceLock};
 
 use cel::extractors::{Arguments, This};
-use cel::objects::Key;
 use cel::{Context, Env, ExecutionError, ResolveResult, Value};
 
+use super::cel_args::{list_of, no_overload, string_arg};
 use super::{cel_format, cel_net, cel_quantity};
+
+/// The variable bound to the value a rule is declared on.
+pub(crate) const SELF: &str = "self";
+/// The variable bound to the value's previous state (transition rules).
+pub(crate) const OLD_SELF: &str = "oldSelf";
 
 /// The environment rules compile and run in (built once).
 pub(crate) fn environment() -> Arc<Env> {
@@ -74,29 +79,6 @@ pub(crate) fn context() -> Context<'static, 'static> {
     cel_quantity::register(&mut context);
     cel_format::register(&mut context);
     context
-}
-
-/// The error of a library function called with what it does not take.
-pub(crate) fn no_overload(function: &str, args: &[&Value]) -> ExecutionError {
-    ExecutionError::no_such_overload(
-        function,
-        args.iter().map(|v| v.type_of().to_string()).collect(),
-    )
-}
-
-/// The string in `value`, or the overload error of `function`.
-pub(crate) fn string_arg<'a>(function: &str, value: &'a Value) -> Result<&'a str, ExecutionError> {
-    match value {
-        Value::String(s) => Ok(s.as_str()),
-        other => Err(no_overload(function, &[other])),
-    }
-}
-
-fn list_of<'a>(function: &str, value: &'a Value) -> Result<&'a [Value], ExecutionError> {
-    match value {
-        Value::List(items) => Ok(items.as_slice()),
-        other => Err(no_overload(function, &[other])),
-    }
 }
 
 /// Whether every element of `b` is in `a` (`sets.contains`).
@@ -218,15 +200,6 @@ fn find_all(This(this): This<Value>, Arguments(args): Arguments) -> ResolveResul
         .map(|m| Value::from(m.as_str().to_owned()))
         .collect();
     Ok(Value::List(Arc::new(found)))
-}
-
-/// A CEL map with string keys.
-pub(crate) fn string_map(entries: impl IntoIterator<Item = (String, Value)>) -> Value {
-    let map: std::collections::HashMap<Key, Value> = entries
-        .into_iter()
-        .map(|(k, v)| (Key::String(Arc::new(k)), v))
-        .collect();
-    Value::Map(cel::objects::Map { map: Arc::new(map) })
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use cel::extractors::This;
 use cel::objects::Opaque;
 use cel::{Context, ExecutionError, ResolveResult, Value};
 
-use super::cel_library::{no_overload, string_arg, string_map};
+use super::cel_args::{no_overload, string_arg, string_map};
 
 /// A parsed URL (`url('https://example.com/a?b=c')`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use cel::extractors::This;
 use cel::objects::Opaque;
 use cel::{Context, ExecutionError, ResolveResult, Value};
 
-use super::cel_library::{no_overload, string_arg};
+use super::cel_args::{no_overload, string_arg};
 
 /// A parsed quantity.
 #[derive(Debug, Clone, Copy)]

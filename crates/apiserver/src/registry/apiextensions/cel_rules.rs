@@ -21,13 +21,8 @@ use serde_json::Value;
 
 use super::cel_cost::{self, CostShape};
 use super::cel_fields;
-use super::cel_library;
+use super::cel_library::{self, OLD_SELF, SELF};
 use super::cel_stack;
-
-/// The variable bound to the value a rule is declared on.
-pub(crate) const SELF: &str = "self";
-/// The variable bound to the value's previous state (transition rules).
-pub(crate) const OLD_SELF: &str = "oldSelf";
 
 /// What a failed rule reports (`reason`), as kube-apiserver's `FieldValueErrorReason`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -27,7 +27,8 @@ use serde_json::Value;
 
 use super::cel_cost;
 use super::cel_library;
-use super::cel_rules::{CompiledRule, OLD_SELF, Reason, RuleNode, SELF};
+use super::cel_library::{OLD_SELF, SELF};
+use super::cel_rules::{CompiledRule, Reason, RuleNode};
 use super::cel_value::to_cel;
 
 /// The longest `messageExpression` result kept (kube-apiserver's

@@ -18,14 +18,13 @@
 use kubeclient_machinery::StatusCause;
 use serde_json::Value;
 
+use crate::registry::names::DNS1035_MESSAGE;
+
 /// The annotation a CRD of a protected group must carry.
 pub(crate) const API_APPROVED_ANNOTATION: &str = "api-approved.kubernetes.io";
 
 /// Where the approval policy is explained, as kube-apiserver cites it.
 const APPROVAL_POLICY: &str = "https://github.com/kubernetes/enhancements/pull/1111";
-
-/// The DNS-1035 label rule, in kube-apiserver's words.
-pub(super) const DNS1035_MESSAGE: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
 /// Every rule `crd` breaks; `old` is the stored CRD on an update (an approval state that
 /// did not change is never an error then, as upstream).

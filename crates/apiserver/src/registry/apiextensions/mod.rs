@@ -7,12 +7,14 @@
 //! rules (compiled once per served version in [`cel_rules`], their field selections checked
 //! by [`cel_fields`], evaluated by
 //! [`cel_validation`] with the Kubernetes libraries of [`cel_library`], [`cel_net`],
-//! [`cel_quantity`] and [`cel_format`], bounded by [`cel_cost`], on a large stack of [`cel_stack`]), and stored in one version but served in the one
+//! [`cel_quantity`] and [`cel_format`] (their
+//! argument helpers in [`cel_args`]), bounded by [`cel_cost`], on a large stack of [`cel_stack`]), and stored in one version but served in the one
 //! asked for ([`version_conversion`], which also serves `events.k8s.io` Events from their
 //! core/v1 storage form). The custom resources' strategy is `kinds/custom_resource.rs`,
 //! the CRDs' `kinds/custom_resource_definition.rs`; deleting a CRD's objects before it
 //! goes is the controllers' (`controllers/crd_cleanup_controller.rs`).
 
+pub(super) mod cel_args;
 pub(super) mod cel_cost;
 pub(super) mod cel_fields;
 pub(super) mod cel_format;
