@@ -439,3 +439,57 @@ async fn root_rules_report_nil_and_optional_old_self_runs_on_create() {
         String::from_utf8_lossy(&updated.body)
     );
 }
+
+#[tokio::test]
+async fn rules_added_by_a_crd_update_apply_to_later_writes() {
+    let t = TestServer::start().await;
+    t.create_crd(&spec_rules_crd(json!([]))).await;
+    assert_created(
+        &t.post(WIDGETS, &widget(json!({"replicas": 1, "minReplicas": 2})))
+            .await,
+    );
+    let mut crd = t.get(&format!("{CRDS}/widgets.example.com")).await.json();
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": "self.minReplicas <= self.replicas", "message": "minReplicas over replicas"}]);
+    let updated = t.put(&format!("{CRDS}/widgets.example.com"), &crd).await;
+    assert_eq!(
+        updated.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&updated.body)
+    );
+    let mut second = widget(json!({"replicas": 1, "minReplicas": 2}));
+    second["metadata"]["name"] = json!("w2");
+    t.post(WIDGETS, &second).await.assert_status_message(
+        422,
+        r#"Widget.example.com "w2" is invalid: spec: Invalid value: "object": minReplicas over replicas"#,
+    );
+    // The object stored before the rule keeps its invalid spec through an unrelated
+    // update (ratcheting), and cannot change it to another invalid one.
+    let mut old = t.get(&format!("{WIDGETS}/w")).await.json();
+    old["metadata"]["labels"] = json!({"touched": "yes"});
+    let relabelled = t.put(&format!("{WIDGETS}/w"), &old).await;
+    assert_eq!(
+        relabelled.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&relabelled.body)
+    );
+    let mut worse = relabelled.json();
+    worse["spec"]["minReplicas"] = json!(3);
+    t.put(&format!("{WIDGETS}/w"), &worse)
+        .await
+        .assert_status_message(
+            422,
+            r#"Widget.example.com "w" is invalid: spec: Invalid value: "object": minReplicas over replicas"#,
+        );
+    // A rule that does not compile cannot be added by an update either.
+    let mut broken = t.get(&format!("{CRDS}/widgets.example.com")).await.json();
+    broken["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+        json!([{"rule": "self.minReplicas <="}]);
+    assert_eq!(
+        t.put(&format!("{CRDS}/widgets.example.com"), &broken)
+            .await
+            .status,
+        422
+    );
+}
