@@ -156,6 +156,7 @@ impl Builtin {
             special: self.special,
             schema: None,
             patterns: Default::default(),
+            rules: Default::default(),
         }
     }
 }

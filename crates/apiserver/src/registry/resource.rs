@@ -63,6 +63,9 @@ pub(crate) struct ResourceDef {
     pub schema: Option<std::sync::Arc<serde_json::Value>>,
     /// The `pattern`s of `schema`, compiled once when the CRD was accepted.
     pub patterns: std::sync::Arc<super::apiextensions::schema_patterns::CompiledPatterns>,
+    /// The `x-kubernetes-validations` rules of `schema`, compiled once when the CRD was
+    /// accepted (`registry/apiextensions/cel_rules.rs`).
+    pub rules: std::sync::Arc<super::apiextensions::cel_rules::CompiledRules>,
     /// A custom resource's storage version (objects are stored in it and served in
     /// `version`: `registry/apiextensions/version_conversion.rs`); `None` for built-in types.
     pub storage_version: Option<String>,

@@ -6,13 +6,15 @@
 //!    custom resources at least their `metadata` into `ObjectMeta`. One object that a typed
 //!    client cannot decode would otherwise poison every list and informer of its resource.
 //! 2. Its labels and annotation keys are valid (422 Invalid, the API server's messages).
-//! 3. A custom resource matches its version's OpenAPI v3 schema (`validate_schema.rs`).
+//! 3. A custom resource matches its version's OpenAPI v3 schema (`validate_schema.rs`)
+//!    and its `x-kubernetes-validations` rules (`cel_validation.rs`).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeclient_machinery::{Status, StatusCause};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::names::{label_value, qualified_name};
 use super::store::result::{StoreResult, fail, invalid_object};
 use super::strategy::NameRule;
 use crate::registry::{BuiltinType, ResourceDef, WithType, builtin_type};
@@ -38,15 +40,20 @@ const QUANTITY_FIELDS: [&str; 13] = [
     "maxLimitRequestRatio",
 ];
 
-/// Runs both checks on `object`, a complete object about to be stored.
+/// Runs the checks on `object`, a complete object about to be stored (`old`: the object
+/// an update replaces, for transition rules).
 ///
 /// # Errors
 ///
 /// 400 when it does not decode into its type, 422 for invalid labels or annotations.
-pub(crate) fn check_object(resource: &ResourceDef, object: &Value) -> StoreResult<()> {
+pub(crate) fn check_object(
+    resource: &ResourceDef,
+    object: &Value,
+    old: Option<&Value>,
+) -> StoreResult<()> {
     check_decodes(resource, object)?;
     check_metadata(resource, object)?;
-    super::apiextensions::validate_schema::check_schema(resource, object)
+    super::apiextensions::validate_schema::check_schema(resource, object, old)
 }
 
 /// Checks that `object` encodes to at most `max_bytes` (a patch can grow an object
@@ -252,113 +259,6 @@ pub(crate) fn check_metadata(resource: &ResourceDef, object: &Value) -> StoreRes
         return Ok(());
     }
     Err(invalid_object(resource, object, causes))
-}
-
-/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, the name part of a qualified name and a
-/// non-empty label value.
-fn is_qualified_name_part(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    match (bytes.first(), bytes.last()) {
-        (Some(first), Some(last)) => {
-            first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && bytes
-                    .iter()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
-}
-
-/// Why a label or annotation key is not a qualified name (upstream's `IsQualifiedName`
-/// messages).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum QualifiedNameError {
-    /// `/name`.
-    #[error("prefix part must be non-empty")]
-    EmptyPrefix,
-    /// A prefix that is not a DNS-1123 subdomain.
-    #[error(
-        "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-    )]
-    PrefixNotSubdomain,
-    /// More than one `/`.
-    #[error(
-        "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-    )]
-    Shape,
-    /// `prefix/`.
-    #[error("name part must be non-empty")]
-    EmptyName,
-    /// A name part over 63 characters.
-    #[error("name part must be no more than 63 characters")]
-    NameTooLong,
-    /// A name part with characters outside the alphabet, or not starting and ending
-    /// with an alphanumeric one.
-    #[error(
-        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-    )]
-    MalformedName,
-}
-
-/// A label or annotation key: `[prefix/]name`, the prefix a DNS-1123 subdomain, the name at
-/// most 63 characters (upstream's `IsQualifiedName`, with its messages).
-fn qualified_name(key: &str) -> Result<(), QualifiedNameError> {
-    let parts: Vec<&str> = key.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                return Err(QualifiedNameError::EmptyPrefix);
-            }
-            let subdomain = prefix.len() <= 253
-                && prefix.split('.').all(|label| {
-                    let bytes = label.as_bytes();
-                    matches!((bytes.first(), bytes.last()), (Some(f), Some(l)) if f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric())
-                        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-                });
-            if !subdomain {
-                return Err(QualifiedNameError::PrefixNotSubdomain);
-            }
-            *name
-        }
-        _ => return Err(QualifiedNameError::Shape),
-    };
-    if name.is_empty() {
-        return Err(QualifiedNameError::EmptyName);
-    }
-    if name.len() > 63 {
-        return Err(QualifiedNameError::NameTooLong);
-    }
-    if !is_qualified_name_part(name) {
-        return Err(QualifiedNameError::MalformedName);
-    }
-    Ok(())
-}
-
-/// Why a label value is invalid (upstream's `IsValidLabelValue` messages).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum LabelValueError {
-    /// Over 63 characters.
-    #[error("must be no more than 63 characters")]
-    TooLong,
-    /// Characters outside the alphabet, or not starting and ending with an alphanumeric
-    /// one.
-    #[error(
-        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-    )]
-    Malformed,
-}
-
-/// A label value: empty, or at most 63 characters of the qualified-name alphabet.
-fn label_value(value: &str) -> Result<(), LabelValueError> {
-    if value.len() > 63 {
-        return Err(LabelValueError::TooLong);
-    }
-    if !value.is_empty() && !is_qualified_name_part(value) {
-        return Err(LabelValueError::Malformed);
-    }
-    Ok(())
 }
 
 /// Checks a name as the API server does: a DNS-1123 subdomain for most resources, a

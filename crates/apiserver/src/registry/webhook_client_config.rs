@@ -6,7 +6,7 @@
 use kubeclient_machinery::StatusCause;
 use serde_json::Value;
 
-use crate::registry::dns1035::dns1035_problem;
+use crate::registry::names::dns1035_problem;
 
 /// The string at `field`, `""` when absent.
 pub(crate) fn text<'a>(value: &'a Value, field: &str) -> &'a str {

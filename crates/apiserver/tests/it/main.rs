@@ -19,6 +19,9 @@
 //! - `generation`: `metadata.generation` and the status subresource, kind by kind.
 //! - `crd_schemas`: custom resources checked, defaulted and pruned by their CRD's schema;
 //!   several versions.
+//! - `crd_validation_rules`: CRD validation rules (`x-kubernetes-validations`, CEL):
+//!   messages, field paths, reasons, transition rules, compile and cost errors, status,
+//!   patch and apply writes, the Kubernetes libraries (issue 30).
 //! - `events`: core/v1 and events.k8s.io/v1 Events as one stored resource.
 //! - `field_validation`: `fieldValidation` Strict, Warn and Ignore.
 //! - `http_discovery`, `http_reads`, `http_writes`: the API semantics clients depend on,
@@ -58,6 +61,7 @@ mod cluster_workloads;
 mod crd_conversion_webhooks;
 mod crd_guards;
 mod crd_schemas;
+mod crd_validation_rules;
 mod defaults;
 #[cfg(feature = "etcd")]
 mod etcd_storage;

@@ -174,6 +174,7 @@ pub(crate) fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, CrdDefiniti
             printer_columns,
             special: Special::None,
             patterns: std::sync::Arc::default(),
+            rules: std::sync::Arc::default(),
             schema: schema_of(version),
             storage_version: storage_version.clone(),
             storage_schema: storage_schema.clone(),
@@ -185,7 +186,7 @@ pub(crate) fn crd_resources(crd: &Value) -> Result<Vec<ResourceDef>, CrdDefiniti
 }
 
 /// The resources a CRD serves, as [`crd_resources`], with each version's schema
-/// `pattern`s compiled: what the registry serves. Compiling is the costly part, so the
+/// `pattern`s and `x-kubernetes-validations` rules compiled: what the registry serves. Compiling is the costly part, so the
 /// other callers (validation, deletion, cleanup) use [`crd_resources`].
 ///
 /// # Errors
@@ -206,6 +207,17 @@ pub(crate) fn crd_served_resources(crd: &Value) -> Result<Vec<ResourceDef>, CrdD
                 version = %resource.version,
                 causes = causes.len(),
                 "a served CRD version has schema patterns that do not compile"
+            ),
+        }
+        match super::cel_rules::compile(schema, "") {
+            Ok(rules) => resource.rules = std::sync::Arc::new(rules),
+            // As for patterns: an accepted CRD's rules compile; one stored before the
+            // check serves a version without rules.
+            Err(causes) => tracing::warn!(
+                group = %resource.group,
+                version = %resource.version,
+                causes = causes.len(),
+                "a served CRD version has validation rules that do not compile"
             ),
         }
     }

@@ -10,7 +10,9 @@
 //! - `spec.conversion`: the strategy `None` or `Webhook`, a webhook's `clientConfig`
 //!   and `conversionReviewVersions` with `Webhook` only;
 //! - every schema `pattern` compiles (RE2 syntax), within a per-version budget
-//!   (`schema_patterns.rs`).
+//!   (`schema_patterns.rs`);
+//! - every `x-kubernetes-validations` rule compiles, within the cost limit
+//!   (`cel_rules.rs`).
 //!
 //! Even an approved CRD never shadows a built-in resource: the registry serves built-ins
 //! first ([`Registry::register`](crate::registry::Registry::register)).
@@ -18,7 +20,7 @@
 use kubeclient_machinery::StatusCause;
 use serde_json::Value;
 
-use crate::registry::dns1035::dns1035_problem;
+use crate::registry::names::dns1035_problem;
 use crate::registry::webhook_client_config;
 
 /// The annotation a CRD of a protected group must carry.
@@ -50,6 +52,7 @@ pub(crate) fn validate(crd: &Value, old: Option<&Value>) -> Vec<StatusCause> {
     version_causes(spec, &mut causes);
     conversion_causes(spec, &mut causes);
     causes.extend(super::schema_patterns::causes(spec));
+    causes.extend(super::cel_rules::causes(spec));
     causes
 }
 

@@ -12,7 +12,8 @@
 //! With a scale subresource, the replicas at its spec and status paths must be integers
 //! from 0 to 2^31-1 when present (kube-apiserver's `accessor error` causes).
 //!
-//! Not checked: `uniqueItems` (structural schemas forbid it), CEL rules (`x-kubernetes-validations`), list and map types. Unknown fields are
+//! Not checked: `uniqueItems` (structural schemas forbid it), list and map types. CEL
+//! rules (`x-kubernetes-validations`) run after these checks (`cel_validation.rs`). Unknown fields are
 //! pruned and defaults applied before (`write/structural_schema.rs`). `metadata`,
 //! `apiVersion` and `kind` are checked elsewhere.
 
@@ -28,21 +29,69 @@ use crate::registry::store::result::{StoreResult, invalid_object};
 /// answer).
 const MAX_CAUSES: usize = 50;
 
-/// Checks a custom resource against its schema.
+/// Checks a custom resource against its schema, then (unless the schema checks found an
+/// error that blocks them, as kube-apiserver) against its `x-kubernetes-validations`
+/// rules (`cel_validation.rs`); `old` is the object an update replaces.
 ///
 /// # Errors
 ///
 /// 422 Invalid listing every field at fault.
-pub(crate) fn check_schema(resource: &ResourceDef, object: &Value) -> StoreResult<()> {
+pub(crate) fn check_schema(
+    resource: &ResourceDef,
+    object: &Value,
+    old: Option<&Value>,
+) -> StoreResult<()> {
     let Some(schema) = resource.schema.as_deref() else {
         return Ok(());
     };
+    let mut causes = schema_causes(resource, schema, object);
+    if let Some(root) = &resource.rules.root {
+        if causes.iter().any(blocks_rules) {
+            causes.push(StatusCause::new(
+                "FieldValueInvalid",
+                "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+                "<nil>",
+            ));
+        } else {
+            let evaluated = super::cel_stack::on_large_stack(|| {
+                super::cel_validation::causes(root, schema, object, old)
+            });
+            causes.extend(evaluated.unwrap_or_else(|| {
+                vec![StatusCause::new(
+                    "FieldValueInvalid",
+                    "Invalid value: \"object\": internal error: the validation rules could not be evaluated",
+                    "<nil>",
+                )]
+            }));
+        }
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    causes.truncate(MAX_CAUSES);
+    Err(invalid_object(resource, object, causes))
+}
+
+/// Whether a schema error keeps the rules from running (kube-apiserver's
+/// `hasBlockingErr`: a wrong type or format, a missing required field, an unsupported
+/// enum value, a string or list over its maximum).
+fn blocks_rules(cause: &StatusCause) -> bool {
+    matches!(
+        cause.reason.as_str(),
+        "FieldValueRequired" | "FieldValueNotSupported"
+    ) || cause.message.contains("must be of type")
+        || cause.message.contains("should be at most")
+        || cause.message.contains("should have at most")
+}
+
+/// The schema checks' causes.
+fn schema_causes(resource: &ResourceDef, schema: &Value, object: &Value) -> Vec<StatusCause> {
     let mut causes = Vec::new();
     let (Some(properties), Some(fields)) = (
         schema.get("properties").and_then(Value::as_object),
         object.as_object(),
     ) else {
-        return Ok(());
+        return causes;
     };
     const CHECKED_ELSEWHERE: [&str; 3] = ["metadata", "apiVersion", "kind"];
     for (key, value) in fields {
@@ -67,11 +116,7 @@ pub(crate) fn check_schema(resource: &ResourceDef, object: &Value) -> StoreResul
             ));
         }
     }
-    if causes.is_empty() {
-        return Ok(());
-    }
-    causes.truncate(MAX_CAUSES);
-    Err(invalid_object(resource, object, causes))
+    causes
 }
 
 /// Go's `%v` and `%T` of a decoded JSON value, for kube-apiserver's accessor errors.

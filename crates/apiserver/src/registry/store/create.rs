@@ -91,7 +91,7 @@ impl GenericStore<'_> {
         strategy.prepare_for_create(context, &mut object);
         let mut value = Value::Object(object);
         let warnings = (request.field_check)(&mut value, request.decoding)?;
-        validate::check_object(resource, &value)?;
+        validate::check_object(resource, &value, None)?;
         validate_object(resource, &value, None, Vec::new())?;
         self.check_namespace_exists(request.namespace)?;
         if ownership == Ownership::RecordUpdate {

@@ -111,7 +111,7 @@ impl GenericStore<'_> {
                         managed_fields::record_update(Some(&current.value), &mut result, context);
                     });
                 }
-                validate::check_object(resource, &result)?;
+                validate::check_object(resource, &result, Some(&current.value))?;
                 validate_object(resource, &result, Some(&current.value), immutable_causes)?;
                 if request.admit {
                     admission_warnings.extend(self.validate_write(request, &result, Some(&current.value))?);
