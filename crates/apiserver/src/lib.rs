@@ -57,6 +57,7 @@ pub use authorization::{AuthorizationMode, UnknownAuthorizationMode};
 pub use cluster::{MAX_NODES, SimulatedCluster};
 pub use faults::{Fault, Faults, MAX_FAULT_COUNT, RequestCounts};
 pub use pod_logs::PodLogs;
+pub use registry::apiextensions::local_validation::validate_custom_resource;
 pub use server::{ApiServer, ApiServerBuilder, DEFAULT_KUBERNETES_MINOR_VERSION, StartError};
 pub use state::Limits;
 pub use storage::WatcherLimits;

@@ -98,6 +98,7 @@ pub use rest::Client;
 /// | `status = "StatusType"` | the status type, and the status subresource |
 /// | `printcolumn(name = "...", type = "integer", json_path = ".spec.x", description = "...", format = "...", priority = 0)` | repeatable (clippy's `duplicated_attributes` flags two columns of the same type: allow it on the struct) |
 /// | `scale(spec_replicas_path = "...", status_replicas_path = "...", label_selector_path = "...")` | the scale subresource |
+/// | `validation(rule = "self.replicas <= 10", message = "...", message_expression = "...", field_path = ".replicas", reason = "FieldValueInvalid")` | repeatable: a CEL rule of the spec's `x-kubernetes-validations` (`self` is the spec; `oldSelf` makes it a transition rule); only `rule` is required |
 ///
 /// # Examples
 ///
@@ -109,7 +110,8 @@ pub use rest::Client;
 /// #[derive(CustomResource, Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 /// #[kubeclient(group = "example.kubeclient.dev", version = "v1", kind = "Installation", namespaced,
 ///              status = "InstallationStatus", shortname = "inst",
-///              printcolumn(name = "Replicas", type = "integer", json_path = ".spec.replicas"))]
+///              printcolumn(name = "Replicas", type = "integer", json_path = ".spec.replicas"),
+///              validation(rule = "self.replicas <= 10", message = "at most 10 replicas", field_path = ".replicas"))]
 /// #[serde(rename_all = "camelCase")]
 /// pub struct InstallationSpec { pub replicas: i32, pub image: String, pub service_port: i32 }
 ///
@@ -123,6 +125,8 @@ pub use rest::Client;
 /// let crd = Installation::crd();
 /// assert_eq!(crd.spec.scope, "Namespaced");
 /// assert_eq!(crd.spec.names.short_names, Some(vec!["inst".to_owned()]));
+/// let spec = &crd.spec.versions[0].schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap().properties.as_ref().unwrap()["spec"];
+/// assert_eq!(spec.x_kubernetes_validations.as_ref().unwrap()[0].rule, "self.replicas <= 10");
 /// ```
 pub use kubeclient_derive::CustomResource;
 

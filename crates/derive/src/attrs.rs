@@ -4,7 +4,13 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{DeriveInput, Error, LitStr, Result};
 
-const KEYS: &str = "group, version, kind, namespaced, plural, singular, shortname, category, status, printcolumn, scale";
+const KEYS: &str = "group, version, kind, namespaced, plural, singular, shortname, category, status, printcolumn, scale, validation";
+const RULE_REASONS: [&str; 4] = [
+    "FieldValueInvalid",
+    "FieldValueForbidden",
+    "FieldValueRequired",
+    "FieldValueDuplicate",
+];
 const COLUMN_TYPES: [&str; 5] = ["integer", "number", "string", "boolean", "date"];
 
 /// One additional printer column (`kubectl get` shows it).
@@ -15,6 +21,15 @@ pub(crate) struct PrinterColumn {
     pub(crate) description: Option<String>,
     pub(crate) format: Option<String>,
     pub(crate) priority: i32,
+}
+
+/// One CEL validation rule of the spec (`x-kubernetes-validations`).
+pub(crate) struct ValidationRule {
+    pub(crate) rule: String,
+    pub(crate) message: Option<String>,
+    pub(crate) message_expression: Option<String>,
+    pub(crate) field_path: Option<String>,
+    pub(crate) reason: Option<String>,
 }
 
 /// The scale subresource's paths.
@@ -37,6 +52,7 @@ pub(crate) struct Resource {
     pub(crate) status: Option<syn::Path>,
     pub(crate) printer_columns: Vec<PrinterColumn>,
     pub(crate) scale: Option<Scale>,
+    pub(crate) validations: Vec<ValidationRule>,
 }
 
 /// Sets `slot` once; a second value is an error at `span`.
@@ -193,6 +209,77 @@ fn parse_scale(meta: &syn::meta::ParseNestedMeta<'_>) -> Result<Scale> {
     })
 }
 
+fn parse_validation(meta: &syn::meta::ParseNestedMeta<'_>) -> Result<ValidationRule> {
+    let (mut rule, mut message, mut message_expression, mut field_path, mut reason) =
+        (None, None, None, None, None);
+    meta.parse_nested_meta(|inner| {
+        let span = inner.path.span();
+        let key = key_of(&inner);
+        match key.as_str() {
+            "rule" => {
+                let lit = string(&inner)?;
+                if lit.value().trim().is_empty() {
+                    return Err(Error::new(lit.span(), "a validation rule cannot be empty"));
+                }
+                set_once(&mut rule, lit.value(), "rule", span)
+            }
+            "message" => {
+                let lit = string(&inner)?;
+                if lit.value().contains('\n') || lit.value().trim().is_empty() {
+                    return Err(Error::new(
+                        lit.span(),
+                        "a validation message must be one non-empty line",
+                    ));
+                }
+                set_once(&mut message, lit.value(), "message", span)
+            }
+            "message_expression" => set_once(
+                &mut message_expression,
+                string(&inner)?.value(),
+                "message_expression",
+                span,
+            ),
+            "field_path" => {
+                let lit = string(&inner)?;
+                if !lit.value().starts_with('.') {
+                    return Err(Error::new(
+                        lit.span(),
+                        "field_path must start with `.` (e.g. \".replicas\", relative to the spec)",
+                    ));
+                }
+                set_once(&mut field_path, lit.value(), "field_path", span)
+            }
+            "reason" => {
+                let lit = string(&inner)?;
+                if !RULE_REASONS.contains(&lit.value().as_str()) {
+                    return Err(Error::new(
+                        lit.span(),
+                        format!("reason must be one of {}", RULE_REASONS.join(", ")),
+                    ));
+                }
+                set_once(&mut reason, lit.value(), "reason", span)
+            }
+            _ => Err(Error::new(
+                span,
+                "unknown validation key; expected rule, message, message_expression, field_path, reason",
+            )),
+        }
+    })?;
+    let span = meta.path.span();
+    Ok(ValidationRule {
+        rule: rule.ok_or_else(|| {
+            Error::new(
+                span,
+                "validation needs `rule = \"...\"` (CEL, with `self` the spec)",
+            )
+        })?,
+        message,
+        message_expression,
+        field_path,
+        reason,
+    })
+}
+
 impl Resource {
     pub(crate) fn from_input(input: &DeriveInput) -> Result<Self> {
         match &input.data {
@@ -216,6 +303,7 @@ impl Resource {
         let mut namespaced = false;
         let (mut short_names, mut categories, mut printer_columns) =
             (Vec::new(), Vec::new(), Vec::new());
+        let mut validations = Vec::new();
         let mut seen_attribute = false;
         for attr in input
             .attrs
@@ -304,6 +392,10 @@ impl Resource {
                         let parsed = parse_scale(&meta)?;
                         set_once(&mut scale, parsed, "scale", span)
                     }
+                    "validation" => {
+                        validations.push(parse_validation(&meta)?);
+                        Ok(())
+                    }
                     _ => Err(Error::new(
                         span,
                         format!("unknown attribute `{}`; expected one of {KEYS}", quote::ToTokens::to_token_stream(&meta.path)),
@@ -354,6 +446,7 @@ impl Resource {
             status,
             printer_columns,
             scale,
+            validations,
         })
     }
 }

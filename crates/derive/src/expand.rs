@@ -107,6 +107,19 @@ pub(crate) fn expand(input: &DeriveInput, resource: &Resource) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
     let has_status = resource.status.is_some();
+    let validations = resource.validations.iter().map(|v| {
+        let rule = &v.rule;
+        let message = opt_str(v.message.as_ref());
+        let message_expression = opt_str(v.message_expression.as_ref());
+        let field_path = opt_str(v.field_path.as_ref());
+        let reason = opt_str(v.reason.as_ref());
+        quote! {
+            ::kubeclient::customresource::ValidationRuleDescription {
+                rule: #rule, message: #message, message_expression: #message_expression,
+                field_path: #field_path, reason: #reason,
+            }
+        }
+    });
 
     quote! {
         #[doc = #doc]
@@ -205,6 +218,7 @@ pub(crate) fn expand(input: &DeriveInput, resource: &Resource) -> TokenStream {
                         printer_columns: &[#(#columns),*],
                         scale: #scale,
                         status: #has_status,
+                        validations: &[#(#validations),*],
                     },
                     ::kubeclient::customresource::structural_schema::<#spec>(),
                     #status_schema,

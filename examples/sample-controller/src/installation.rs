@@ -1,6 +1,9 @@
 //! The `Installation` custom resource: how many replicas of which image, on which service
 //! port; its status says which generation was last reconciled and whether it is ready.
 //!
+//! Two CEL rules of the CRD: no `:latest` image, and a transition rule that keeps the image
+//! once set (the API server checks both, after the defaulting webhook filled the image in).
+//!
 //! `v1` (this module's [`Installation`]) is the stored version and the conversion hub;
 //! [`v1alpha1`] is the older version clients may still use (`size` and `port` where v1
 //! says `replicas` and `servicePort`), converted by the webhook of `webhooks.rs`.
@@ -25,6 +28,16 @@ use serde::{Deserialize, Serialize};
 #[kubeclient(printcolumn(name = "Replicas", type = "integer", json_path = ".spec.replicas"))]
 #[kubeclient(printcolumn(name = "Image", type = "string", json_path = ".spec.image"))]
 #[kubeclient(printcolumn(name = "Port", type = "integer", json_path = ".spec.servicePort"))]
+#[kubeclient(validation(
+    rule = "!self.image.endsWith(':latest')",
+    message = "pin the image to a version: a :latest tag is not allowed",
+    field_path = ".image"
+))]
+#[kubeclient(validation(
+    rule = "self.image == oldSelf.image",
+    message = "the image is immutable: create a new Installation",
+    field_path = ".image"
+))]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct InstallationSpec {
     /// How many replicas to run.

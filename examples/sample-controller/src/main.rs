@@ -261,9 +261,10 @@ impl WebhookChecks {
     }
 }
 
-/// Writes that each webhook acts on: an Installation without an image (defaulted), two
-/// out of range (refused by the validating webhook), one written and read through
-/// v1alpha1 (converted both ways).
+/// Writes that each webhook and CEL rule acts on: an Installation without an image
+/// (defaulted), two out of range (refused by the validating webhook), a `:latest` image
+/// and an image change (refused by the CRD's rule and transition rule), one written and
+/// read through v1alpha1 (converted both ways).
 async fn exercise_webhooks(
     client: &Client,
     expected: &mut BTreeMap<String, i32>,
@@ -319,6 +320,44 @@ async fn exercise_webhooks(
             message.starts_with(&denied),
             format!("validation: {what} was refused: {message}"),
             format!("validation: {what}: {message}, want a refusal by the validating webhook"),
+        );
+    }
+
+    let unpinned = api
+        .create(&PostParams::default(), &{
+            let mut latest = spec(1, 9500);
+            latest.image = "nginx:latest".to_owned();
+            Installation::new("unpinned", latest)
+        })
+        .await;
+    let image_change = api
+        .patch(
+            "blog",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"image": "nginx:1.28"}})),
+        )
+        .await;
+    for (what, outcome, rule) in [
+        (
+            "a :latest image",
+            unpinned.map(|_| ()),
+            "a :latest tag is not allowed",
+        ),
+        (
+            "an image change",
+            image_change.map(|_| ()),
+            "the image is immutable",
+        ),
+    ] {
+        let message = match &outcome {
+            Err(kubeclient::Error::Api(err)) if err.code() == 422 => err.status.message.clone(),
+            Err(other) => other.to_string(),
+            Ok(()) => "accepted".to_owned(),
+        };
+        checks.check(
+            message.contains("spec.image: Invalid value") && message.contains(rule),
+            format!("CEL rules: {what} was refused: {message}"),
+            format!("CEL rules: {what}: {message}, want a 422 from the CRD's rule"),
         );
     }
 
@@ -466,7 +505,7 @@ async fn run(config: Config) -> Result<bool, BoxError> {
     expected.insert("docs".to_owned(), 9100);
     left.extend(converge(&client, &expected, "the changes under the new leader").await?);
 
-    println!("step 6: the webhooks default, refuse and convert");
+    println!("step 6: the webhooks default, refuse and convert; the CRD's CEL rules refuse");
     let webhook_checks = exercise_webhooks(&client, &mut expected).await?;
     left.extend(converge(&client, &expected, "the webhook step").await?);
 

@@ -64,6 +64,17 @@ pub struct ScaleDescription {
     pub label_selector_path: Option<&'static str>,
 }
 
+/// A CEL validation rule of [`CrdDescription`] (`x-kubernetes-validations` of the spec).
+#[derive(Clone, Copy, Debug)]
+#[doc(hidden)]
+pub struct ValidationRuleDescription {
+    pub rule: &'static str,
+    pub message: Option<&'static str>,
+    pub message_expression: Option<&'static str>,
+    pub field_path: Option<&'static str>,
+    pub reason: Option<&'static str>,
+}
+
 /// What the derive's attributes say (the derive's generated code fills it).
 #[derive(Clone, Copy, Debug)]
 #[doc(hidden)]
@@ -79,6 +90,38 @@ pub struct CrdDescription {
     pub printer_columns: &'static [PrinterColumnDescription],
     pub scale: Option<ScaleDescription>,
     pub status: bool,
+    pub validations: &'static [ValidationRuleDescription],
+}
+
+/// `schema` with the rules as its `x-kubernetes-validations` (after any it has).
+fn with_validations(mut schema: Value, rules: &[ValidationRuleDescription]) -> Value {
+    if rules.is_empty() {
+        return schema;
+    }
+    let Some(fields) = schema.as_object_mut() else {
+        return schema;
+    };
+    let list = fields
+        .entry("x-kubernetes-validations")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Some(list) = list.as_array_mut() {
+        for rule in rules {
+            let mut entry = json!({"rule": rule.rule});
+            let optional = [
+                ("message", rule.message),
+                ("messageExpression", rule.message_expression),
+                ("fieldPath", rule.field_path),
+                ("reason", rule.reason),
+            ];
+            for (key, value) in optional {
+                if let Some(value) = value {
+                    entry[key] = json!(value);
+                }
+            }
+            list.push(entry);
+        }
+    }
+    schema
 }
 
 /// Builds the CRD from the derive's description and the spec's (and status') structural
@@ -95,7 +138,7 @@ pub fn build_crd(
     properties.insert("apiVersion".to_owned(), json!({"type": "string"}));
     properties.insert("kind".to_owned(), json!({"type": "string"}));
     properties.insert("metadata".to_owned(), json!({"type": "object"}));
-    properties.insert("spec".to_owned(), spec);
+    properties.insert("spec".to_owned(), with_validations(spec, d.validations));
     if let Some(status) = status {
         properties.insert("status".to_owned(), status);
     }

@@ -13,7 +13,8 @@ mod merge_crds;
 mod structural_schema;
 
 pub use crd::{
-    CrdDescription, CustomResourceExt, PrinterColumnDescription, ScaleDescription, build_crd,
+    CrdDescription, CustomResourceExt, PrinterColumnDescription, ScaleDescription,
+    ValidationRuleDescription, build_crd,
 };
 pub use install::{CrdError, install_crd};
 pub use merge_crds::{MergeCrdsError, merge_crds};

@@ -222,3 +222,99 @@ async fn the_server_rejects_objects_that_break_the_generated_schema() {
         .expect_err("a patch that breaks the schema is refused");
     assert_eq!(err.api().map(|e| e.status.code), Some(422));
 }
+
+/// A spec whose CEL rules come from the derive's `validation(...)` attribute.
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[kubeclient(
+    group = "rules.kubeclient.dev",
+    version = "v1",
+    kind = "Ruled",
+    namespaced,
+    validation(
+        rule = "self.replicas <= self.maxReplicas",
+        message = "replicas above maxReplicas"
+    ),
+    validation(
+        rule = "self.image == oldSelf.image",
+        message = "the image is immutable",
+        field_path = ".image",
+        reason = "FieldValueForbidden"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RuledSpec {
+    pub(crate) replicas: i32,
+    pub(crate) max_replicas: i32,
+    pub(crate) image: String,
+}
+
+fn ruled(replicas: i32, image: &str) -> Ruled {
+    Ruled::new(
+        "r",
+        RuledSpec {
+            replicas,
+            max_replicas: 3,
+            image: image.to_owned(),
+        },
+    )
+}
+
+#[tokio::test]
+async fn the_derives_cel_rules_are_enforced_by_the_server_and_checked_locally_alike() {
+    let crd = serde_json::to_value(Ruled::crd()).unwrap();
+    let object = |r: &Ruled| {
+        let mut value = serde_json::to_value(r).unwrap();
+        value["metadata"]["namespace"] = json!("default");
+        value
+    };
+
+    // Locally, with the server's own code and no server.
+    let local = kubeclient_apiserver::validate_custom_resource(&crd, &object(&ruled(5, "a")), None)
+        .unwrap_err();
+    assert_eq!(local.code, 422);
+    assert_eq!(
+        local.message,
+        r#"Ruled.rules.kubeclient.dev "r" is invalid: spec: Invalid value: "object": replicas above maxReplicas"#
+    );
+    let old = object(&ruled(1, "a"));
+    let changed =
+        kubeclient_apiserver::validate_custom_resource(&crd, &object(&ruled(1, "b")), Some(&old))
+            .unwrap_err();
+    assert_eq!(
+        changed.message,
+        r#"Ruled.rules.kubeclient.dev "r" is invalid: spec.image: Forbidden: the image is immutable"#
+    );
+    assert!(
+        kubeclient_apiserver::validate_custom_resource(&crd, &object(&ruled(2, "a")), None).is_ok()
+    );
+
+    // The embedded server answers the same.
+    let fixture = start().await;
+    install_crd(&fixture.client, &Ruled::crd(), Duration::from_secs(30))
+        .await
+        .unwrap();
+    let api: Api<Ruled> = Api::namespaced(fixture.client.clone(), "default");
+    let refused = api
+        .create(&PostParams::default(), &ruled(5, "a"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.api().map(|e| e.status.message.clone()),
+        Some(local.message)
+    );
+    api.create(&PostParams::default(), &ruled(1, "a"))
+        .await
+        .unwrap();
+    let refused = api
+        .patch(
+            "r",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"image": "b"}})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.api().map(|e| e.status.message.clone()),
+        Some(changed.message)
+    );
+}

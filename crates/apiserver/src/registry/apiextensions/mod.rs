@@ -30,6 +30,7 @@ pub(super) mod cel_value;
 pub(crate) mod conversion_webhook;
 pub(super) mod crd;
 pub(crate) mod crd_validation;
+pub(crate) mod local_validation;
 pub(super) mod schema_formats;
 pub(crate) mod schema_patterns;
 pub(super) mod structural_schema;
