@@ -10,6 +10,8 @@
 //!   and Jobs.
 //! - `crd_guards`: CRDs never replace or remove a built-in API (issue 24).
 //! - `defaults`: defaulting of built-in kinds.
+//! - `disk_storage` (feature `disk`): the whole server over the disk backend: restarts,
+//!   a watch across one, a locked directory, a value that does not decode.
 //! - `etcd_storage` (feature `etcd`): the whole server over a real etcd: restarts, two
 //!   servers on one etcd, an unreachable etcd.
 //! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
@@ -55,6 +57,8 @@ mod cluster_workloads;
 mod crd_guards;
 mod crd_schemas;
 mod defaults;
+#[cfg(feature = "disk")]
+mod disk_storage;
 #[cfg(feature = "etcd")]
 mod etcd_storage;
 mod events;
