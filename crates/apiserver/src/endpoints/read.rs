@@ -25,12 +25,16 @@ pub(crate) fn get(call: &Call) -> HandlerResult<Response<Body>> {
     let (output, _) = call.negotiate(Target::Object)?;
     let name = call.path.name.as_deref().unwrap_or("");
     let key = store_key(call.path.namespace.as_deref(), name);
+    let storage = call.storage();
     let object = call
         .state
         .store
-        .get(&call.storage(), &key)
+        .get(&storage, &key)
         .map(|stored| call.presented(stored))
-        .ok_or_else(|| call.not_found(name))?;
+        .ok_or_else(|| match call.state.store.unreadable(&storage, &key) {
+            Some(error) => fail(error.status(&call.group_resource(), name)),
+            None => call.not_found(name),
+        })?;
     if call.path.subresource.as_deref() == Some("scale") {
         return Ok(json(
             StatusCode::OK,

@@ -1,7 +1,8 @@
 //! The whole server over the disk backend (`ApiServerBuilder::data_dir`, `kubeclient serve
 //! --data-dir`): objects survive a restart and resourceVersions keep growing, a watch
 //! resumes across a restart (or gets 410 and relists), a second server on the same
-//! directory is refused naming it, and a stored value that does not decode is skipped.
+//! directory is refused naming it, and a stored value that does not decode is skipped in
+//! lists and answers 500 to a GET.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -183,7 +184,7 @@ async fn a_second_server_on_the_same_directory_is_refused_naming_it() {
 }
 
 #[tokio::test]
-async fn a_value_that_does_not_decode_is_skipped_and_the_rest_served() {
+async fn a_value_that_does_not_decode_is_skipped_in_lists_and_a_get_answers_500() {
     let dir = DataDir::new("undecodable");
     let first = server_on(&dir.0).await;
     for name in ["a", "b", "c"] {
@@ -203,9 +204,15 @@ async fn a_value_that_does_not_decode_is_skipped_and_the_rest_served() {
         .collect();
     assert_eq!(names, ["a", "c"]);
     assert_eq!(second.get(&format!("{CONFIGMAPS}/a")).await.status, 200);
-    // The watch cache never held b: a GET answers 404 (kube-apiserver, reading etcd,
-    // answers 500); writes to other objects go on.
-    assert_eq!(second.get(&format!("{CONFIGMAPS}/b")).await.status, 404);
+    // As kube-apiserver: a GET of b answers 500, naming its key; the rest goes on.
+    let get = second.get(&format!("{CONFIGMAPS}/b")).await;
+    assert_eq!(get.status, 500, "{}", String::from_utf8_lossy(&get.body));
+    let message = get.json()["message"].as_str().unwrap_or("").to_owned();
+    assert!(
+        message.contains("/registry/configmaps/default/b"),
+        "{message}"
+    );
+    assert_eq!(second.get(&format!("{CONFIGMAPS}/none")).await.status, 404);
     create(&second, "d", "1").await;
 }
 
