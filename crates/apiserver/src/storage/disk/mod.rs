@@ -225,7 +225,7 @@ type Written = (Option<Arc<StoredObject>>, Option<Arc<StoredObject>>);
 
 /// An object of a scan: a record from the file, or a state the history gave back.
 enum Found {
-    Stored(Vec<u8>),
+    Stored(redb::AccessGuard<'static, &'static [u8]>),
     Undone(Arc<StoredObject>),
 }
 
@@ -234,7 +234,7 @@ struct Scan {
     revision: u64,
     /// Full keys and their objects.
     items: Vec<(String, Arc<StoredObject>)>,
-    /// Whether keys remain after the last item, and how many.
+    /// Whether keys remain after the last item, and how many (when counted).
     more: bool,
     remaining: u64,
 }
@@ -267,13 +267,15 @@ impl Inner {
     }
 
     /// Up to `limit` objects (0: all) of the keys that start with `root`, after
-    /// `start_after` (a full key), at revision `at` (`None`: the latest).
+    /// `start_after` (a full key), at revision `at` (`None`: the latest); with
+    /// `count_remaining`, how many keys remain after them (which reads every key).
     fn scan(
         &self,
         root: &str,
         start_after: Option<&str>,
         at: Option<u64>,
         limit: usize,
+        count_remaining: bool,
     ) -> Result<Scan, BackendError> {
         let context = || format!("listing {root}");
         let (txn, revision, undo) = {
@@ -309,7 +311,7 @@ impl Inner {
             .map_err(|e| failed(context(), e))?
             .map(|entry| {
                 entry
-                    .map(|(key, record)| (key.value().to_owned(), record.value().to_vec()))
+                    .map(|(key, record)| (key.value().to_owned(), record))
                     .map_err(|e| failed(context(), e))
             })
             .take_while(|entry| {
@@ -362,12 +364,15 @@ impl Inner {
             };
             if limit > 0 && scan.items.len() >= limit {
                 scan.more = true;
+                if !count_remaining {
+                    break;
+                }
                 scan.remaining += 1;
                 continue;
             }
             let object = match object {
                 Found::Undone(object) => object,
-                Found::Stored(bytes) => match record::decode(&key, &bytes) {
+                Found::Stored(record) => match record::decode(&key, record.value()) {
                     Ok(object) => object,
                     // As kube-apiserver: report and skip what does not decode, so one bad
                     // value does not make a whole resource unlistable.
@@ -507,7 +512,7 @@ impl Backend for DiskBackend {
         let start_after = options.start_after.map(|after| format!("{root}{after}"));
         let (at, limit) = (options.at, options.limit);
         self.blocking(move |inner| {
-            let scan = inner.scan(&from, start_after.as_deref(), at, limit)?;
+            let scan = inner.scan(&from, start_after.as_deref(), at, limit, true)?;
             let continue_after = scan
                 .more
                 .then(|| scan.items.last())
@@ -614,7 +619,7 @@ impl Backend for DiskBackend {
         let start_after = start_after.map(str::to_owned);
         self.blocking(move |inner| {
             let everything = format!("{PREFIX}/");
-            let scan = inner.scan(&everything, start_after.as_deref(), at, limit)?;
+            let scan = inner.scan(&everything, start_after.as_deref(), at, limit, false)?;
             let continue_after = scan
                 .more
                 .then(|| scan.items.last().map(|(key, _)| key.clone()))
