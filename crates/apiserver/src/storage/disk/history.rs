@@ -22,15 +22,32 @@ pub(super) struct Record {
     pub change: Arc<Change>,
 }
 
+/// How many bytes of encoded objects the history keeps at most (but for the newest
+/// change), so that large objects do not make the window a memory hog.
+const MAX_BYTES: usize = 256 * 1024 * 1024;
+
 /// The latest committed changes.
 ///
 /// Invariant: `records` holds exactly the changes with `rv > compacted`, in revision
-/// order, at most `window` of them.
+/// order, at most `window` of them and (but for the newest) at most `max_bytes` of
+/// encoded objects, counted in `bytes`.
 #[derive(Debug)]
 pub(super) struct History {
     records: VecDeque<Arc<Record>>,
     window: usize,
+    bytes: usize,
+    max_bytes: usize,
     compacted: u64,
+}
+
+/// The encoded bytes a record keeps alive.
+fn size(record: &Record) -> usize {
+    let change = &record.change;
+    [&change.prev, &change.new]
+        .into_iter()
+        .flatten()
+        .map(|object| object.bytes.len())
+        .sum()
 }
 
 impl History {
@@ -39,6 +56,8 @@ impl History {
         History {
             records: VecDeque::new(),
             window: window.max(1),
+            bytes: 0,
+            max_bytes: MAX_BYTES,
             compacted: revision,
         }
     }
@@ -48,20 +67,28 @@ impl History {
         self.compacted
     }
 
-    /// Remembers a change, forgetting the oldest beyond the window.
+    /// Remembers a change, forgetting the oldest beyond the window and the bytes.
     pub(super) fn push(&mut self, record: Arc<Record>) {
-        while self.records.len() >= self.window {
+        let added = size(&record);
+        while self.records.len() >= self.window
+            || (!self.records.is_empty() && self.bytes + added > self.max_bytes)
+        {
             match self.records.pop_front() {
-                Some(oldest) => self.compacted = oldest.change.rv,
+                Some(oldest) => {
+                    self.bytes -= size(&oldest);
+                    self.compacted = oldest.change.rv;
+                }
                 None => break,
             }
         }
+        self.bytes += added;
         self.records.push_back(record);
     }
 
     /// Forgets everything up to `revision`.
     pub(super) fn compact(&mut self, revision: u64) {
         self.records.clear();
+        self.bytes = 0;
         self.compacted = revision;
     }
 
@@ -94,7 +121,7 @@ mod tests {
     use super::*;
 
     fn record(rv: u64, key: &str, prev: Option<u64>) -> Arc<Record> {
-        let prev = prev.map(|rv| Arc::new(StoredObject::new(serde_json::json!({}), rv)));
+        let prev = prev.map(|rv| Arc::new(StoredObject::new(serde_json::json!({"a": 1}), rv)));
         let change = Change::new(rv, ChangeKind::Updated, key.to_owned(), prev, None);
         Arc::new(Record {
             full_key: format!("/registry/configmaps/{key}"),
@@ -118,5 +145,25 @@ mod tests {
         assert!(history.undo_after(11, "/registry/secrets/").is_empty());
         history.compact(13);
         assert_eq!((history.compacted(), history.after(0).count()), (13, 0));
+    }
+
+    #[test]
+    fn the_bytes_compact_the_oldest_changes_but_keep_the_newest() {
+        let mut history = History::new(100, 10);
+        let one = size(&record(11, "ns/a", Some(10)));
+        history.max_bytes = 2 * one;
+        for (rv, prev) in [(11, Some(10)), (12, Some(11)), (13, Some(12))] {
+            history.push(record(rv, "ns/a", prev));
+        }
+        let rvs: Vec<_> = history.after(0).map(|r| r.change.rv).collect();
+        assert_eq!((rvs, history.compacted()), (vec![12, 13], 11));
+        history.max_bytes = 1;
+        history.push(record(14, "ns/a", Some(13)));
+        let rvs: Vec<_> = history.after(0).map(|r| r.change.rv).collect();
+        assert_eq!(
+            (rvs, history.compacted()),
+            (vec![14], 13),
+            "the newest stays"
+        );
     }
 }

@@ -113,7 +113,7 @@ enum Step {
 
 impl DiskBackend {
     /// Opens (creating it and the directory when missing) the database in `dir`, with the
-    /// default history (the latest 10 000 changes).
+    /// default history (the latest 10 000 changes, at most 256 MiB of objects).
     ///
     /// # Errors
     ///
