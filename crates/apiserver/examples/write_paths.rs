@@ -3,8 +3,12 @@
 //! them, JSON) and deleted (DELETE), each phase by `W` concurrent clients; prints the
 //! rate of each phase (the median of `R` rounds, each on a fresh server).
 //!
+//! `STORAGE` is `memory` (the default), `disk` (the disk backend in a fresh data
+//! directory, feature `disk`) or `both`: rounds of each, interleaved, side by side with
+//! the ratio disk / memory.
+//!
 //! ```sh
-//! cargo run --release -p kubeclient-apiserver --example write_paths -- [N] [W] [R]
+//! cargo run --release -p kubeclient-apiserver --features disk --example write_paths -- [N] [W] [R] [STORAGE]
 //! ```
 
 mod support;
@@ -54,12 +58,35 @@ where
     n as f64 / started.elapsed().as_secs_f64()
 }
 
-async fn round(n: usize, writers: usize) -> Vec<(&'static str, f64)> {
-    let server = ApiServer::builder()
-        .history_window(4 * n + 1000)
-        .start()
-        .await
-        .expect("the server starts");
+/// Where a round's server keeps its objects.
+#[derive(Clone, Copy, PartialEq)]
+enum Storage {
+    Memory,
+    Disk,
+}
+
+/// A fresh server on `storage`, and the data directory to remove after it.
+async fn server(n: usize, storage: Storage) -> (ApiServer, Option<std::path::PathBuf>) {
+    let builder = ApiServer::builder().history_window(4 * n + 1000);
+    let (builder, dir) = match storage {
+        Storage::Memory => (builder, None),
+        #[cfg(feature = "disk")]
+        Storage::Disk => {
+            let dir = std::env::temp_dir().join(format!(
+                "kubeclient-write-paths-{}-{}",
+                std::process::id(),
+                fastrand::u64(..)
+            ));
+            (builder.data_dir(&dir), Some(dir))
+        }
+        #[cfg(not(feature = "disk"))]
+        Storage::Disk => panic!("the disk backend needs --features disk"),
+    };
+    (builder.start().await.expect("the server starts"), dir)
+}
+
+async fn round(n: usize, writers: usize, storage: Storage) -> Vec<(&'static str, f64)> {
+    let (server, dir) = server(n, storage).await;
     let client: HttpClient = http_client();
     let base = format!("{}/api/v1/namespaces/default/configmaps", server.url());
     let mut rates = Vec::new();
@@ -146,31 +173,77 @@ async fn round(n: usize, writers: usize) -> Vec<(&'static str, f64)> {
     ));
     server.shutdown().await;
     tokio::time::sleep(Duration::from_millis(50)).await;
+    if let Some(dir) = dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     rates
+}
+
+/// The median of each phase over `rounds`, and every round's value.
+fn medians(rounds: &[Vec<(&'static str, f64)>]) -> Vec<(&'static str, f64, String)> {
+    let Some(first) = rounds.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .enumerate()
+        .map(|(index, (name, _))| {
+            let mut values: Vec<f64> = rounds.iter().map(|r| r[index].1).collect();
+            let shown: Vec<String> = values.iter().map(|v| format!("{v:.0}")).collect();
+            values.sort_by(f64::total_cmp);
+            (*name, values[values.len() / 2], shown.join(", "))
+        })
+        .collect()
 }
 
 #[tokio::main]
 async fn main() {
-    let mut args = std::env::args().skip(1).map(|a| a.parse::<usize>().ok());
-    let n = args.next().flatten().unwrap_or(5_000);
-    let writers = args.next().flatten().unwrap_or(8);
-    let rounds = args.next().flatten().unwrap_or(3).max(1);
-    let mut all: Vec<Vec<(&'static str, f64)>> = Vec::new();
+    let mut args = std::env::args().skip(1);
+    let mut number = |default: usize| {
+        args.next()
+            .and_then(|a| a.parse::<usize>().ok())
+            .unwrap_or(default)
+    };
+    let n = number(5_000);
+    let writers = number(8);
+    let rounds = number(3).max(1);
+    let storages = match std::env::args().nth(4).as_deref() {
+        None | Some("memory") => vec![Storage::Memory],
+        Some("disk") => vec![Storage::Disk],
+        Some("both") => vec![Storage::Memory, Storage::Disk],
+        Some(other) => panic!("STORAGE is memory, disk or both, not {other}"),
+    };
+    let mut memory = Vec::new();
+    let mut disk = Vec::new();
     for _ in 0..rounds {
-        all.push(round(n, writers).await);
+        for storage in &storages {
+            let rates = round(n, writers, *storage).await;
+            match storage {
+                Storage::Memory => memory.push(rates),
+                Storage::Disk => disk.push(rates),
+            }
+        }
+    }
+    if storages.len() == 2 {
+        println!(
+            "| phase ({n} ConfigMaps, {writers} clients, {rounds} rounds each, interleaved) | memory (median, ops/s) | disk (median, ops/s) | disk / memory | disk rounds |"
+        );
+        println!("|---|---|---|---|---|");
+        for ((name, in_memory, _), (_, on_disk, shown)) in
+            medians(&memory).into_iter().zip(medians(&disk))
+        {
+            println!(
+                "| {name} | {in_memory:.0} | {on_disk:.0} | {:.2} | {shown} |",
+                on_disk / in_memory
+            );
+        }
+        return;
     }
     println!(
         "| phase ({n} ConfigMaps, {writers} clients) | median of {rounds} (ops/s) | all rounds |"
     );
     println!("|---|---|---|");
-    for (index, (name, _)) in all[0].iter().enumerate() {
-        let mut values: Vec<f64> = all.iter().map(|r| r[index].1).collect();
-        let shown: Vec<String> = values.iter().map(|v| format!("{v:.0}")).collect();
-        values.sort_by(f64::total_cmp);
-        println!(
-            "| {name} | {:.0} | {} |",
-            values[values.len() / 2],
-            shown.join(", ")
-        );
+    for (name, median, shown) in medians(if disk.is_empty() { &memory } else { &disk }) {
+        println!("| {name} | {median:.0} | {shown} |");
     }
 }

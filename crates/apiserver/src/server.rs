@@ -16,6 +16,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+#[cfg(any(feature = "etcd", feature = "disk"))]
+use futures_util::FutureExt as _;
+
 use crate::authentication::UserInfo;
 use crate::cluster::SimulatedCluster;
 use crate::container_runtime::BuiltinRuntime;
@@ -50,28 +53,48 @@ impl ApiServerBuilder {
             )),
             #[cfg(feature = "etcd")]
             StorageChoice::Etcd(config) => {
-                use crate::storage::{Backend, Cacher, EtcdBackend};
-                use futures_util::FutureExt;
                 let config = config.clone();
-                let cacher = Cacher::open(Box::new(move || {
+                self.open_cache(Box::new(move || {
                     async move {
-                        let backend = EtcdBackend::connect(config).await?;
-                        Ok(Arc::new(backend) as Arc<dyn Backend>)
+                        let backend = crate::storage::EtcdBackend::connect(config).await?;
+                        Ok(Arc::new(backend) as Arc<dyn crate::storage::Backend>)
                     }
                     .boxed()
                 }))
                 .await
-                .map_err(StartError::Storage)?;
-                Store::over(
-                    cacher,
-                    self.history_window,
-                    self.limits.history_bytes,
-                    self.limits.watcher,
-                )
+            }
+            #[cfg(feature = "disk")]
+            StorageChoice::Disk(dir) => {
+                let dir = dir.clone();
+                self.open_cache(Box::new(move || {
+                    async move {
+                        let backend = crate::storage::DiskBackend::open(dir)?;
+                        Ok(Arc::new(backend) as Arc<dyn crate::storage::Backend>)
+                    }
+                    .boxed()
+                }))
                 .await
-                .map_err(StartError::Storage)
             }
         }
+    }
+
+    /// The in-memory store as the watch cache of the backend `open` opens.
+    #[cfg(any(feature = "etcd", feature = "disk"))]
+    async fn open_cache(
+        &self,
+        open: crate::storage::OpenBackend,
+    ) -> Result<Arc<Store>, StartError> {
+        let cacher = crate::storage::Cacher::open(open)
+            .await
+            .map_err(StartError::Storage)?;
+        Store::over(
+            cacher,
+            self.history_window,
+            self.limits.history_bytes,
+            self.limits.watcher,
+        )
+        .await
+        .map_err(StartError::Storage)
     }
 
     /// Binds the port and starts serving.

@@ -25,11 +25,13 @@ pub(crate) async fn get(call: &Call) -> HandlerResult<Response<Body>> {
     let (output, _) = call.negotiate(Target::Object)?;
     let name = call.path.name.as_deref().unwrap_or("");
     let key = store_key(call.path.namespace.as_deref(), name);
-    let stored = call
-        .state
-        .store
-        .get(&call.storage(), &key)
-        .ok_or_else(|| call.not_found(name))?;
+    let storage = call.storage();
+    let stored = call.state.store.get(&storage, &key).ok_or_else(|| {
+        match call.state.store.unreadable(&storage, &key) {
+            Some(error) => fail(error.status(&call.group_resource(), name)),
+            None => call.not_found(name),
+        }
+    })?;
     let object = call
         .present(vec![stored], false)
         .await?

@@ -57,6 +57,9 @@ pub(super) enum StorageChoice {
     /// In etcd, with the in-memory store as its watch cache.
     #[cfg(feature = "etcd")]
     Etcd(crate::storage::EtcdConfig),
+    /// In a database in this directory, with the in-memory store as its watch cache.
+    #[cfg(feature = "disk")]
+    Disk(std::path::PathBuf),
 }
 
 /// The minor version `/version` reports by default (`v1.37.0`).
@@ -119,6 +122,28 @@ impl ApiServerBuilder {
     #[cfg(feature = "etcd")]
     pub fn etcd(mut self, config: crate::storage::EtcdConfig) -> Self {
         self.storage = StorageChoice::Etcd(config);
+        self
+    }
+
+    /// Keep every object in a database in `dir` (created when missing), for one server
+    /// process (`kubeclient serve --data-dir`): objects survive restarts, every answered
+    /// write is on disk first, and resourceVersions keep growing across restarts (watches
+    /// from before one get 410 Gone and relist). A second server on the same directory is
+    /// refused at [`start`](Self::start). The in-memory store becomes the watch cache, as
+    /// with [`etcd`](Self::etcd); [`initial_revision`](Self::initial_revision) does not
+    /// apply. Default: in memory only.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), kubeclient_apiserver::StartError> {
+    /// let server = kubeclient_apiserver::ApiServer::builder()
+    ///     .data_dir("/var/lib/kubeclient")
+    ///     .start()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "disk")]
+    pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.storage = StorageChoice::Disk(dir.into());
         self
     }
 

@@ -1,7 +1,8 @@
 //! Storage: the seam every store of the server implements ([`Backend`], kube-apiserver's
 //! `storage.Interface`), the in-memory MVCC [`Store`] (the default) and, with the `etcd`
 //! feature, the etcd v3 backend (`EtcdBackend`), which keeps objects as kube-apiserver keeps
-//! them.
+//! them; with the `disk` feature, a single-process backend in a file on disk
+//! (`DiskBackend`, redb).
 //!
 //! The in-memory store: one global revision counter, objects per resource, and a bounded
 //! history of changes per resource that serves watches (and paginated lists) from older
@@ -14,8 +15,12 @@
 mod backend;
 mod cacher;
 mod change;
+#[cfg(feature = "disk")]
+mod disk;
 #[cfg(feature = "etcd")]
 mod etcd;
+#[cfg(any(feature = "etcd", feature = "disk"))]
+mod keys;
 mod list_page;
 mod object;
 mod storage_error;
@@ -28,6 +33,8 @@ pub use backend::{
 };
 pub use cacher::{Cacher, OpenBackend};
 pub use change::{Change, ChangeKind, event_line};
+#[cfg(feature = "disk")]
+pub use disk::DiskBackend;
 #[cfg(feature = "etcd")]
 pub(crate) use etcd::test_etcd;
 #[cfg(feature = "etcd")]

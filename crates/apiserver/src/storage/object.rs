@@ -190,6 +190,16 @@ pub(crate) fn set_resource_version(value: &mut Value, rv: u64) {
     }
 }
 
+/// Removes what a backend never stores from an object: `metadata.resourceVersion` (the
+/// revision of its key, stamped on every read) and the long-gone `metadata.selfLink`.
+#[cfg(any(feature = "etcd", feature = "disk"))]
+pub(crate) fn strip_for_storage(object: &mut Value) {
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("resourceVersion");
+        metadata.remove("selfLink");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

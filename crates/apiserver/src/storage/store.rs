@@ -386,6 +386,21 @@ impl Store {
         self.lock().tables.get(resource)?.objects.get(key).cloned()
     }
 
+    /// Why the object under `key`, which this store (a watch cache) does not hold, cannot
+    /// be read from its backend: the value stored there does not decode (the cache skipped
+    /// it when it was loaded or written). `None` when there is nothing to report: no
+    /// backend, no object, or one the cache will apply. A GET that found nothing asks, so
+    /// that it answers 500 as kube-apiserver does, instead of 404.
+    pub fn unreadable(&self, resource: &GroupResource, key: &str) -> Option<super::BackendError> {
+        let cacher = self.cacher.as_ref()?;
+        let backend = cacher.backend().clone();
+        let (resource, key) = (resource.clone(), key.to_owned());
+        match cacher.block_on(async move { backend.get(&resource, &key).await }) {
+            Err(error @ super::BackendError::Decode { .. }) => Some(error),
+            _ => None,
+        }
+    }
+
     /// Whether any object of a resource has a key with `prefix`.
     pub fn any_with_prefix(&self, resource: &GroupResource, prefix: &str) -> bool {
         let inner = self.lock();

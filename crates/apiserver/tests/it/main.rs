@@ -13,6 +13,8 @@
 //!   validation (issue 28).
 //! - `crd_guards`: CRDs never replace or remove a built-in API (issue 24).
 //! - `defaults`: defaulting of built-in kinds.
+//! - `disk_storage` (feature `disk`): the whole server over the disk backend: restarts,
+//!   a watch across one, a locked directory, a value that does not decode.
 //! - `etcd_storage` (feature `etcd`): the whole server over a real etcd: restarts, two
 //!   servers on one etcd, an unreachable etcd.
 //! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
@@ -63,6 +65,8 @@ mod crd_guards;
 mod crd_schemas;
 mod crd_validation_rules;
 mod defaults;
+#[cfg(feature = "disk")]
+mod disk_storage;
 #[cfg(feature = "etcd")]
 mod etcd_storage;
 mod events;

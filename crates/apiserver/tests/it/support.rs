@@ -78,6 +78,11 @@ impl TestServer {
 
     pub(crate) async fn start_with(builder: ApiServerBuilder) -> Self {
         let server = builder.start().await.expect("the test server starts");
+        Self::over(server)
+    }
+
+    /// A client for a server started elsewhere.
+    pub(crate) fn over(server: ApiServer) -> Self {
         let client = Client::builder(TokioExecutor::new()).build_http();
         TestServer { server, client }
     }

@@ -130,6 +130,11 @@ pub(crate) struct ServeArgs {
     /// restarts and several servers can share one etcd. Default: in memory only.
     #[arg(long, value_name = "URL,...", value_delimiter = ',')]
     etcd_servers: Vec<String>,
+    /// Keep every object in a database in this directory (created when missing), for
+    /// this one process: objects survive restarts, every answered write is on disk first.
+    /// Default: in memory only.
+    #[arg(long, value_name = "DIR", conflicts_with = "etcd_servers")]
+    data_dir: Option<PathBuf>,
     /// The prefix of every etcd key.
     #[arg(long, value_name = "PREFIX", default_value = EtcdConfig::DEFAULT_PREFIX, requires = "etcd_servers")]
     etcd_prefix: String,
@@ -293,6 +298,9 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
     if let Some(etcd) = &etcd {
         builder = builder.etcd(etcd.clone());
     }
+    if let Some(dir) = &args.data_dir {
+        builder = builder.data_dir(dir);
+    }
     let server = builder.start().await?;
     println!("kubeclient API server listening on {}", server.url());
     if let Some(path) = &args.write_kubeconfig {
@@ -320,6 +328,9 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
             etcd.servers.join(","),
             etcd.prefix
         );
+    }
+    if let Some(dir) = &args.data_dir {
+        println!("objects are stored in {}", dir.display());
     }
     wait_for_stop_signal().await;
     println!("shutting down");

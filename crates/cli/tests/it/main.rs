@@ -560,8 +560,23 @@ fn kill_9_during_a_write_storm_loses_no_acknowledged_write() {
         return;
     };
     let dir = scratch("kill-9");
-    let flags = ["--etcd-servers", etcd.url.as_str(), "--nodes", "0"];
-    let (mut server, url, _) = serve_with(&dir, &flags);
+    kill_9_during_a_write_storm(&dir, &["--etcd-servers", etcd.url.as_str(), "--nodes", "0"]);
+    drop(etcd);
+}
+
+#[test]
+fn kill_9_during_a_write_storm_loses_no_acknowledged_write_on_disk() {
+    let dir = scratch("kill-9-disk");
+    let data = dir.join("data").display().to_string();
+    kill_9_during_a_write_storm(&dir, &["--data-dir", data.as_str(), "--nodes", "0"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Starts `kubeclient serve` with `flags`, creates ConfigMaps from 4 writers, kills the
+/// server with SIGKILL mid-storm, restarts it with the same flags and checks that every
+/// write answered 201 is there.
+fn kill_9_during_a_write_storm(dir: &std::path::Path, flags: &[&str]) {
+    let (mut server, url, _) = serve_with(dir, flags);
     let address = url.trim_start_matches("http://").to_owned();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writers: Vec<_> = (0..4)
@@ -604,7 +619,7 @@ fn kill_9_during_a_write_storm_loses_no_acknowledged_write() {
         "the storm wrote: {}",
         acknowledged.len()
     );
-    let (_restarted, url, _) = serve_with(&dir, &flags);
+    let (_restarted, url, _) = serve_with(dir, flags);
     let address = url.trim_start_matches("http://");
     for name in &acknowledged {
         let path = format!("/api/v1/namespaces/default/configmaps/{name}");
@@ -614,5 +629,48 @@ fn kill_9_during_a_write_storm_loses_no_acknowledged_write() {
             "{name} was acknowledged"
         );
     }
-    drop(etcd);
+}
+
+#[test]
+fn serve_on_a_data_dir_in_use_exits_non_zero_naming_it() {
+    let dir = scratch("locked-data-dir");
+    let data = dir.join("data").display().to_string();
+    let (_first, _, _) = serve_with(&dir, &["--data-dir", data.as_str(), "--nodes", "0"]);
+    let output = kubeclient()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.as_str(),
+        ])
+        .output()
+        .expect("kubeclient serve runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot open the storage backend"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&data), "the directory is named: {stderr}");
+    assert!(stderr.contains("in use by another process"), "{stderr}");
+}
+
+#[test]
+fn serve_on_a_data_dir_whose_database_is_garbage_exits_non_zero_naming_it() {
+    let dir = scratch("garbage-data-dir");
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).expect("a data dir");
+    let file = data.join("kubeclient.redb");
+    std::fs::write(&file, vec![0x5a; 64 * 1024]).expect("a garbage database");
+    let output = kubeclient()
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .output()
+        .expect("kubeclient serve runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+    assert!(stderr.contains("corrupted"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

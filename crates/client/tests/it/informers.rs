@@ -676,6 +676,56 @@ async fn a_server_that_restarts_empty_is_followed() {
     restarted.shutdown().await;
 }
 
+/// The disk backend (`--data-dir`): after a restart on the same directory and port the
+/// server has every object and later revisions; the informer resumes from its last
+/// resourceVersion (or relists after 410) and converges on the writes made after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_restarts_on_its_data_dir_is_followed() {
+    let dir = std::env::temp_dir().join(format!(
+        "kubeclient-informer-data-dir-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let f = start_with(ApiServer::builder().data_dir(&dir)).await;
+    for name in ["a", "b", "c"] {
+        create(&f.client, name).await;
+    }
+    let running = run(informer(&f.client, false, Duration::ZERO));
+    synced(&running.informer).await;
+    let before = server_state(&f.client).await;
+    let address = f.server.address();
+    f.server.shutdown().await;
+    // The shut-down server's storage thread closes the database (and its lock) just after.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let restarted = loop {
+        match ApiServer::builder()
+            .listen(address)
+            .data_dir(&dir)
+            .start()
+            .await
+        {
+            Ok(server) => break server,
+            Err(_) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(error) => panic!("restart on the same port and directory: {error}"),
+        }
+    };
+    let client = Client::new(config_of(&restarted)).await.unwrap();
+    assert_eq!(server_state(&client).await, before, "every object survived");
+    remove(&client, "b").await;
+    touch(&client, "a", "2").await;
+    create(&client, "fresh").await;
+    converge(&client, &running.informer).await;
+    assert_eq!(
+        cache_state(&running.informer).keys().collect::<Vec<_>>(),
+        ["default/a", "default/c", "default/fresh"]
+    );
+    running.stop().await;
+    restarted.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_slow_handler_does_not_delay_other_handlers() {
     let f = start().await;

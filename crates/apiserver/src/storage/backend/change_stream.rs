@@ -26,12 +26,12 @@ enum Source {
         /// Changes at or below this revision were already replayed.
         after: u64,
     },
-    /// Changes pumped by a task that owns a remote watch; the task ends with the stream.
-    /// (Only the etcd backend makes one.)
-    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    /// Changes sent through a channel: by a task that owns a remote watch (etcd), which
+    /// ends with the stream, or by the writers themselves (disk).
+    #[cfg_attr(not(any(feature = "etcd", feature = "disk")), allow(dead_code))]
     Channel {
         receiver: mpsc::Receiver<Result<Arc<Change>, BackendError>>,
-        pump: tokio::task::JoinHandle<()>,
+        pump: Option<tokio::task::JoinHandle<()>>,
     },
 }
 
@@ -54,7 +54,21 @@ impl ChangeStream {
         pump: tokio::task::JoinHandle<()>,
     ) -> Self {
         ChangeStream {
-            source: Source::Channel { receiver, pump },
+            source: Source::Channel {
+                receiver,
+                pump: Some(pump),
+            },
+        }
+    }
+
+    /// A stream of what is sent through `receiver` (it ends when every sender is gone).
+    #[cfg_attr(not(feature = "disk"), allow(dead_code))]
+    pub(crate) fn receiver(receiver: mpsc::Receiver<Result<Arc<Change>, BackendError>>) -> Self {
+        ChangeStream {
+            source: Source::Channel {
+                receiver,
+                pump: None,
+            },
         }
     }
 
@@ -83,7 +97,10 @@ impl ChangeStream {
 
 impl Drop for ChangeStream {
     fn drop(&mut self) {
-        if let Source::Channel { pump, .. } = &self.source {
+        if let Source::Channel {
+            pump: Some(pump), ..
+        } = &self.source
+        {
             pump.abort();
         }
     }

@@ -52,7 +52,8 @@ pub struct Event {
 #[derive(Debug)]
 pub struct EventStream {
     receiver: mpsc::Receiver<Result<Event, BackendError>>,
-    pump: tokio::task::JoinHandle<()>,
+    /// The task that feeds the channel, if one does (else the writers send themselves).
+    pump: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl EventStream {
@@ -62,7 +63,19 @@ impl EventStream {
         receiver: mpsc::Receiver<Result<Event, BackendError>>,
         pump: tokio::task::JoinHandle<()>,
     ) -> Self {
-        EventStream { receiver, pump }
+        EventStream {
+            receiver,
+            pump: Some(pump),
+        }
+    }
+
+    /// A stream of what is sent through `receiver` (it ends when every sender is gone).
+    #[cfg_attr(not(feature = "disk"), allow(dead_code))]
+    pub(crate) fn receiver(receiver: mpsc::Receiver<Result<Event, BackendError>>) -> Self {
+        EventStream {
+            receiver,
+            pump: None,
+        }
     }
 
     /// The next write; `None` once the watch ended.
@@ -73,6 +86,8 @@ impl EventStream {
 
 impl Drop for EventStream {
     fn drop(&mut self) {
-        self.pump.abort();
+        if let Some(pump) = &self.pump {
+            pump.abort();
+        }
     }
 }

@@ -6,6 +6,7 @@
 use kubeclient_machinery::protobuf;
 use serde_json::Value;
 
+use super::super::object::strip_for_storage;
 use super::keys::stored_as_json;
 
 /// Why a value read from etcd is not an object.
@@ -13,10 +14,7 @@ pub(crate) type CodecError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The bytes to store for `object` of a resource in `group`.
 pub(crate) fn encode(group: &str, mut object: Value) -> Result<Vec<u8>, CodecError> {
-    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        metadata.remove("resourceVersion");
-        metadata.remove("selfLink");
-    }
+    strip_for_storage(&mut object);
     let type_meta = |field: &str| object.get(field).and_then(Value::as_str).unwrap_or("");
     if !stored_as_json(group) && protobuf::supports(type_meta("apiVersion"), type_meta("kind")) {
         return Ok(protobuf::encode(&object)?);

@@ -107,23 +107,8 @@ fn locate(
             return None;
         }
     };
-    let group = match named_group {
-        Some(group) => group.to_owned(),
-        None => api_group(&object.value),
-    };
-    Some((GroupResource::new(&group, resource), key.to_owned(), object))
-}
-
-/// The group of an object's `apiVersion` (`""` for `v1`).
-fn api_group(object: &serde_json::Value) -> String {
-    let api_version = object
-        .get("apiVersion")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("");
-    api_version
-        .rsplit_once('/')
-        .map_or("", |(group, _)| group)
-        .to_owned()
+    let resource = keys::group_resource(named_group, resource, &object.value);
+    Some((resource, key.to_owned(), object))
 }
 
 /// Reads etcd's watch responses and sends their writes, until either side ends.

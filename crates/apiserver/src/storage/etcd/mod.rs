@@ -6,7 +6,6 @@
 
 mod codec;
 mod config;
-mod keys;
 mod keyspace;
 pub(crate) mod test_etcd;
 #[cfg(test)]
@@ -27,7 +26,7 @@ use serde_json::Value;
 pub use config::EtcdConfig;
 
 use super::{
-    Backend, BackendError, BackendFuture, ChangeStream, ListOptions, ListPage, StoredObject,
+    Backend, BackendError, BackendFuture, ChangeStream, ListOptions, ListPage, StoredObject, keys,
 };
 
 /// What etcd answers for a read at a compacted revision.

@@ -2,7 +2,8 @@
 //! (`<prefix>/<resource prefix>/<name>` for cluster-scoped objects), where the resource
 //! prefix is the resource's name for the built-in groups (with a few historical names),
 //! and `<group>/<resource>` for custom resources and the two groups served by their own
-//! servers (apiextensions and the aggregator).
+//! servers (apiextensions and the aggregator). The etcd and disk backends both keep their
+//! objects under these keys.
 
 use std::borrow::Cow;
 
@@ -85,8 +86,27 @@ pub(crate) fn parse(relative: &str) -> Option<(Option<&str>, &str, &str)> {
         .then_some((group, resource, key))
 }
 
+/// The resource of an object stored under a key that [`parse`]d into `named_group` and
+/// `resource`: the key's group, or (for built-in resources, whose keys do not name it) the
+/// group of the object's `apiVersion` (`""` for `v1`).
+pub(crate) fn group_resource(
+    named_group: Option<&str>,
+    resource: &str,
+    object: &serde_json::Value,
+) -> GroupResource {
+    let group = named_group.unwrap_or_else(|| {
+        let api_version = object
+            .get("apiVersion")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("");
+        api_version.rsplit_once('/').map_or("", |(group, _)| group)
+    });
+    GroupResource::new(group, resource)
+}
+
 /// The first key after every key that starts with `prefix` (etcd's range end for a
 /// prefix); empty (all keys to the end) when there is none.
+#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
 pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
@@ -170,6 +190,17 @@ mod tests {
     /// The group a key names: its own for `<group>/<resource>` keys.
     fn keys_group(group: &str) -> Option<&str> {
         stored_as_json(group).then_some(group)
+    }
+
+    #[test]
+    fn built_in_keys_take_the_group_of_the_object() {
+        let deployment = serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment"});
+        let named = group_resource(None, "deployments", &deployment);
+        assert_eq!(named, GroupResource::new("apps", "deployments"));
+        let core = group_resource(None, "pods", &serde_json::json!({"apiVersion": "v1"}));
+        assert_eq!(core, GroupResource::new("", "pods"));
+        let custom = group_resource(Some("example.com"), "widgets", &deployment);
+        assert_eq!(custom, GroupResource::new("example.com", "widgets"));
     }
 
     #[test]
