@@ -229,15 +229,21 @@ fn cluster_roles() -> Vec<Value> {
         .iter()
         .map(|(group, resources)| rule(group, resources, READ))
         .collect();
-    let mut edit = view.clone();
-    edit.extend(WORKLOAD_RESOURCES.iter().map(|(group, resources)| {
-        let writable: Vec<&str> = resources
-            .iter()
-            .copied()
-            .filter(|r| !r.ends_with("/log") && !r.ends_with("/status") && *r != "namespaces")
-            .collect();
-        rule(group, &writable, WRITE)
-    }));
+    // As kube-apiserver's bootstrap policy: `admin`, `edit` and `view` hold no rules of
+    // their own; each aggregates the `system:aggregate-to-*` role of its name, and `view`
+    // feeds `edit`, `edit` feeds `admin` (by their labels). The aggregation controller
+    // writes the gathered rules into them.
+    let mut edit: Vec<Value> = WORKLOAD_RESOURCES
+        .iter()
+        .map(|(group, resources)| {
+            let writable: Vec<&str> = resources
+                .iter()
+                .copied()
+                .filter(|r| !r.ends_with("/log") && !r.ends_with("/status") && *r != "namespaces")
+                .collect();
+            rule(group, &writable, WRITE)
+        })
+        .collect();
     edit.push(rule("", &["secrets"], ALL_VERBS));
     edit.push(rule(
         "",
@@ -249,36 +255,41 @@ fn cluster_roles() -> Vec<Value> {
         ],
         &["create", "get"],
     ));
-    let mut admin = edit.clone();
-    admin.push(rule(
-        "rbac.authorization.k8s.io",
-        &["roles", "rolebindings"],
-        ALL_VERBS,
-    ));
-    admin.push(rule(
-        "authorization.k8s.io",
-        &["localsubjectaccessreviews"],
-        &["create"],
-    ));
-    let aggregated = |name: &str, rules: Vec<Value>| {
+    let admin = vec![
+        rule(
+            "rbac.authorization.k8s.io",
+            &["roles", "rolebindings"],
+            ALL_VERBS,
+        ),
+        rule(
+            "authorization.k8s.io",
+            &["localsubjectaccessreviews"],
+            &["create"],
+        ),
+    ];
+    let label = |to: &str| format!("rbac.authorization.k8s.io/aggregate-to-{to}");
+    let aggregated = |name: &str, feeds: Option<&str>| {
+        let mut labels = bootstrapping_labels();
+        if let Some(feeds) = feeds {
+            labels[label(feeds)] = json!("true");
+        }
         json!({
             "kind": "ClusterRole", "apiVersion": "rbac.authorization.k8s.io/v1",
-            "metadata": {"name": name, "labels": {
-                "kubernetes.io/bootstrapping": "rbac-defaults",
-                format!("rbac.authorization.k8s.io/aggregate-to-{}", match name { "admin" => "none", "edit" => "admin", _ => "edit" }): "true",
-            }, "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
-            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {
-                format!("rbac.authorization.k8s.io/aggregate-to-{name}"): "true"}}]},
-            "rules": rules,
+            "metadata": {"name": name, "labels": labels,
+                         "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {label(name): "true"}}]},
         })
     };
-    let mut admin_role = aggregated("admin", admin);
-    if let Some(labels) = admin_role
-        .pointer_mut("/metadata/labels")
-        .and_then(Value::as_object_mut)
-    {
-        labels.remove("rbac.authorization.k8s.io/aggregate-to-none");
-    }
+    let part = |name: &str, rules: Vec<Value>| {
+        let mut role = bootstrap_cluster_role(&format!("system:aggregate-to-{name}"), json!(rules));
+        if let Some(labels) = role
+            .pointer_mut("/metadata/labels")
+            .and_then(Value::as_object_mut)
+        {
+            labels.insert(label(name), json!("true"));
+        }
+        role
+    };
     vec![
         bootstrap_cluster_role(
             "cluster-admin",
@@ -287,9 +298,12 @@ fn cluster_roles() -> Vec<Value> {
                 {"nonResourceURLs": ["*"], "verbs": ["*"]},
             ]),
         ),
-        admin_role,
-        aggregated("edit", edit),
-        aggregated("view", view),
+        aggregated("admin", None),
+        aggregated("edit", Some("admin")),
+        aggregated("view", Some("edit")),
+        part("admin", admin),
+        part("edit", edit),
+        part("view", view),
         bootstrap_cluster_role(
             "system:basic-user",
             // `kubectl auth whoami` too, since SelfSubjectReview went GA (1.28).

@@ -1,8 +1,9 @@
 //! What kube-controller-manager does that every client notices: the garbage collector
 //! (dependents of a deleted owner go, or are orphaned, by their `ownerReferences` and the
 //! owner's propagation policy) and the namespace controller (a deleted namespace is
-//! emptied, then removed), and the service-account controller (a `default` ServiceAccount
-//! in every namespace); with them, apiextensions-apiserver's CRD finalizer (a deleted
+//! emptied, then removed), the service-account controller (a `default` ServiceAccount
+//! in every namespace) and the ClusterRole aggregation controller (an aggregated role's
+//! rules gathered from the roles it selects); with them, apiextensions-apiserver's CRD finalizer (a deleted
 //! CustomResourceDefinition's custom resources go before it does). Deleting marks objects
 //! (finalizers `foregroundDeletion`, `orphan` and `customresourcecleanup`, a Namespace's
 //! `Terminating` phase) and answers at once; these controllers finish the work right
@@ -13,6 +14,7 @@
 //! deletion mark), and repeat their passes until nothing changes. They write through the
 //! generic store like any client, as `kube-controller-manager`.
 
+mod clusterrole_aggregation_controller;
 mod crd_cleanup_controller;
 mod garbage_collector;
 mod graph;
@@ -82,6 +84,7 @@ impl Controllers {
         let mut changed = namespace_controller::sync(&writer, &graph);
         changed |= service_account_controller::sync(&writer, &graph);
         changed |= crd_cleanup_controller::sync(&writer, &graph);
+        changed |= clusterrole_aggregation_controller::sync(&writer, &graph);
         if self.garbage_collector {
             changed |= garbage_collector::sync(&writer, &graph);
         }
@@ -94,6 +97,14 @@ impl WriteHook for Controllers {
         match write {
             // A new namespace needs its `default` ServiceAccount.
             Committed::Created(_) if resource.special == Special::Namespace => self.wake(),
+            // Any ClusterRole can feed an aggregated one.
+            _ if clusterrole_aggregation_controller::concerns(
+                &resource.group,
+                &resource.plural,
+            ) =>
+            {
+                self.wake();
+            }
             Committed::Created(object) | Committed::Updated(object) => self.wake_for(object),
             Committed::Deleted => self.wake(),
         }

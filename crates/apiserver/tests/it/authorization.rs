@@ -640,3 +640,91 @@ async fn roles_and_bindings_grant_no_more_than_their_writer_holds() {
         201
     );
 }
+
+/// Polls `path` until `done` holds for its body (controllers run in the background).
+async fn eventually(t: &TestServer, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let body = t.get(path).await.json();
+        if done(&body) || std::time::Instant::now() > deadline {
+            return body;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_aggregation_controller_writes_the_rules_of_the_selected_cluster_roles() {
+    let t = TestServer::start().await;
+    let roles = format!("{RBAC}/clusterroles");
+    let part = |name: &str, resource: &str| {
+        json!({"metadata": {"name": name, "labels": {"example.com/aggregate-to-monitor": "true"}},
+               "rules": [{"apiGroups": [""], "resources": [resource], "verbs": ["get", "list"]}]})
+    };
+    let rule = |resource: &str| json!({"apiGroups": [""], "resources": [resource], "verbs": ["get", "list"]});
+    assert_eq!(
+        t.post(
+            &roles,
+            &json!({"metadata": {"name": "monitor"},
+                    "aggregationRule": {"clusterRoleSelectors": [
+                        {"matchLabels": {"example.com/aggregate-to-monitor": "true"}}]}}),
+        )
+        .await
+        .status,
+        201
+    );
+    // Roles are gathered by name, each rule once.
+    assert_eq!(
+        t.post(&roles, &part("monitor-pods", "pods")).await.status,
+        201
+    );
+    assert_eq!(
+        t.post(&roles, &part("monitor-a-nodes", "nodes"))
+            .await
+            .status,
+        201
+    );
+    assert_eq!(
+        t.post(&roles, &part("monitor-b-pods", "pods")).await.status,
+        201
+    );
+    let path = format!("{roles}/monitor");
+    let want = json!([rule("nodes"), rule("pods")]);
+    let body = eventually(&t, &path, |b| b["rules"] == want).await;
+    assert_eq!(body["rules"], want, "{body}");
+
+    // A selected role that goes takes its rules with it.
+    assert_eq!(
+        t.delete(&format!("{roles}/monitor-a-nodes")).await.status,
+        200
+    );
+    let want = json!([rule("pods")]);
+    let body = eventually(&t, &path, |b| b["rules"] == want).await;
+    assert_eq!(body["rules"], want, "{body}");
+
+    // The bootstrap's aggregated roles are filled in too, as on a real cluster: `view`
+    // from `system:aggregate-to-view`, `edit` also from `view`, `admin` also from `edit`.
+    let rules_of = |body: &Value| body["rules"].as_array().cloned().unwrap_or_default();
+    let holds_all = |outer: &[Value], inner: &[Value]| inner.iter().all(|r| outer.contains(r));
+    let view = eventually(&t, &format!("{roles}/view"), |b| !rules_of(b).is_empty()).await;
+    let view = rules_of(&view);
+    assert!(!view.is_empty());
+    let edit = eventually(&t, &format!("{roles}/edit"), |b| {
+        holds_all(&rules_of(b), &view)
+    })
+    .await;
+    let edit = rules_of(&edit);
+    assert!(
+        holds_all(&edit, &view) && edit.len() > view.len(),
+        "{edit:?}"
+    );
+    let admin = eventually(&t, &format!("{roles}/admin"), |b| {
+        holds_all(&rules_of(b), &edit)
+    })
+    .await;
+    let admin = rules_of(&admin);
+    assert!(
+        holds_all(&admin, &edit) && admin.len() > edit.len(),
+        "{admin:?}"
+    );
+}
