@@ -28,11 +28,13 @@ const MAX_ISSUED_TOKENS: usize = 10_000;
 const TOKEN_HEADER: &str = r#"{"alg":"none","kid":"kubeclient"}"#;
 
 /// An authenticated user (`authentication.k8s.io/v1` `UserInfo`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct UserInfo {
     pub(crate) username: String,
     pub(crate) uid: String,
     pub(crate) groups: Vec<String>,
+    /// `extra`: what an authenticator (or `Impersonate-Extra-*`) adds, by key.
+    pub(crate) extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl UserInfo {
@@ -45,6 +47,7 @@ impl UserInfo {
                 "system:masters".to_owned(),
                 "system:authenticated".to_owned(),
             ],
+            ..UserInfo::default()
         }
     }
 
@@ -73,6 +76,7 @@ impl UserInfo {
             username,
             uid: String::new(),
             groups,
+            ..UserInfo::default()
         }
     }
 
@@ -86,6 +90,7 @@ impl UserInfo {
                 format!("system:serviceaccounts:{namespace}"),
                 "system:authenticated".to_owned(),
             ],
+            ..UserInfo::default()
         }
     }
 
@@ -94,6 +99,9 @@ impl UserInfo {
         let mut user = json!({"username": self.username, "groups": self.groups});
         if !self.uid.is_empty() {
             user["uid"] = json!(self.uid);
+        }
+        if !self.extra.is_empty() {
+            user["extra"] = json!(self.extra);
         }
         user
     }

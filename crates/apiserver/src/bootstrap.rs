@@ -35,6 +35,7 @@ pub(crate) fn create(store: &GenericStore<'_>, address: std::net::SocketAddr) {
             username: "system:apiserver".to_owned(),
             uid: String::new(),
             groups: vec!["system:masters".to_owned()],
+            ..UserInfo::default()
         },
     };
     for name in INITIAL_NAMESPACES {

@@ -103,6 +103,7 @@ impl<'a> Writer<'a> {
                 username,
                 uid: String::new(),
                 groups: all,
+                ..UserInfo::default()
             },
             manager,
         }

@@ -15,6 +15,7 @@ pub(super) fn controller_user() -> UserInfo {
         username: "system:kube-controller-manager".to_owned(),
         uid: String::new(),
         groups: vec!["system:authenticated".to_owned()],
+        ..UserInfo::default()
     }
 }
 

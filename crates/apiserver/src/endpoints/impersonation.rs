@@ -4,8 +4,9 @@
 //! `serviceaccounts` in the account's namespace, `uids` in `authentication.k8s.io`). This
 //! is how `kubectl --as NAME --as-group GROUP` works. The impersonated user is in
 //! `system:authenticated`, and a ServiceAccount impersonated without groups in its
-//! ServiceAccount groups. `Impersonate-Extra-*` headers are not read (the server's users
-//! carry no extra fields).
+//! ServiceAccount groups. `Impersonate-Extra-<key>` headers give it `extra` values, each
+//! needing `impersonate` on `userextras/<key>` in `authentication.k8s.io` named by the
+//! value (the key is percent-decoded, as kube-apiserver's `unescapeExtraKey`).
 
 use http::Request;
 use kubeclient_machinery::Status;
@@ -17,6 +18,8 @@ use crate::storage::Store;
 const USER_HEADER: &str = "impersonate-user";
 const GROUP_HEADER: &str = "impersonate-group";
 const UID_HEADER: &str = "impersonate-uid";
+/// The prefix of `Impersonate-Extra-<key>` (header names arrive in lower case).
+const EXTRA_PREFIX: &str = "impersonate-extra-";
 
 /// Why a request may not impersonate.
 #[derive(Debug)]
@@ -36,6 +39,25 @@ fn header_values<'r, B>(request: &'r Request<B>, name: &str) -> Vec<&'r str> {
         .collect()
 }
 
+/// The `Impersonate-Extra-*` headers: each key (percent-decoded; kept as sent when it
+/// does not decode) with its values, in order.
+fn extras<B>(request: &Request<B>) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut extras: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (name, value) in request.headers() {
+        let Some(key) = name.as_str().strip_prefix(EXTRA_PREFIX) else {
+            continue;
+        };
+        let Ok(value) = value.to_str() else {
+            continue;
+        };
+        let key = percent_encoding::percent_decode_str(key)
+            .decode_utf8()
+            .map_or_else(|_| key.to_owned(), |k| k.into_owned());
+        extras.entry(key).or_default().push(value.to_owned());
+    }
+    extras
+}
+
 /// The user `request` acts as: `requester`, or the one it impersonates.
 ///
 /// # Errors
@@ -51,8 +73,9 @@ pub(crate) fn acting_user<B>(
     let users = header_values(request, USER_HEADER);
     let groups = header_values(request, GROUP_HEADER);
     let uids = header_values(request, UID_HEADER);
+    let extra = extras(request);
     let Some(username) = users.first().copied() else {
-        if groups.is_empty() && uids.is_empty() {
+        if groups.is_empty() && uids.is_empty() && extra.is_empty() {
             return Ok(requester);
         }
         return Err(ImpersonationError::NoUser(format!(
@@ -88,6 +111,19 @@ pub(crate) fn acting_user<B>(
             uid,
         )
     }));
+    for (key, values) in &extra {
+        asked.extend(values.iter().map(|value| {
+            Attributes::resource(
+                requester.clone(),
+                "impersonate",
+                "authentication.k8s.io",
+                "userextras",
+                "",
+                value,
+            )
+            .with_subresource(key)
+        }));
+    }
     for attributes in &asked {
         if let Decision::Deny(reason) = authorize(mode, store, attributes) {
             return Err(ImpersonationError::Forbidden(Box::new(
@@ -117,5 +153,6 @@ pub(crate) fn acting_user<B>(
             .map(|uid| (*uid).to_owned())
             .unwrap_or_default(),
         groups: impersonated,
+        extra,
     })
 }

@@ -371,6 +371,73 @@ async fn impersonation_needs_the_impersonate_verb() {
     )
     .await;
     assert_eq!(status, 403, "resourceNames limits whom it may impersonate");
+
+    // Extra values need `impersonate` on `userextras/<key>`, named by the value.
+    let with_extra = |scope: &'static str| {
+        [
+            ("Impersonate-User", "alice"),
+            ("Impersonate-Extra-Acme.com%2Fscopes", scope),
+        ]
+    };
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let mut headers = vec![("authorization", bearer.as_str())];
+    headers.extend(with_extra("read"));
+    let (status, body, _) = send_with(
+        &t,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        &headers,
+        Some(&review),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        format!(
+            r#"userextras.authentication.k8s.io "read" is forbidden: User "{BOT}" cannot impersonate resource "userextras/acme.com/scopes" in API group "authentication.k8s.io" at the cluster scope"#
+        )
+    );
+    create(
+        &t,
+        &format!("{RBAC}/clusterroles"),
+        json!({"metadata": {"name": "scopes"},
+               "rules": [{"apiGroups": ["authentication.k8s.io"], "resources": ["userextras/acme.com/scopes"],
+                          "verbs": ["impersonate"], "resourceNames": ["read"]}]}),
+    )
+    .await;
+    create(
+        &t,
+        &format!("{RBAC}/clusterrolebindings"),
+        json!({"metadata": {"name": "bot-scopes"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "scopes"},
+               "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "team"}]}),
+    )
+    .await;
+    let (status, body, _) = send_with(
+        &t,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        &headers,
+        Some(&review),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        body["status"]["userInfo"],
+        json!({"username": "alice", "groups": ["system:authenticated"],
+               "extra": {"acme.com/scopes": ["read"]}})
+    );
+    let mut headers = vec![("authorization", bearer.as_str())];
+    headers.extend(with_extra("write"));
+    let (status, _, _) = send_with(
+        &t,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        &headers,
+        Some(&review),
+    )
+    .await;
+    assert_eq!(status, 403, "resourceNames limit the values");
 }
 
 #[tokio::test]

@@ -109,6 +109,16 @@ fn access_review_attributes(call: &Call, object: &Map<String, Value>, spec: &Val
                 .unwrap_or("")
                 .to_owned(),
             groups: string_list(spec.get("groups")),
+            extra: spec
+                .get("extra")
+                .and_then(Value::as_object)
+                .map(|extra| {
+                    extra
+                        .iter()
+                        .map(|(key, values)| (key.clone(), string_list(Some(values))))
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     };
     let field = |at: &Value, name: &str| {

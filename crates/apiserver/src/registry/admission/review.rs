@@ -55,16 +55,13 @@ pub(crate) fn request(
         "requestKind": request_kind,
         "requestResource": {"group": requested.group, "version": requested.version, "resource": requested.plural},
         "operation": attributes.operation.as_str(),
-        "userInfo": {"username": user.username, "groups": user.groups},
+        "userInfo": user.to_json(),
         "object": attributes.object.clone().unwrap_or(Value::Null),
         "oldObject": attributes.old_object.clone().unwrap_or(Value::Null),
         "dryRun": attributes.dry_run,
         "options": attributes.typed_options(),
     });
     if let Value::Object(map) = &mut request {
-        if !user.uid.is_empty() {
-            map["userInfo"]["uid"] = json!(user.uid);
-        }
         if !attributes.subresource.is_empty() {
             map.insert("subResource".to_owned(), json!(attributes.subresource));
             map.insert(

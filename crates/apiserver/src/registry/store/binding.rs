@@ -86,6 +86,7 @@ mod tests {
             username: "system:kube-scheduler".to_owned(),
             uid: String::new(),
             groups: Vec::new(),
+            ..UserInfo::default()
         }
     }
 
