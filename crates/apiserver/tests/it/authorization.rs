@@ -278,6 +278,24 @@ async fn bindings_grant_their_roles_rules_where_they_are() {
     );
 }
 
+/// A ClusterRole `name` with `rules`, bound to the bot cluster-wide.
+async fn grant_bot(t: &TestServer, name: &str, rules: Value) {
+    create(
+        t,
+        &format!("{RBAC}/clusterroles"),
+        json!({"metadata": {"name": name}, "rules": rules}),
+    )
+    .await;
+    create(
+        t,
+        &format!("{RBAC}/clusterrolebindings"),
+        json!({"metadata": {"name": format!("bot-{name}")},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+               "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "team"}]}),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn impersonation_needs_the_impersonate_verb() {
     let t = rbac_server().await;
@@ -319,19 +337,10 @@ async fn impersonation_needs_the_impersonate_verb() {
     assert!(text.contains("without impersonating a user"), "{text}");
 
     // Granted `impersonate` on users, the token acts as alice (who may do nothing).
-    create(
+    grant_bot(
         &t,
-        &format!("{RBAC}/clusterroles"),
-        json!({"metadata": {"name": "impersonator"},
-               "rules": [{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"], "resourceNames": ["alice"]}]}),
-    )
-    .await;
-    create(
-        &t,
-        &format!("{RBAC}/clusterrolebindings"),
-        json!({"metadata": {"name": "bot-impersonates"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "impersonator"},
-               "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "team"}]}),
+        "impersonator",
+        json!([{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"], "resourceNames": ["alice"]}]),
     )
     .await;
     let (status, body, _) = send_with(
@@ -397,20 +406,11 @@ async fn impersonation_needs_the_impersonate_verb() {
             r#"userextras.authentication.k8s.io "read" is forbidden: User "{BOT}" cannot impersonate resource "userextras/acme.com/scopes" in API group "authentication.k8s.io" at the cluster scope"#
         )
     );
-    create(
+    grant_bot(
         &t,
-        &format!("{RBAC}/clusterroles"),
-        json!({"metadata": {"name": "scopes"},
-               "rules": [{"apiGroups": ["authentication.k8s.io"], "resources": ["userextras/acme.com/scopes"],
-                          "verbs": ["impersonate"], "resourceNames": ["read"]}]}),
-    )
-    .await;
-    create(
-        &t,
-        &format!("{RBAC}/clusterrolebindings"),
-        json!({"metadata": {"name": "bot-scopes"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "scopes"},
-               "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "team"}]}),
+        "scopes",
+        json!([{"apiGroups": ["authentication.k8s.io"], "resources": ["userextras/acme.com/scopes"],
+                "verbs": ["impersonate"], "resourceNames": ["read"]}]),
     )
     .await;
     let (status, body, _) = send_with(
