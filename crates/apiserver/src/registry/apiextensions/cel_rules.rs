@@ -412,6 +412,32 @@ fn compile_expression(
     schema: &Value,
     resource_root: bool,
 ) -> Result<Program, String> {
+    let program = compile_program(source, &[SELF, OLD_SELF])?;
+    if let Some((name, id)) =
+        cel_fields::undefined_field(program.expression(), schema, resource_root)
+    {
+        return Err(issue(
+            source,
+            &program,
+            id,
+            &format!("undefined field '{name}'"),
+        ));
+    }
+    if boolean && !may_be_bool(program.expression()) {
+        return Err("cel expression must evaluate to a bool".to_owned());
+    }
+    Ok(program)
+}
+
+/// Compiles one CEL expression that may read `variables` (besides CEL's type names and the
+/// libraries' namespaces): refused before parsing when too deep or long
+/// (`cel_stack::check_nesting`), parsed on a large stack, its identifiers checked.
+/// Shared by CRD validation rules and admission policies.
+///
+/// # Errors
+///
+/// The text kube-apiserver gives after the field (`compilation failed: ERROR: ...`).
+pub(crate) fn compile_program(source: &str, variables: &[&str]) -> Result<Program, String> {
     if let Some(problem) = cel_stack::check_nesting(source) {
         return Err(format!("compilation failed: {problem}"));
     }
@@ -433,7 +459,7 @@ fn compile_expression(
         }
     };
     let mut undeclared = Vec::new();
-    let mut scope = Vec::new();
+    let mut scope = variables.to_vec();
     undeclared_references(program.expression(), &mut scope, &mut undeclared);
     if let Some(&(name, id)) = undeclared.first() {
         return Err(issue(
@@ -442,19 +468,6 @@ fn compile_expression(
             id,
             &format!("undeclared reference to '{name}' (in container '')"),
         ));
-    }
-    if let Some((name, id)) =
-        cel_fields::undefined_field(program.expression(), schema, resource_root)
-    {
-        return Err(issue(
-            source,
-            &program,
-            id,
-            &format!("undefined field '{name}'"),
-        ));
-    }
-    if boolean && !may_be_bool(program.expression()) {
-        return Err("cel expression must evaluate to a bool".to_owned());
     }
     Ok(program)
 }
@@ -487,11 +500,9 @@ fn position_of(source: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// Names a rule may use without declaring them: its variables, CEL's type names and the
+/// Names an expression may use without declaring them: CEL's type names and the
 /// namespaces of the libraries' functions.
-const DECLARED: [&str; 19] = [
-    SELF,
-    OLD_SELF,
+const DECLARED: [&str; 17] = [
     "int",
     "uint",
     "double",
@@ -607,7 +618,7 @@ fn reads(expr: &IdedExpr, name: &str) -> bool {
 
 /// Whether `expr` may yield a bool: false only for the forms that never do (a non-bool
 /// literal, a list or map literal, arithmetic).
-fn may_be_bool(expr: &IdedExpr) -> bool {
+pub(crate) fn may_be_bool(expr: &IdedExpr) -> bool {
     use cel::common::ast::LiteralValue;
     match &expr.expr {
         Expr::Literal(LiteralValue::Boolean(_)) => true,
@@ -684,7 +695,7 @@ fn normalize_field_path(text: &str, schema: &Value) -> Result<String, String> {
 }
 
 /// A string quoted as Go's `%q` would, shortened when huge.
-fn go_quote(text: &str) -> String {
+pub(crate) fn go_quote(text: &str) -> String {
     const SHOWN: usize = 256;
     match text.char_indices().nth(SHOWN) {
         Some((cut, _)) => format!("{:?}...", &text[..cut]),
