@@ -37,11 +37,7 @@ fn rule_matches(rule: &Rule, attributes: &Attributes<'_>) -> bool {
         let (name, sub) = split_resource(entry);
         (name == "*" || name == resource.plural) && (sub == "*" || sub == attributes.subresource)
     });
-    let named = rule.resource_names.is_empty()
-        || rule
-            .resource_names
-            .iter()
-            .any(|name| *name == attributes.name);
+    let named = rule.resource_names.is_empty() || rule.resource_names.contains(&attributes.name);
     scope
         && operation
         && named
