@@ -48,6 +48,33 @@ fn assert_created(reply: &Reply) {
     );
 }
 
+/// Asserts the status code, showing the body when it differs.
+#[track_caller]
+fn assert_code(reply: &Reply, code: u16) {
+    assert_eq!(
+        reply.status,
+        code,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+}
+
+/// A merge patch that must succeed.
+async fn merge_patch(t: &TestServer, path: &str, body: &str) {
+    assert_code(
+        &t.patch(path, "application/merge-patch+json", body).await,
+        200,
+    );
+}
+
+/// The column names of a Table.
+fn column_names(table: &Value) -> Vec<&str> {
+    table["columnDefinitions"]
+        .as_array()
+        .map(|columns| columns.iter().filter_map(|c| c["name"].as_str()).collect())
+        .unwrap_or_default()
+}
+
 /// Creates a policy and its binding (both must be accepted).
 async fn install(t: &TestServer, policy_body: Value, binding_body: Value) {
     assert_created(&t.post(POLICIES, &policy_body).await);
@@ -128,23 +155,17 @@ async fn both_kinds_are_served_with_v1_defaults_and_kubectl_columns() {
     );
     let table_accept = "application/json;as=Table;v=v1;g=meta.k8s.io";
     let table = t.get_accepting(POLICIES, table_accept).await.json();
-    let columns: Vec<&str> = table["columnDefinitions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["name"].as_str())
-        .collect();
-    assert_eq!(columns, ["Name", "Validations", "ParamKind", "Age"]);
+    assert_eq!(
+        column_names(&table),
+        ["Name", "Validations", "ParamKind", "Age"]
+    );
     assert_eq!(table["rows"][0]["cells"][1], 1);
     assert_eq!(table["rows"][0]["cells"][2], "v1/ConfigMap");
     let table = t.get_accepting(BINDINGS, table_accept).await.json();
-    let columns: Vec<&str> = table["columnDefinitions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["name"].as_str())
-        .collect();
-    assert_eq!(columns, ["Name", "PolicyName", "ParamRef", "Age"]);
+    assert_eq!(
+        column_names(&table),
+        ["Name", "PolicyName", "ParamRef", "Age"]
+    );
     assert_eq!(table["rows"][0]["cells"][1], "p.example.com");
     assert_eq!(table["rows"][0]["cells"][2], "*/limits");
 }
@@ -169,12 +190,7 @@ async fn a_deny_policy_refuses_creates_and_updates_with_the_real_text() {
             r#"{"spec": {"replicas": 9}}"#,
         )
         .await;
-    assert_eq!(
-        patched.status,
-        422,
-        "{}",
-        String::from_utf8_lossy(&patched.body)
-    );
+    assert_code(&patched, 422);
     // Removing the binding takes effect on the next write.
     assert_eq!(
         t.delete(&format!("{BINDINGS}/replicas-binding"))
@@ -227,19 +243,12 @@ async fn warn_adds_a_warning_and_audit_lets_the_write_through_silently() {
             r#"299 - "Validation failed for ValidatingAdmissionPolicy 'replicas.example.com' with binding 'replicas-binding': failed expression: object.spec.replicas <= 5""#
         )
     );
-    let patched = t
-        .patch(
-            &format!("{BINDINGS}/replicas-binding"),
-            "application/merge-patch+json",
-            r#"{"spec": {"validationActions": ["Audit"]}}"#,
-        )
-        .await;
-    assert_eq!(
-        patched.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&patched.body)
-    );
+    merge_patch(
+        &t,
+        &format!("{BINDINGS}/replicas-binding"),
+        r#"{"spec": {"validationActions": ["Audit"]}}"#,
+    )
+    .await;
     let created = t.post(DEPLOYMENTS, &deployment("other", 6)).await;
     assert_created(&created);
     assert_eq!(created.header("warning"), None);
@@ -276,12 +285,7 @@ async fn a_binding_namespace_selector_and_excluded_rules_narrow_the_match() {
             &deployment("web", 6),
         )
         .await;
-    assert_eq!(
-        refused.status,
-        422,
-        "{}",
-        String::from_utf8_lossy(&refused.body)
-    );
+    assert_code(&refused, 422);
 
     install(
         &t,
@@ -306,12 +310,7 @@ async fn a_binding_namespace_selector_and_excluded_rules_narrow_the_match() {
             &json!({"metadata": {"name": "c"}}),
         )
         .await;
-    assert_eq!(
-        refused.status,
-        422,
-        "{}",
-        String::from_utf8_lossy(&refused.body)
-    );
+    assert_code(&refused, 422);
     assert_created(
         &t.post(
             "/api/v1/namespaces/default/secrets",
@@ -362,14 +361,12 @@ async fn params_come_from_a_config_map_by_name_or_by_selector() {
     );
     assert_created(&t.post(DEPLOYMENTS, &deployment("web", 2)).await);
     // A change of the params counts on the next write.
-    let patched = t
-        .patch(
-            "/api/v1/namespaces/default/configmaps/limits",
-            "application/merge-patch+json",
-            r#"{"data": {"maxReplicas": "4"}}"#,
-        )
-        .await;
-    assert_eq!(patched.status, 200);
+    merge_patch(
+        &t,
+        "/api/v1/namespaces/default/configmaps/limits",
+        r#"{"data": {"maxReplicas": "4"}}"#,
+    )
+    .await;
     assert_created(&t.post(DEPLOYMENTS, &deployment("four", 4)).await);
 
     // By selector (namespace omitted: the request's), every selected object must pass.
@@ -411,19 +408,12 @@ async fn missing_params_deny_or_allow_as_the_binding_says() {
         422,
         "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'limits.example.com' with binding 'missing' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction",
     );
-    let patched = t
-        .patch(
-            &format!("{BINDINGS}/missing"),
-            "application/merge-patch+json",
-            r#"{"spec": {"paramRef": {"parameterNotFoundAction": "Allow"}}}"#,
-        )
-        .await;
-    assert_eq!(
-        patched.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&patched.body)
-    );
+    merge_patch(
+        &t,
+        &format!("{BINDINGS}/missing"),
+        r#"{"spec": {"paramRef": {"parameterNotFoundAction": "Allow"}}}"#,
+    )
+    .await;
     assert_created(&t.post(DEPLOYMENTS, &deployment("web", 100)).await);
 }
 
@@ -475,19 +465,12 @@ async fn failure_policy_decides_on_runtime_errors() {
         422,
         r#"deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'broken.example.com' with binding 'broken' denied request: expression 'object.spec.missing == 1' resulted in error: no such key: missing"#,
     );
-    let patched = t
-        .patch(
-            &format!("{POLICIES}/broken.example.com"),
-            "application/merge-patch+json",
-            r#"{"spec": {"failurePolicy": "Ignore"}}"#,
-        )
-        .await;
-    assert_eq!(
-        patched.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&patched.body)
-    );
+    merge_patch(
+        &t,
+        &format!("{POLICIES}/broken.example.com"),
+        r#"{"spec": {"failurePolicy": "Ignore"}}"#,
+    )
+    .await;
     assert_created(&t.post(DEPLOYMENTS, &deployment("web", 1)).await);
 }
 
@@ -520,12 +503,7 @@ async fn a_policy_checks_custom_resources_and_deletes() {
     let widgets = "/apis/example.com/v1/namespaces/default/widgets";
     let widget = |name: &str, size: i64| json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": {"size": size}});
     let refused = t.post(widgets, &widget("big", 12)).await;
-    assert_eq!(
-        refused.status,
-        422,
-        "{}",
-        String::from_utf8_lossy(&refused.body)
-    );
+    assert_code(&refused, 422);
     let message = refused.json()["message"].as_str().unwrap_or("").to_owned();
     assert!(
         message.starts_with(r#"widgets.example.com "big" is forbidden: ValidatingAdmissionPolicy 'widgets.example.com' with binding 'widgets' denied request: CREATE of big by "#),
@@ -535,12 +513,7 @@ async fn a_policy_checks_custom_resources_and_deletes() {
     assert_created(&t.post(widgets, &widget("drop", 1)).await);
     assert_eq!(t.delete(&format!("{widgets}/drop")).await.status, 200);
     let refused = t.delete(&format!("{widgets}/keep")).await;
-    assert_eq!(
-        refused.status,
-        422,
-        "{}",
-        String::from_utf8_lossy(&refused.body)
-    );
+    assert_code(&refused, 422);
 }
 
 #[tokio::test]
@@ -560,12 +533,7 @@ async fn invalid_policies_and_bindings_are_refused_with_the_real_causes() {
             ),
         )
         .await;
-    assert_eq!(
-        refused.status,
-        422,
-        "{}",
-        String::from_utf8_lossy(&refused.body)
-    );
+    assert_code(&refused, 422);
     let causes = refused.causes();
     let cause = |field: &str| {
         causes
@@ -612,12 +580,7 @@ async fn invalid_policies_and_bindings_are_refused_with_the_real_causes() {
             ),
         )
         .await;
-    assert_eq!(
-        refused.status,
-        422,
-        "{}",
-        String::from_utf8_lossy(&refused.body)
-    );
+    assert_code(&refused, 422);
     let causes = refused.causes();
     for (field, message) in [
         ("spec.policyName", "Required value"),
@@ -717,12 +680,7 @@ async fn hostile_expressions_and_configurations_never_take_the_server_down() {
             &json!({"metadata": {"name": "big"}, "data": data}),
         )
         .await;
-    assert_eq!(
-        refused.status,
-        422,
-        "{}",
-        String::from_utf8_lossy(&refused.body)
-    );
+    assert_code(&refused, 422);
     assert!(
         refused.json()["message"]
             .as_str()
@@ -776,12 +734,7 @@ async fn hostile_expressions_and_configurations_never_take_the_server_down() {
             &json!({"metadata": {"name": "s"}}),
         )
         .await;
-    assert_eq!(
-        refused.status,
-        422,
-        "{}",
-        String::from_utf8_lossy(&refused.body)
-    );
+    assert_code(&refused, 422);
     // Still serving.
     assert_eq!(
         t.get("/api/v1/namespaces/default/configmaps").await.status,

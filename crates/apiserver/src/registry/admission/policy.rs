@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::match_resources::MatchResources;
 use super::webhook::GROUP;
-use crate::object::{label_selector, string_list};
+use crate::object::{label_selector, meta_str, string_list};
 use crate::storage::Store;
 
 /// The policies' resource.
@@ -134,14 +134,6 @@ fn text(value: &Value, field: &str) -> String {
         .to_owned()
 }
 
-fn name_of(object: &Value) -> String {
-    object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned()
-}
-
 fn pairs(spec: &Value, field: &str, key: &str, value: &str) -> Vec<(String, String)> {
     spec.get(field)
         .and_then(Value::as_array)
@@ -163,7 +155,7 @@ impl Policy {
             .filter(|kind| kind.is_object())
             .map(|kind| (text(kind, "apiVersion"), text(kind, "kind")));
         Policy {
-            name: name_of(object),
+            name: meta_str(object, "name").to_owned(),
             ignore_failures: text(spec, "failurePolicy") == "Ignore",
             param_kind,
             constraints: MatchResources::of_constraints(
@@ -209,7 +201,7 @@ impl Binding {
                 allow_missing: text(r, "parameterNotFoundAction") == "Allow",
             });
         Binding {
-            name: name_of(object),
+            name: meta_str(object, "name").to_owned(),
             policy_name: text(spec, "policyName"),
             param_ref,
             matching: spec

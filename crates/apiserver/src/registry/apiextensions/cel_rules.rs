@@ -233,6 +233,17 @@ fn compile_node(
     Some(node)
 }
 
+/// Why a rule's or a policy validation's `message` is refused, if it is.
+pub(crate) fn message_problem(message: &str) -> Option<&'static str> {
+    if message.trim().is_empty() {
+        Some("message must be non-empty if specified")
+    } else if message.contains('\n') {
+        Some("message must not contain line breaks")
+    } else {
+        None
+    }
+}
+
 fn compile_rule(
     schema: &Value,
     rule: &Value,
@@ -243,22 +254,15 @@ fn compile_rule(
 ) -> Option<CompiledRule> {
     let source = rule.get("rule").and_then(Value::as_str).unwrap_or("");
     let mut failed = false;
-    if let Some(message) = rule.get("message").and_then(Value::as_str) {
-        let problem = if message.trim().is_empty() {
-            Some("message must be non-empty if specified")
-        } else if message.contains('\n') {
-            Some("message must not contain line breaks")
-        } else {
-            None
-        };
-        if let Some(problem) = problem {
-            causes.push(StatusCause::new(
-                "FieldValueInvalid",
-                &format!("Invalid value: {}: {problem}", go_quote(message)),
-                &format!("{path}.message"),
-            ));
-            failed = true;
-        }
+    if let Some(message) = rule.get("message").and_then(Value::as_str)
+        && let Some(problem) = message_problem(message)
+    {
+        causes.push(StatusCause::new(
+            "FieldValueInvalid",
+            &format!("Invalid value: {}: {problem}", go_quote(message)),
+            &format!("{path}.message"),
+        ));
+        failed = true;
     }
     let program = if source.trim().is_empty() {
         causes.push(StatusCause::new(

@@ -11,7 +11,9 @@ use serde_json::{Map, Value, json};
 
 use super::webhook_configuration::{one_of, validate_rule, validate_selectors};
 use crate::registry::admission::policy_evaluation::VARIABLES;
-use crate::registry::apiextensions::cel_rules::{compile_program, go_quote, may_be_bool};
+use crate::registry::apiextensions::cel_rules::{
+    compile_program, go_quote, may_be_bool, message_problem,
+};
 use crate::registry::defaults::{child, set};
 use crate::registry::names::qualified_name;
 use crate::registry::printers::{self, Column};
@@ -291,21 +293,17 @@ fn validate_validation(validation: &Value, path: &str, causes: &mut Vec<StatusCa
         true,
         causes,
     );
-    if let Some(message) = validation.get("message").and_then(Value::as_str) {
-        let problem = if message.trim().is_empty() && !message.is_empty() {
-            Some("message must be non-empty if specified")
-        } else if message.contains('\n') {
-            Some("message must not contain line breaks")
-        } else {
-            None
-        };
-        if let Some(problem) = problem {
-            causes.push(invalid(
-                &format!("{path}.message"),
-                &go_quote(message),
-                problem,
-            ));
-        }
+    if let Some(message) = validation
+        .get("message")
+        .and_then(Value::as_str)
+        .filter(|m| !m.is_empty())
+        && let Some(problem) = message_problem(message)
+    {
+        causes.push(invalid(
+            &format!("{path}.message"),
+            &go_quote(message),
+            problem,
+        ));
     }
     if validation
         .get("messageExpression")

@@ -221,13 +221,19 @@ impl GenericStore<'_> {
                 old.clone()
             }
         });
+        self.validate_admission(&attributes)
+    }
+
+    /// The validating admission policies, then the validating webhooks (kube-apiserver's
+    /// plugin order); their warnings.
+    fn validate_admission(&self, attributes: &Attributes<'_>) -> Result<Vec<String>, Box<Status>> {
         let mut warnings =
-            admission::validate_policies(self.storage, self.resources, self.webhooks, &attributes)?;
+            admission::validate_policies(self.storage, self.resources, self.webhooks, attributes)?;
         warnings.extend(admission::validate(
             self.storage,
             self.resources,
             self.webhooks,
-            &attributes,
+            attributes,
         )?);
         Ok(warnings)
     }
@@ -245,18 +251,7 @@ impl GenericStore<'_> {
         attributes.old_object = Some(current.clone());
         let mut warnings =
             admission::admit(self.storage, self.resources, self.webhooks, &mut attributes)?;
-        warnings.extend(admission::validate_policies(
-            self.storage,
-            self.resources,
-            self.webhooks,
-            &attributes,
-        )?);
-        warnings.extend(admission::validate(
-            self.storage,
-            self.resources,
-            self.webhooks,
-            &attributes,
-        )?);
+        warnings.extend(self.validate_admission(&attributes)?);
         Ok(warnings)
     }
 }
