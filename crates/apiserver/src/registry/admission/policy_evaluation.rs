@@ -135,7 +135,7 @@ impl<'p> Run<'p> {
 
     /// Compiles and runs one expression within the cost bounds.
     fn eval(&mut self, expression: &str) -> Result<CelValue, String> {
-        let program = cel_rules::compile_program(expression, &VARIABLES)?;
+        let program = cel_rules::compile_on_large_stack(expression, &VARIABLES)?;
         let bound =
             cel_cost::runtime_bound(cel_cost::shape(program.expression()), self.units.max(1));
         if bound > cel_cost::PER_CALL_LIMIT {

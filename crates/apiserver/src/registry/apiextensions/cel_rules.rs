@@ -445,23 +445,27 @@ pub(crate) fn compile_program(source: &str, variables: &[&str]) -> Result<Progra
     if let Some(problem) = cel_stack::check_nesting(source) {
         return Err(format!("compilation failed: {problem}"));
     }
-    let compiled = cel_stack::on_large_stack(|| {
-        cel_library::environment()
-            .compile(source)
-            .map_err(|errors| errors.to_string())
-    });
-    let program = match compiled {
-        Some(Ok(program)) => program,
-        Some(Err(errors)) => {
-            return Err(format!("compilation failed: {}", go_issues(&errors)));
-        }
-        None => {
-            return Err(
-                "compilation failed: the CEL parser failed on this expression (internal error)"
-                    .to_owned(),
-            );
-        }
-    };
+    cel_stack::on_large_stack(|| compile_on_large_stack(source, variables)).unwrap_or_else(|| {
+        Err(
+            "compilation failed: the CEL parser failed on this expression (internal error)"
+                .to_owned(),
+        )
+    })
+}
+
+/// [`compile_program`] for a caller already on a thread of `cel_stack::on_large_stack`
+/// (no second thread); the expression's size is still checked first.
+///
+/// # Errors
+///
+/// As [`compile_program`].
+pub(crate) fn compile_on_large_stack(source: &str, variables: &[&str]) -> Result<Program, String> {
+    if let Some(problem) = cel_stack::check_nesting(source) {
+        return Err(format!("compilation failed: {problem}"));
+    }
+    let program = cel_library::environment()
+        .compile(source)
+        .map_err(|errors| format!("compilation failed: {}", go_issues(&errors.to_string())))?;
     let mut undeclared = Vec::new();
     let mut scope = variables.to_vec();
     undeclared_references(program.expression(), &mut scope, &mut undeclared);
