@@ -415,6 +415,26 @@ async fn missing_params_deny_or_allow_as_the_binding_says() {
     )
     .await;
     assert_created(&t.post(DEPLOYMENTS, &deployment("web", 100)).await);
+    // A cluster-scoped paramKind takes no paramRef namespace (a configuration error).
+    install(
+        &t,
+        policy(
+            "cluster-params.example.com",
+            json!({"paramKind": {"apiVersion": "v1", "kind": "Namespace"},
+                "matchConstraints": deployments_rule(),
+                "validations": [{"expression": "true"}]}),
+        ),
+        binding(
+            "cluster-params",
+            json!({"policyName": "cluster-params.example.com", "validationActions": ["Deny"],
+                "paramRef": {"name": "default", "namespace": "default"}}),
+        ),
+    )
+    .await;
+    t.post(DEPLOYMENTS, &deployment("other", 1)).await.assert_status_message(
+        422,
+        "deployments.apps \"other\" is forbidden: ValidatingAdmissionPolicy 'cluster-params.example.com' with binding 'cluster-params' denied request: failed to configure binding: paramRef.namespace must not be provided for a cluster-scoped `paramKind`",
+    );
 }
 
 #[tokio::test]

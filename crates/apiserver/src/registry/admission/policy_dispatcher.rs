@@ -160,8 +160,9 @@ fn inputs(store: &Store, attributes: &Attributes<'_>) -> Inputs {
     }
 }
 
-/// The params the policy is evaluated with: one null without `paramKind`; else the
-/// objects the binding's `paramRef` names (none: the policy is not evaluated).
+/// The params the policy is evaluated with: one null without `paramKind` or without
+/// `paramRef`; else the objects the binding's `paramRef` names (none: the policy is not
+/// evaluated).
 ///
 /// # Errors
 ///
@@ -188,11 +189,13 @@ fn params(
         ));
     };
     let Some(param_ref) = &binding.param_ref else {
-        return Err(format!(
-            "failed to configure binding: paramKind '{api_version}, Kind={kind}' is specified but the binding has no paramRef"
-        ));
+        // A binding without paramRef runs the policy with null params, as upstream.
+        return Ok(vec![Value::Null]);
     };
     let namespace = if !resource.namespaced {
+        if !param_ref.namespace.is_empty() {
+            return Err("failed to configure binding: paramRef.namespace must not be provided for a cluster-scoped `paramKind`".to_owned());
+        }
         ""
     } else if !param_ref.namespace.is_empty() {
         param_ref.namespace.as_str()
