@@ -255,3 +255,83 @@ fn empty_map() -> CelValue {
         map: Arc::new(HashMap::new()),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy(spec: Value) -> Policy {
+        Policy::read(&json!({"metadata": {"name": "p"}, "spec": spec}))
+    }
+
+    fn inputs(object: Value) -> Inputs {
+        Inputs {
+            object,
+            old_object: Value::Null,
+            request: json!({"operation": "CREATE"}),
+            params: Value::Null,
+            namespace_object: Value::Null,
+        }
+    }
+
+    fn messages(spec: Value, object: Value) -> Vec<String> {
+        evaluate(&policy(spec), &inputs(object))
+            .into_iter()
+            .map(|f| f.message)
+            .collect()
+    }
+
+    #[test]
+    fn failed_validations_give_message_expression_then_message_then_the_expression() {
+        let spec = json!({"validations": [
+            {"expression": "object.n < 1", "messageExpression": "'n is ' + string(object.n)", "message": "m"},
+            {"expression": "object.n < 2", "messageExpression": "1", "message": "too big"},
+            {"expression": " object.n < 3 "},
+            {"expression": "object.n < 100"}]});
+        assert_eq!(
+            messages(spec, json!({"n": 5})),
+            ["n is 5", "too big", "failed expression: object.n < 3"]
+        );
+    }
+
+    #[test]
+    fn match_conditions_and_variables() {
+        let spec = json!({
+            "matchConditions": [{"name": "a", "expression": "object.kind == 'A'"}],
+            "variables": [{"name": "x", "expression": "object.n + 1"},
+                          {"name": "y", "expression": "variables.x * 2"}],
+            "validations": [{"expression": "variables.y < 5", "messageExpression": "string(variables.y)"}]});
+        assert_eq!(messages(spec.clone(), json!({"kind": "A", "n": 2})), ["6"]);
+        assert!(messages(spec, json!({"kind": "B", "n": 2})).is_empty());
+    }
+
+    #[test]
+    fn errors_follow_the_failure_policy() {
+        let failing = |failure: &str| {
+            json!({"failurePolicy": failure,
+                "matchConditions": [{"name": "a", "expression": "object.missing"}],
+                "validations": [{"expression": "true"}]})
+        };
+        assert_eq!(
+            messages(failing("Fail"), json!({})),
+            ["expression 'object.missing' resulted in error: no such key: missing"]
+        );
+        assert!(messages(failing("Ignore"), json!({})).is_empty());
+        let reason = evaluate(
+            &policy(json!({"validations": [{"expression": "false", "reason": "Forbidden"}]})),
+            &inputs(json!({})),
+        );
+        assert_eq!(reason[0].reason, Reason::Forbidden);
+    }
+
+    #[test]
+    fn expensive_evaluations_are_errors_not_crashes() {
+        let spec = json!({"validations": [{"expression":
+            "object.l.all(a, object.l.all(b, object.l.all(c, a + b + c >= 0)))"}]});
+        let big: Vec<i64> = (0..500).collect();
+        let found = messages(spec, json!({"l": big}));
+        assert_eq!(found.len(), 1);
+        assert!(found[0].ends_with("operation cancelled: actual cost limit exceeded"));
+    }
+}
