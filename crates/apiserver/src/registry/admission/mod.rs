@@ -12,7 +12,8 @@
 //!
 //! Validating admission policies (`ValidatingAdmissionPolicy` + binding, CEL) run before
 //! the validating webhooks, as kube-apiserver orders its plugins: [`policy`] the stored
-//! policies and bindings, [`policy_evaluation`] one policy's expressions,
+//! policies and bindings, [`policy_evaluation`] one policy's expressions (compiled once
+//! per text by [`policy_programs`]),
 //! [`policy_dispatcher`] the matching, params and `validationActions`.
 
 mod attributes;
@@ -22,6 +23,7 @@ mod matcher;
 mod policy;
 mod policy_dispatcher;
 pub(crate) mod policy_evaluation;
+mod policy_programs;
 mod review;
 mod webhook;
 

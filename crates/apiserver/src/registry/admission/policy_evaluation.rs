@@ -6,8 +6,8 @@
 //! `variables` (`authorizer` is not available: expressions naming it are refused when the
 //! policy is written).
 //!
-//! Nothing an expression does takes the server down: the expressions are compiled and
-//! run on a large stack (`cel_stack`), each run bounded first by `cel_cost` (an
+//! Nothing an expression does takes the server down: the expressions are compiled (once
+//! per text, `policy_programs`) and run on a large stack (`cel_stack`), each run bounded first by `cel_cost` (an
 //! expression whose bound is over the per-call limit is an error, as are the
 //! expressions after the policy's budget is spent) and under `catch_unwind`.
 
@@ -20,7 +20,8 @@ use cel::{Context, ExecutionError, Value as CelValue};
 use serde_json::Value;
 
 use super::policy::{Policy, Reason};
-use crate::registry::apiextensions::{cel_cost, cel_library, cel_rules, cel_stack, cel_value};
+use super::policy_programs;
+use crate::registry::apiextensions::{cel_cost, cel_library, cel_stack, cel_value};
 
 /// The variables a policy's expressions may read.
 pub(crate) const VARIABLES: [&str; 6] = [
@@ -135,7 +136,7 @@ impl<'p> Run<'p> {
 
     /// Compiles and runs one expression within the cost bounds.
     fn eval(&mut self, expression: &str) -> Result<CelValue, String> {
-        let program = cel_rules::compile_on_large_stack(expression, &VARIABLES)?;
+        let program = policy_programs::program(expression, &VARIABLES)?;
         let bound =
             cel_cost::runtime_bound(cel_cost::shape(program.expression()), self.units.max(1));
         if bound > cel_cost::PER_CALL_LIMIT {
