@@ -38,6 +38,13 @@ fn deployment(name: &str, replicas: i64) -> Value {
                 "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
 }
 
+/// kube-apiserver's refusal of Deployment `name` by `policy` through `binding`.
+fn denied(name: &str, policy: &str, binding: &str, message: &str) -> String {
+    format!(
+        r#"deployments.apps "{name}" is forbidden: ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {message}"#
+    )
+}
+
 #[track_caller]
 fn assert_created(reply: &Reply) {
     assert!(
@@ -222,13 +229,25 @@ async fn message_message_expression_and_reason_shape_the_refusal() {
     let refused = t.post(DEPLOYMENTS, &deployment("web", 7)).await;
     refused.assert_status_message(
         403,
-        r#"deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'messages.example.com' with binding 'messages' denied request: seven is unlucky"#,
+        &denied(
+            "web",
+            "messages.example.com",
+            "messages",
+            "seven is unlucky",
+        ),
     );
     assert_eq!(refused.json()["reason"], "Forbidden");
-    t.post(DEPLOYMENTS, &deployment("web", 6)).await.assert_status_message(
-        422,
-        r#"deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'messages.example.com' with binding 'messages' denied request: replicas 6 is over 5"#,
-    );
+    t.post(DEPLOYMENTS, &deployment("web", 6))
+        .await
+        .assert_status_message(
+            422,
+            &denied(
+                "web",
+                "messages.example.com",
+                "messages",
+                "replicas 6 is over 5",
+            ),
+        );
 }
 
 #[tokio::test]
@@ -355,10 +374,12 @@ async fn params_come_from_a_config_map_by_name_or_by_selector() {
         ),
     )
     .await;
-    t.post(DEPLOYMENTS, &deployment("web", 3)).await.assert_status_message(
-        422,
-        r#"deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'limits.example.com' with binding 'by-name' denied request: at most 2 replicas"#,
-    );
+    t.post(DEPLOYMENTS, &deployment("web", 3))
+        .await
+        .assert_status_message(
+            422,
+            &denied("web", "limits.example.com", "by-name", "at most 2 replicas"),
+        );
     assert_created(&t.post(DEPLOYMENTS, &deployment("web", 2)).await);
     // A change of the params counts on the next write.
     merge_patch(
@@ -384,10 +405,17 @@ async fn params_come_from_a_config_map_by_name_or_by_selector() {
         )
         .await,
     );
-    t.post(DEPLOYMENTS, &deployment("two", 2)).await.assert_status_message(
-        422,
-        r#"deployments.apps "two" is forbidden: ValidatingAdmissionPolicy 'limits.example.com' with binding 'by-selector' denied request: at most 1 replicas"#,
-    );
+    t.post(DEPLOYMENTS, &deployment("two", 2))
+        .await
+        .assert_status_message(
+            422,
+            &denied(
+                "two",
+                "limits.example.com",
+                "by-selector",
+                "at most 1 replicas",
+            ),
+        );
     assert_created(&t.post(DEPLOYMENTS, &deployment("one", 1)).await);
 }
 
@@ -406,7 +434,7 @@ async fn missing_params_deny_or_allow_as_the_binding_says() {
     .await;
     t.post(DEPLOYMENTS, &deployment("web", 1)).await.assert_status_message(
         422,
-        "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'limits.example.com' with binding 'missing' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction",
+        &denied("web", "limits.example.com", "missing", "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"),
     );
     merge_patch(
         &t,
@@ -433,7 +461,7 @@ async fn missing_params_deny_or_allow_as_the_binding_says() {
     .await;
     t.post(DEPLOYMENTS, &deployment("other", 1)).await.assert_status_message(
         422,
-        "deployments.apps \"other\" is forbidden: ValidatingAdmissionPolicy 'cluster-params.example.com' with binding 'cluster-params' denied request: failed to configure binding: paramRef.namespace must not be provided for a cluster-scoped `paramKind`",
+        &denied("other", "cluster-params.example.com", "cluster-params", "failed to configure binding: paramRef.namespace must not be provided for a cluster-scoped `paramKind`"),
     );
 }
 
@@ -458,10 +486,17 @@ async fn match_conditions_and_variables_decide_what_is_checked() {
     )
     .await;
     assert_created(&t.post(DEPLOYMENTS, &deployment("free", 9)).await);
-    t.post(DEPLOYMENTS, &deployment("checked-a", 3)).await.assert_status_message(
-        422,
-        r#"deployments.apps "checked-a" is forbidden: ValidatingAdmissionPolicy 'conditions.example.com' with binding 'conditions' denied request: doubled is 6"#,
-    );
+    t.post(DEPLOYMENTS, &deployment("checked-a", 3))
+        .await
+        .assert_status_message(
+            422,
+            &denied(
+                "checked-a",
+                "conditions.example.com",
+                "conditions",
+                "doubled is 6",
+            ),
+        );
     assert_created(&t.post(DEPLOYMENTS, &deployment("checked-b", 2)).await);
 }
 
@@ -481,10 +516,17 @@ async fn failure_policy_decides_on_runtime_errors() {
         ),
     )
     .await;
-    t.post(DEPLOYMENTS, &deployment("web", 1)).await.assert_status_message(
-        422,
-        r#"deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'broken.example.com' with binding 'broken' denied request: expression 'object.spec.missing == 1' resulted in error: no such key: missing"#,
-    );
+    t.post(DEPLOYMENTS, &deployment("web", 1))
+        .await
+        .assert_status_message(
+            422,
+            &denied(
+                "web",
+                "broken.example.com",
+                "broken",
+                "expression 'object.spec.missing == 1' resulted in error: no such key: missing",
+            ),
+        );
     merge_patch(
         &t,
         &format!("{POLICIES}/broken.example.com"),
@@ -728,7 +770,7 @@ async fn hostile_expressions_and_configurations_never_take_the_server_down() {
     .await;
     t.post(DEPLOYMENTS, &deployment("web", 1)).await.assert_status_message(
         422,
-        "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'nowhere.example.com' with binding 'nowhere' denied request: failed to configure policy: failed to find resource referenced by paramKind: 'example.com/v9, Kind=Nothing'",
+        &denied("web", "nowhere.example.com", "nowhere", "failed to configure policy: failed to find resource referenced by paramKind: 'example.com/v9, Kind=Nothing'"),
     );
     // Params that are not what the expression expects: an evaluation error, not a crash.
     install(
