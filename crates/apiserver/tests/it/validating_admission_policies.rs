@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use crate::kubectl::Kubectl;
-use crate::support::{Reply, TestServer};
+use crate::support::{Reply, TestServer, assert_created};
 
 const POLICIES: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
 const BINDINGS: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
@@ -43,16 +43,6 @@ fn denied(name: &str, policy: &str, binding: &str, message: &str) -> String {
     format!(
         r#"deployments.apps "{name}" is forbidden: ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {message}"#
     )
-}
-
-#[track_caller]
-fn assert_created(reply: &Reply) {
-    assert!(
-        reply.status == 201 || reply.status == 200,
-        "{}: {}",
-        reply.status,
-        String::from_utf8_lossy(&reply.body)
-    );
 }
 
 /// Asserts the status code, showing the body when it differs.
