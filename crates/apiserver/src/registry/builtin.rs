@@ -365,6 +365,21 @@ const BUILTINS: &[Builtin] = &[
     )
     .generation(),
     Builtin::cluster(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+    )
+    .status()
+    .generation(),
+    Builtin::cluster(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+    )
+    .generation(),
+    Builtin::cluster(
         "apiextensions.k8s.io",
         "v1",
         "customresourcedefinitions",

@@ -97,6 +97,12 @@ pub(crate) fn builtin_type<D: WithType>(group: &str, kind: &str, decoder: D) -> 
         ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
             decoder.with::<admissionregistration::v1::ValidatingWebhookConfiguration>()
         }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            decoder.with::<admissionregistration::v1::ValidatingAdmissionPolicy>()
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            decoder.with::<admissionregistration::v1::ValidatingAdmissionPolicyBinding>()
+        }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             decoder.with::<apiextensions::v1::CustomResourceDefinition>()
         }

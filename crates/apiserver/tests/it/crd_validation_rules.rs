@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Reply, TestServer};
+use crate::support::{TestServer, assert_created};
 
 const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -34,16 +34,6 @@ fn spec_rules_crd(rules: Value) -> Value {
 
 fn widget(spec: Value) -> Value {
     json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec})
-}
-
-#[track_caller]
-fn assert_created(reply: &Reply) {
-    assert!(
-        reply.status == 201 || reply.status == 200,
-        "{}: {}",
-        reply.status,
-        String::from_utf8_lossy(&reply.body)
-    );
 }
 
 #[tokio::test]

@@ -35,6 +35,9 @@
 //!   and invalid labels get 4xx, not a panic.
 //! - `input_costs`: YAML alias bombs and huge list-map applies (issue 24).
 //! - `validation_gaps`: validation that used to do nothing (issue 24).
+//! - `validating_admission_policies`: ValidatingAdmissionPolicy and its bindings: served,
+//!   validated, and enforced on writes (Deny, Warn, params, matchConditions, variables,
+//!   failurePolicy, custom resources, hostile expressions, kubectl) (issue 30).
 //! - `watch`: watch streams: resume, 410, bookmarks, watch-list, selectors.
 //! - `webhook_configurations`: admissionregistration's configurations: discovery,
 //!   defaults, validation, table (issue 28).
@@ -93,6 +96,7 @@ mod reviews;
 mod streams;
 mod support;
 mod tokens;
+mod validating_admission_policies;
 mod validation_gaps;
 mod watch;
 mod webhook_configurations;

@@ -71,6 +71,17 @@ impl Reply {
     }
 }
 
+/// Asserts that a write succeeded (201 or 200), showing the body when it did not.
+#[track_caller]
+pub(crate) fn assert_created(reply: &Reply) {
+    assert!(
+        reply.status == 201 || reply.status == 200,
+        "{}: {}",
+        reply.status,
+        String::from_utf8_lossy(&reply.body)
+    );
+}
+
 impl TestServer {
     pub(crate) async fn start() -> Self {
         Self::start_with(ApiServer::builder()).await

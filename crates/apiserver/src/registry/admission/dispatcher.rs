@@ -228,7 +228,7 @@ fn in_version(
 /// # Errors
 ///
 /// The CRD's conversion webhook failed (500).
-fn sent<'b>(
+pub(super) fn sent<'b>(
     attributes: &Attributes<'b>,
     invocation: &'b Invocation,
     policy: WebhookPolicy,

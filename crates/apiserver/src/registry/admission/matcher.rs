@@ -1,13 +1,15 @@
-//! Whether a webhook is called for a write (kube-apiserver's `ShouldCallHook`: the
-//! rules with their operations, groups, versions, resources and scope, and `matchPolicy`;
-//! then the `namespaceSelector` and the `objectSelector`).
+//! Whether a webhook or a validating admission policy is called for a write
+//! (kube-apiserver's `ShouldCallHook` and the policies' `matching.Matcher`: the rules with
+//! their operations, groups, versions, resources, resource names and scope, the excluded
+//! rules, and `matchPolicy`; then the `namespaceSelector` and the `objectSelector`).
 
 use std::sync::Arc;
 
 use kubeclient_machinery::{GroupResource, Status};
 
 use super::attributes::{Attributes, Operation};
-use super::webhook::{GROUP, Rule, Webhook};
+use super::match_resources::{MatchResources, Rule};
+use super::webhook::{GROUP, Webhook};
 use crate::registry::{Registry, ResourceDef};
 use crate::storage::Store;
 
@@ -35,8 +37,10 @@ fn rule_matches(rule: &Rule, attributes: &Attributes<'_>) -> bool {
         let (name, sub) = split_resource(entry);
         (name == "*" || name == resource.plural) && (sub == "*" || sub == attributes.subresource)
     });
+    let named = rule.resource_names.is_empty() || rule.resource_names.contains(&attributes.name);
     scope
         && operation
+        && named
         && listed(&rule.api_groups, &resource.group)
         && listed(&rule.api_versions, &resource.version)
         && resources
@@ -78,24 +82,22 @@ pub(crate) enum Invocation {
     Equivalent(Arc<ResourceDef>),
 }
 
-/// How the rules of `webhook` name the write, if they do: the version written, or with
-/// `matchPolicy: Equivalent` another served version of the same custom resource.
+/// How `rules` name the write, if they do: the version written, or with
+/// `matchPolicy: Equivalent` (`exact_match` false) another served version of the same
+/// custom resource.
 fn invocation(
     registry: &Registry,
-    webhook: &Webhook,
+    rules: &[Rule],
+    exact_match: bool,
     attributes: &Attributes<'_>,
 ) -> Option<Invocation> {
-    let matches = |attributes: &Attributes<'_>| {
-        webhook
-            .rules
-            .iter()
-            .any(|rule| rule_matches(rule, attributes))
-    };
+    let matches =
+        |attributes: &Attributes<'_>| rules.iter().any(|rule| rule_matches(rule, attributes));
     if matches(attributes) {
         return Some(Invocation::Exact);
     }
     let resource = attributes.resource;
-    if webhook.exact_match || resource.builtin {
+    if exact_match || resource.builtin {
         return None;
     }
     registry
@@ -139,13 +141,42 @@ pub(crate) fn should_call(
     {
         return Ok(None);
     }
-    let Some(invocation) = invocation(registry, webhook, attributes) else {
+    matches(store, registry, &webhook.matching, attributes)
+}
+
+/// Whether (and how) what `matching` names includes the write: one of its rules names it
+/// and none of its excluded rules does, and its selectors select it.
+///
+/// # Errors
+///
+/// A selector that does not parse (500), or a namespace that is not there (404), when
+/// the rules match.
+pub(crate) fn matches(
+    store: &Store,
+    registry: &Registry,
+    matching: &MatchResources,
+    attributes: &Attributes<'_>,
+) -> Result<Option<Invocation>, Box<Status>> {
+    let resource = attributes.resource;
+    let Some(found) = invocation(registry, &matching.rules, matching.exact_match, attributes)
+    else {
         return Ok(None);
     };
+    if !matching.exclude_rules.is_empty()
+        && invocation(
+            registry,
+            &matching.exclude_rules,
+            matching.exact_match,
+            attributes,
+        )
+        .is_some()
+    {
+        return Ok(None);
+    }
     let is_namespace = resource.group.is_empty() && resource.plural == "namespaces";
     // Cluster-scoped objects (but Namespaces) are never exempted by a namespaceSelector.
     if !attributes.namespace.is_empty() || is_namespace {
-        let selector = webhook
+        let selector = matching
             .namespace_selector
             .as_ref()
             .map_err(|reason| Box::new(Status::internal_error(reason)))?;
@@ -153,18 +184,18 @@ pub(crate) fn should_call(
             return Ok(None);
         }
     }
-    let selector = webhook
+    let selector = matching
         .object_selector
         .as_ref()
         .map_err(|reason| Box::new(Status::internal_error(reason)))?;
     if selector.is_empty() {
-        return Ok(Some(invocation));
+        return Ok(Some(found));
     }
     let matches = |object: Option<&serde_json::Value>| {
         Attributes::labels(object).is_some_and(|labels| selector.matches(&labels))
     };
     Ok(
         (matches(attributes.object.as_ref()) || matches(attributes.old_object.as_ref()))
-            .then_some(invocation),
+            .then_some(found),
     )
 }

@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use kubeclient_machinery::GroupResource;
-use kubeclient_machinery::selector::LabelSelector;
 use serde_json::Value;
 
-use crate::object::{label_selector, string_list};
+use super::match_resources::MatchResources;
+use crate::object::string_list;
 use crate::storage::Store;
 use crate::webhook_client::{Endpoint, ca_bundle_of};
 
@@ -18,21 +18,6 @@ pub(crate) const GROUP: &str = "admissionregistration.k8s.io";
 
 /// kube-apiserver's default `timeoutSeconds`.
 const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
-
-/// One rule of a webhook: what it is called for.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Rule {
-    /// `operations` (`*` for all).
-    pub(crate) operations: Vec<String>,
-    /// `apiGroups`.
-    pub(crate) api_groups: Vec<String>,
-    /// `apiVersions`.
-    pub(crate) api_versions: Vec<String>,
-    /// `resources` (`pods`, `pods/status`, `*`, `*/*`).
-    pub(crate) resources: Vec<String>,
-    /// `scope`: `*` (default), `Cluster` or `Namespaced`.
-    pub(crate) scope: String,
-}
 
 /// One webhook of a configuration.
 #[derive(Clone, Debug)]
@@ -45,16 +30,10 @@ pub(crate) struct Webhook {
     pub(crate) endpoint: Option<Endpoint>,
     /// `clientConfig.caBundle`, decoded (PEM).
     pub(crate) ca_bundle: Vec<u8>,
-    /// `rules`.
-    pub(crate) rules: Vec<Rule>,
+    /// `rules`, `matchPolicy` and the selectors.
+    pub(crate) matching: MatchResources,
     /// `failurePolicy: Ignore` (the default is Fail).
     pub(crate) ignore_failures: bool,
-    /// `matchPolicy: Exact` (the default is Equivalent).
-    pub(crate) exact_match: bool,
-    /// `namespaceSelector`; `Err` with the reason when it does not parse.
-    pub(crate) namespace_selector: Result<LabelSelector, String>,
-    /// `objectSelector`; `Err` with the reason when it does not parse.
-    pub(crate) object_selector: Result<LabelSelector, String>,
     /// `sideEffects`.
     pub(crate) side_effects: String,
     /// `timeoutSeconds` (default 10).
@@ -82,21 +61,6 @@ fn text<'a>(value: &'a Value, field: &str) -> &'a str {
     value.get(field).and_then(Value::as_str).unwrap_or("")
 }
 
-fn selector(value: Option<&Value>) -> Result<LabelSelector, String> {
-    label_selector(value).map_err(|err| err.to_string())
-}
-
-fn rule(value: &Value) -> Rule {
-    let scope = text(value, "scope");
-    Rule {
-        operations: string_list(value.get("operations")),
-        api_groups: string_list(value.get("apiGroups")),
-        api_versions: string_list(value.get("apiVersions")),
-        resources: string_list(value.get("resources")),
-        scope: if scope.is_empty() { "*" } else { scope }.to_owned(),
-    }
-}
-
 /// The webhooks of one configuration object.
 fn webhooks_of(configuration: &Value) -> Vec<Webhook> {
     let configuration_name = configuration
@@ -116,15 +80,8 @@ fn webhooks_of(configuration: &Value) -> Vec<Webhook> {
                 name: text(hook, "name").to_owned(),
                 endpoint: Endpoint::of_client_config(&client),
                 ca_bundle: ca_bundle_of(&client),
-                rules: hook
-                    .get("rules")
-                    .and_then(Value::as_array)
-                    .map(|rules| rules.iter().map(rule).collect())
-                    .unwrap_or_default(),
+                matching: MatchResources::of_webhook(hook),
                 ignore_failures: text(hook, "failurePolicy") == "Ignore",
-                exact_match: text(hook, "matchPolicy") == "Exact",
-                namespace_selector: selector(hook.get("namespaceSelector")),
-                object_selector: selector(hook.get("objectSelector")),
                 side_effects: text(hook, "sideEffects").to_owned(),
                 timeout: Duration::from_secs(
                     hook.get("timeoutSeconds")

@@ -233,6 +233,17 @@ fn compile_node(
     Some(node)
 }
 
+/// Why a rule's or a policy validation's `message` is refused, if it is.
+pub(crate) fn message_problem(message: &str) -> Option<&'static str> {
+    if message.trim().is_empty() {
+        Some("message must be non-empty if specified")
+    } else if message.contains('\n') {
+        Some("message must not contain line breaks")
+    } else {
+        None
+    }
+}
+
 fn compile_rule(
     schema: &Value,
     rule: &Value,
@@ -243,22 +254,15 @@ fn compile_rule(
 ) -> Option<CompiledRule> {
     let source = rule.get("rule").and_then(Value::as_str).unwrap_or("");
     let mut failed = false;
-    if let Some(message) = rule.get("message").and_then(Value::as_str) {
-        let problem = if message.trim().is_empty() {
-            Some("message must be non-empty if specified")
-        } else if message.contains('\n') {
-            Some("message must not contain line breaks")
-        } else {
-            None
-        };
-        if let Some(problem) = problem {
-            causes.push(StatusCause::new(
-                "FieldValueInvalid",
-                &format!("Invalid value: {}: {problem}", go_quote(message)),
-                &format!("{path}.message"),
-            ));
-            failed = true;
-        }
+    if let Some(message) = rule.get("message").and_then(Value::as_str)
+        && let Some(problem) = message_problem(message)
+    {
+        causes.push(StatusCause::new(
+            "FieldValueInvalid",
+            &format!("Invalid value: {}: {problem}", go_quote(message)),
+            &format!("{path}.message"),
+        ));
+        failed = true;
     }
     let program = if source.trim().is_empty() {
         causes.push(StatusCause::new(
@@ -412,37 +416,7 @@ fn compile_expression(
     schema: &Value,
     resource_root: bool,
 ) -> Result<Program, String> {
-    if let Some(problem) = cel_stack::check_nesting(source) {
-        return Err(format!("compilation failed: {problem}"));
-    }
-    let compiled = cel_stack::on_large_stack(|| {
-        cel_library::environment()
-            .compile(source)
-            .map_err(|errors| errors.to_string())
-    });
-    let program = match compiled {
-        Some(Ok(program)) => program,
-        Some(Err(errors)) => {
-            return Err(format!("compilation failed: {}", go_issues(&errors)));
-        }
-        None => {
-            return Err(
-                "compilation failed: the CEL parser failed on this expression (internal error)"
-                    .to_owned(),
-            );
-        }
-    };
-    let mut undeclared = Vec::new();
-    let mut scope = Vec::new();
-    undeclared_references(program.expression(), &mut scope, &mut undeclared);
-    if let Some(&(name, id)) = undeclared.first() {
-        return Err(issue(
-            source,
-            &program,
-            id,
-            &format!("undeclared reference to '{name}' (in container '')"),
-        ));
-    }
+    let program = compile_program(source, &[SELF, OLD_SELF])?;
     if let Some((name, id)) =
         cel_fields::undefined_field(program.expression(), schema, resource_root)
     {
@@ -455,6 +429,53 @@ fn compile_expression(
     }
     if boolean && !may_be_bool(program.expression()) {
         return Err("cel expression must evaluate to a bool".to_owned());
+    }
+    Ok(program)
+}
+
+/// Compiles one CEL expression that may read `variables` (besides CEL's type names and the
+/// libraries' namespaces): refused before parsing when too deep or long
+/// (`cel_stack::check_nesting`), parsed on a large stack, its identifiers checked.
+/// Shared by CRD validation rules and admission policies.
+///
+/// # Errors
+///
+/// The text kube-apiserver gives after the field (`compilation failed: ERROR: ...`).
+pub(crate) fn compile_program(source: &str, variables: &[&str]) -> Result<Program, String> {
+    if let Some(problem) = cel_stack::check_nesting(source) {
+        return Err(format!("compilation failed: {problem}"));
+    }
+    cel_stack::on_large_stack(|| compile_on_large_stack(source, variables)).unwrap_or_else(|| {
+        Err(
+            "compilation failed: the CEL parser failed on this expression (internal error)"
+                .to_owned(),
+        )
+    })
+}
+
+/// [`compile_program`] for a caller already on a thread of `cel_stack::on_large_stack`
+/// (no second thread); the expression's size is still checked first.
+///
+/// # Errors
+///
+/// As [`compile_program`].
+pub(crate) fn compile_on_large_stack(source: &str, variables: &[&str]) -> Result<Program, String> {
+    if let Some(problem) = cel_stack::check_nesting(source) {
+        return Err(format!("compilation failed: {problem}"));
+    }
+    let program = cel_library::environment()
+        .compile(source)
+        .map_err(|errors| format!("compilation failed: {}", go_issues(&errors.to_string())))?;
+    let mut undeclared = Vec::new();
+    let mut scope = variables.to_vec();
+    undeclared_references(program.expression(), &mut scope, &mut undeclared);
+    if let Some(&(name, id)) = undeclared.first() {
+        return Err(issue(
+            source,
+            &program,
+            id,
+            &format!("undeclared reference to '{name}' (in container '')"),
+        ));
     }
     Ok(program)
 }
@@ -487,11 +508,9 @@ fn position_of(source: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// Names a rule may use without declaring them: its variables, CEL's type names and the
+/// Names an expression may use without declaring them: CEL's type names and the
 /// namespaces of the libraries' functions.
-const DECLARED: [&str; 19] = [
-    SELF,
-    OLD_SELF,
+const DECLARED: [&str; 17] = [
     "int",
     "uint",
     "double",
@@ -607,7 +626,7 @@ fn reads(expr: &IdedExpr, name: &str) -> bool {
 
 /// Whether `expr` may yield a bool: false only for the forms that never do (a non-bool
 /// literal, a list or map literal, arithmetic).
-fn may_be_bool(expr: &IdedExpr) -> bool {
+pub(crate) fn may_be_bool(expr: &IdedExpr) -> bool {
     use cel::common::ast::LiteralValue;
     match &expr.expr {
         Expr::Literal(LiteralValue::Boolean(_)) => true,
@@ -684,7 +703,7 @@ fn normalize_field_path(text: &str, schema: &Value) -> Result<String, String> {
 }
 
 /// A string quoted as Go's `%q` would, shortened when huge.
-fn go_quote(text: &str) -> String {
+pub(crate) fn go_quote(text: &str) -> String {
     const SHOWN: usize = 256;
     match text.char_indices().nth(SHOWN) {
         Some((cut, _)) => format!("{:?}...", &text[..cut]),

@@ -3,6 +3,7 @@
 //! and what else belongs to it. A kind not named here gets the generic strategy
 //! ([`strategy_for`] says which kind has which).
 
+pub(crate) mod admission_policy;
 pub(crate) mod certificate_signing_request;
 pub(crate) mod component_status;
 pub(crate) mod config_map;
@@ -72,6 +73,10 @@ pub(crate) fn strategy_for(resource: &ResourceDef) -> &'static dyn Strategy {
         }
         ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
             &webhook_configuration::VALIDATING
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => &admission_policy::POLICY,
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            &admission_policy::BINDING
         }
         _ => &crate::registry::strategy::GenericStrategy,
     }

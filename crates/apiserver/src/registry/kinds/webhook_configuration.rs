@@ -92,7 +92,7 @@ fn strings(value: Option<&Value>) -> Vec<&str> {
 }
 
 /// Checks an optional string field against its supported values.
-fn one_of(
+pub(crate) fn one_of(
     webhook: &Value,
     field: &str,
     path: &str,
@@ -171,17 +171,7 @@ fn validate_webhook(webhook: &Value, path: &str, mutating: bool, causes: &mut Ve
             "the timeout value must be between 1 and 30 seconds",
         ));
     }
-    for selector in ["namespaceSelector", "objectSelector"] {
-        if let Some(value) = webhook.get(selector).filter(|v| !v.is_null())
-            && let Err(err) = crate::object::label_selector(Some(value))
-        {
-            causes.push(invalid(
-                &format!("{path}.{selector}"),
-                &value.to_string(),
-                &err.to_string(),
-            ));
-        }
-    }
+    validate_selectors(webhook, path, causes);
     if mutating {
         one_of(
             webhook,
@@ -200,6 +190,22 @@ fn validate_webhook(webhook: &Value, path: &str, mutating: bool, causes: &mut Ve
     validate_review_versions(webhook, path, causes);
 }
 
+/// Checks the `namespaceSelector` and `objectSelector` beside a webhook's or policy's
+/// rules.
+pub(crate) fn validate_selectors(object: &Value, path: &str, causes: &mut Vec<StatusCause>) {
+    for selector in ["namespaceSelector", "objectSelector"] {
+        if let Some(value) = object.get(selector).filter(|v| !v.is_null())
+            && let Err(err) = crate::object::label_selector(Some(value))
+        {
+            causes.push(invalid(
+                &format!("{path}.{selector}"),
+                &value.to_string(),
+                &err.to_string(),
+            ));
+        }
+    }
+}
+
 fn validate_review_versions(webhook: &Value, path: &str, causes: &mut Vec<StatusCause>) {
     let field = format!("{path}.admissionReviewVersions");
     let versions = strings(webhook.get("admissionReviewVersions"));
@@ -215,7 +221,9 @@ fn wildcard_with_others(items: &[&str]) -> bool {
     items.len() > 1 && items.contains(&"*")
 }
 
-fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<StatusCause>) {
+/// Checks one rule (a webhook's, or a policy's `resourceRules` and
+/// `excludeResourceRules`).
+pub(crate) fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<StatusCause>) {
     let operations = strings(rule.get("operations"));
     if operations.is_empty() {
         causes.push(required(&format!("{path}.operations")));

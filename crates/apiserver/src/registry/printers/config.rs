@@ -25,6 +25,39 @@ pub(crate) const WEBHOOK_CONFIGURATION: &[Column] = &[
     col("Age", "string", age),
 ];
 
+/// Validating admission policies: how many validations, and the `paramKind`
+/// (`apiVersion/kind`, `<unset>`).
+pub(crate) const VALIDATING_ADMISSION_POLICY: &[Column] = &[
+    col("Validations", "integer", |o| {
+        json!(items(o, "/spec/validations").len())
+    }),
+    col("ParamKind", "string", |o| {
+        let kind = text(o, "/spec/paramKind/kind");
+        if kind.is_empty() {
+            json!("<unset>")
+        } else {
+            json!(format!("{}/{kind}", text(o, "/spec/paramKind/apiVersion")))
+        }
+    }),
+    col("Age", "string", age),
+];
+
+/// Their bindings: the policy, and the `paramRef` (`namespace/name`, `*/name`, `<unset>`).
+pub(crate) const VALIDATING_ADMISSION_POLICY_BINDING: &[Column] = &[
+    col("PolicyName", "string", |o| {
+        json!(text(o, "/spec/policyName"))
+    }),
+    col("ParamRef", "string", |o| {
+        if o.pointer("/spec/paramRef").is_none_or(Value::is_null) {
+            return json!("<unset>");
+        }
+        let namespace = text(o, "/spec/paramRef/namespace");
+        let namespace = if namespace.is_empty() { "*" } else { namespace };
+        json!(format!("{namespace}/{}", text(o, "/spec/paramRef/name")))
+    }),
+    col("Age", "string", age),
+];
+
 pub(crate) const CONFIG_MAP: &[Column] = &[
     col("Data", "string", |o| {
         entry_count(o, &["data", "binaryData"])

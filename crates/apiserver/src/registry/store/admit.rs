@@ -192,7 +192,7 @@ impl GenericStore<'_> {
         Ok((as_object(attributes.object)?, warnings))
     }
 
-    /// The validating webhooks of a create or update (`old` the stored object) of the
+    /// The validating admission policies, then the validating webhooks, of a create or update (`old` the stored object) of the
     /// object as it would be stored; their warnings.
     pub(super) fn validate_write(
         &self,
@@ -221,10 +221,25 @@ impl GenericStore<'_> {
                 old.clone()
             }
         });
-        admission::validate(self.storage, self.resources, self.webhooks, &attributes)
+        self.validate_admission(&attributes)
     }
 
-    /// The mutating, then validating webhooks of a delete of `current`.
+    /// The validating admission policies, then the validating webhooks (kube-apiserver's
+    /// plugin order); their warnings.
+    fn validate_admission(&self, attributes: &Attributes<'_>) -> Result<Vec<String>, Box<Status>> {
+        let mut warnings =
+            admission::validate_policies(self.storage, self.resources, self.webhooks, attributes)?;
+        warnings.extend(admission::validate(
+            self.storage,
+            self.resources,
+            self.webhooks,
+            attributes,
+        )?);
+        Ok(warnings)
+    }
+
+    /// The mutating webhooks, the validating admission policies, then the validating
+    /// webhooks of a delete of `current`.
     pub(super) fn admit_delete(
         &self,
         request: &WriteRequest<'_>,
@@ -236,12 +251,7 @@ impl GenericStore<'_> {
         attributes.old_object = Some(current.clone());
         let mut warnings =
             admission::admit(self.storage, self.resources, self.webhooks, &mut attributes)?;
-        warnings.extend(admission::validate(
-            self.storage,
-            self.resources,
-            self.webhooks,
-            &attributes,
-        )?);
+        warnings.extend(self.validate_admission(&attributes)?);
         Ok(warnings)
     }
 }
