@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::authentication::UserInfo;
 use crate::registry::ALL_VERBS;
+use crate::registry::cluster_role_aggregation;
 use crate::registry::kinds::service_account::default_service_account;
 use crate::registry::store::{GenericStore, Ownership, WriteRequest};
 
@@ -66,7 +67,11 @@ pub(crate) fn create(store: &GenericStore<'_>, address: std::net::SocketAddr) {
                      "ports": [{"name": "https", "port": address.port(), "protocol": "TCP"}]}],
     });
     writer.put("endpoints", endpoints);
-    for role in cluster_roles() {
+    // Written with their aggregated rules in, as the aggregation controller would leave
+    // them: a fresh server makes no writes after its bootstrap.
+    let mut roles = cluster_roles();
+    cluster_role_aggregation::aggregate_all(&mut roles);
+    for role in roles {
         writer.put("clusterroles", role);
     }
     for (role, groups) in BOOTSTRAP_BINDINGS {

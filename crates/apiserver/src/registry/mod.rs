@@ -12,6 +12,7 @@ mod allocators;
 pub(crate) mod apiextensions;
 mod builtin;
 mod builtin_types;
+pub(crate) mod cluster_role_aggregation;
 pub(crate) mod defaults;
 pub(crate) mod discovery;
 pub(crate) mod event_versions;
