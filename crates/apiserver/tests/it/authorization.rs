@@ -382,23 +382,26 @@ async fn impersonation_needs_the_impersonate_verb() {
     assert_eq!(status, 403, "resourceNames limits whom it may impersonate");
 
     // Extra values need `impersonate` on `userextras/<key>`, named by the value.
-    let with_extra = |scope: &'static str| {
-        [
+    let review_with_scope = |scope: &'static str| {
+        let headers = [
+            ("authorization", bearer.as_str()),
             ("Impersonate-User", "alice"),
             ("Impersonate-Extra-Acme.com%2Fscopes", scope),
-        ]
+        ];
+        let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+        let t = &t;
+        async move {
+            send_with(
+                t,
+                "POST",
+                "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                &headers,
+                Some(&review),
+            )
+            .await
+        }
     };
-    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
-    let mut headers = vec![("authorization", bearer.as_str())];
-    headers.extend(with_extra("read"));
-    let (status, body, _) = send_with(
-        &t,
-        "POST",
-        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-        &headers,
-        Some(&review),
-    )
-    .await;
+    let (status, body, _) = review_with_scope("read").await;
     assert_eq!(status, 403, "{body}");
     assert_eq!(
         body["message"],
@@ -413,30 +416,14 @@ async fn impersonation_needs_the_impersonate_verb() {
                 "verbs": ["impersonate"], "resourceNames": ["read"]}]),
     )
     .await;
-    let (status, body, _) = send_with(
-        &t,
-        "POST",
-        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-        &headers,
-        Some(&review),
-    )
-    .await;
+    let (status, body, _) = review_with_scope("read").await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(
         body["status"]["userInfo"],
         json!({"username": "alice", "groups": ["system:authenticated"],
                "extra": {"acme.com/scopes": ["read"]}})
     );
-    let mut headers = vec![("authorization", bearer.as_str())];
-    headers.extend(with_extra("write"));
-    let (status, _, _) = send_with(
-        &t,
-        "POST",
-        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-        &headers,
-        Some(&review),
-    )
-    .await;
+    let (status, _, _) = review_with_scope("write").await;
     assert_eq!(status, 403, "resourceNames limit the values");
 }
 

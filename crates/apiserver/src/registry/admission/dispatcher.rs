@@ -244,15 +244,15 @@ pub(super) fn sent<'b>(
     })
 }
 
-/// Which mutating webhooks run again (kube-apiserver's `webhookReinvokeContext`): a
-/// webhook with `reinvocationPolicy: IfNeeded` is called a second time, once, when a
-/// webhook after it changed the object.
+/// Which mutating webhooks run again (kube-apiserver's `webhookReinvokeContext`), by
+/// their place in the call order: a webhook with `reinvocationPolicy: IfNeeded` is called
+/// a second time, once, when a webhook after it changed the object.
 #[derive(Default)]
 struct Reinvocation {
     /// `IfNeeded` webhooks called since the object last changed.
-    invoked_since_change: Vec<(String, String)>,
+    invoked_since_change: Vec<usize>,
     /// The webhooks the second round calls.
-    reinvoke: std::collections::HashSet<(String, String)>,
+    reinvoke: std::collections::BTreeSet<usize>,
 }
 
 impl Reinvocation {
@@ -261,18 +261,10 @@ impl Reinvocation {
         self.reinvoke.extend(self.invoked_since_change.drain(..));
     }
 
-    fn called(&mut self, webhook: &Webhook) {
+    fn called(&mut self, index: usize, webhook: &Webhook) {
         if webhook.reinvoke_if_needed {
-            let (configuration, name) = webhook.key();
-            self.invoked_since_change
-                .push((configuration.to_owned(), name.to_owned()));
+            self.invoked_since_change.push(index);
         }
-    }
-
-    fn reinvokes(&self, webhook: &Webhook) -> bool {
-        let (configuration, name) = webhook.key();
-        self.reinvoke
-            .contains(&(configuration.to_owned(), name.to_owned()))
     }
 }
 
@@ -296,18 +288,17 @@ pub(crate) fn admit(
     let webhooks = webhooks(store, "mutatingwebhookconfigurations");
     let mut warnings = Vec::new();
     let mut reinvocation = Reinvocation::default();
-    let mut changed = false;
-    for webhook in &webhooks {
+    for (index, webhook) in webhooks.iter().enumerate() {
         if call_mutating(store, registry, policy, webhook, attributes, &mut warnings)? {
             reinvocation.object_changed();
-            changed = true;
         }
-        reinvocation.called(webhook);
+        reinvocation.called(index, webhook);
     }
-    if !changed || reinvocation.reinvoke.is_empty() {
-        return Ok(warnings);
-    }
-    for webhook in webhooks.iter().filter(|w| reinvocation.reinvokes(w)) {
+    for webhook in reinvocation
+        .reinvoke
+        .iter()
+        .filter_map(|&i| webhooks.get(i))
+    {
         call_mutating(store, registry, policy, webhook, attributes, &mut warnings)?;
     }
     Ok(warnings)

@@ -45,12 +45,6 @@ pub(crate) struct Webhook {
 }
 
 impl Webhook {
-    /// What identifies it among all webhooks (kube-apiserver's webhook UID: the
-    /// configuration and the webhook's place in it).
-    pub(crate) fn key(&self) -> (&str, &str) {
-        (&self.configuration, &self.name)
-    }
-
     /// Whether it may be called for a dry run (`sideEffects` None or NoneOnDryRun).
     pub(crate) fn dry_run_safe(&self) -> bool {
         matches!(self.side_effects.as_str(), "None" | "NoneOnDryRun")
