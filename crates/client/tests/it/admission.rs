@@ -996,8 +996,29 @@ async fn an_if_needed_webhook_is_called_again_once_when_a_later_one_changed_the_
     assert_eq!(saw_b(&created).as_deref(), Some("y"));
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
 
-    // With the default policy (Never) the first webhook's view stays what it saw.
+    // A webhook its selector skipped in the first round is not called in the second, even
+    // when the later change makes it match (kube-apiserver's rule).
     let api = Api::<MutatingWebhookConfiguration>::all(client.clone());
+    let mut first = api.get("1-saw-b").await.unwrap();
+    first.webhooks.as_mut().unwrap()[0].object_selector =
+        Some(serde_json::from_value(json!({"matchLabels": {"b": "set"}})).unwrap());
+    api.replace("1-saw-b", &PostParams::default(), &first)
+        .await
+        .unwrap();
+    calls.store(0, std::sync::atomic::Ordering::SeqCst);
+    let created = configmaps
+        .create(&PostParams::default(), &config_map("skipped", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(saw_b(&created), None);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let mut first = api.get("1-saw-b").await.unwrap();
+    first.webhooks.as_mut().unwrap()[0].object_selector = None;
+    api.replace("1-saw-b", &PostParams::default(), &first)
+        .await
+        .unwrap();
+
+    // With the default policy (Never) the first webhook's view stays what it saw.
     let mut first = api.get("1-saw-b").await.unwrap();
     first.webhooks.as_mut().unwrap()[0].reinvocation_policy = Some("Never".to_owned());
     api.replace("1-saw-b", &PostParams::default(), &first)

@@ -289,7 +289,13 @@ pub(crate) fn admit(
     let mut warnings = Vec::new();
     let mut reinvocation = Reinvocation::default();
     for (index, webhook) in webhooks.iter().enumerate() {
-        if call_mutating(store, registry, policy, webhook, attributes, &mut warnings)? {
+        // A webhook its rules skip is not called, and so never reinvoked.
+        let Some(changed) =
+            call_mutating(store, registry, policy, webhook, attributes, &mut warnings)?
+        else {
+            continue;
+        };
+        if changed {
             reinvocation.object_changed();
         }
         reinvocation.called(index, webhook);
@@ -305,7 +311,7 @@ pub(crate) fn admit(
 }
 
 /// Calls one mutating webhook when its rules match, applying its patch; whether it
-/// changed the object.
+/// changed the object, or `None` when it was not called.
 fn call_mutating(
     store: &Store,
     registry: &Registry,
@@ -313,9 +319,9 @@ fn call_mutating(
     webhook: &Webhook,
     attributes: &mut Attributes<'_>,
     warnings: &mut Vec<String>,
-) -> Result<bool, Box<Status>> {
+) -> Result<Option<bool>, Box<Status>> {
     let Some(invocation) = should_call(store, registry, webhook, attributes)? else {
-        return Ok(false);
+        return Ok(None);
     };
     if attributes.dry_run && !webhook.dry_run_safe() {
         return Err(dry_run_unsupported(webhook));
@@ -325,7 +331,7 @@ fn call_mutating(
         Ok(prepared) => prepared,
         Err(failure) => {
             return match failed(webhook, &failure) {
-                Outcome::Next => Ok(false),
+                Outcome::Next => Ok(Some(false)),
                 Outcome::Stop(status) => Err(status),
             };
         }
@@ -337,7 +343,7 @@ fn call_mutating(
         Ok(verdict) => verdict,
         Err(failure) => {
             return match failed(webhook, &failure) {
-                Outcome::Next => Ok(false),
+                Outcome::Next => Ok(Some(false)),
                 Outcome::Stop(status) => Err(status),
             };
         }
@@ -347,7 +353,7 @@ fn call_mutating(
         return Err(denied(&webhook.name, verdict.status.as_ref()));
     }
     let Some(patch) = &verdict.patch else {
-        return Ok(false);
+        return Ok(Some(false));
     };
     let before = attributes.object.clone();
     match apply_patch(webhook, &mut sent, patch) {
@@ -358,7 +364,7 @@ fn call_mutating(
         Invocation::Exact => sent.object,
         Invocation::Equivalent(_) => in_version(sent.object, attributes.resource, policy)?,
     };
-    Ok(attributes.object != before)
+    Ok(Some(attributes.object != before))
 }
 
 /// Runs the validating webhooks on the write, all at once. Returns their warnings.
