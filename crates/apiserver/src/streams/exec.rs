@@ -310,13 +310,10 @@ async fn read_messages(
     while let Some(message) = incoming.next().await {
         let data = match message {
             Ok(Message::Binary(data)) => data,
+            // As the kubelet's stream server, a text message is read as its bytes (the
+            // Python client sends strings that way).
+            Ok(Message::Text(text)) => bytes::Bytes::from(text),
             Ok(Message::Close(_)) | Err(_) => return ClientEnd::Closed,
-            Ok(Message::Text(_)) => {
-                return ClientEnd::ProtocolError {
-                    why: "text messages are not part of the channel protocol".to_owned(),
-                    _stdin: stdin,
-                };
-            }
             Ok(_) => continue,
         };
         match Frame::parse(&data) {

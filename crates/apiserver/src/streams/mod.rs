@@ -18,6 +18,7 @@ mod port_forward_streams;
 mod port_forward_target;
 mod shell;
 mod spdy;
+mod stand_in_server;
 mod websocket;
 
 use std::sync::Arc;

@@ -11,7 +11,6 @@
 //! its error channel, as the kubelet reports a failed forward. The session ends when
 //! every port's target has closed its side, or when the client closes.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,14 +20,13 @@ use http::{Request, Response};
 use kubeclient_machinery::stream_protocol::{Frame, PORT_FORWARD_PROTOCOL_V4};
 use kubeclient_machinery::{ErrorChain, Status};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::pod_target::{find_pod, require_host};
-use super::port_forward_target::{PortTargetError, port_target};
+use super::port_forward_target::{PortTarget, PortTargetError, TargetWrite, connect, port_target};
 use super::websocket::{self, ChannelWriter, Incoming, MAX_OUTGOING_CHUNK};
 use crate::response::{Body, HandlerResult, fail};
 use crate::sessions::stopped;
@@ -39,9 +37,6 @@ const MAX_PORTS: usize = 64;
 
 /// How many client chunks may wait for a slow target, per port.
 const TO_TARGET_QUEUE: usize = 8;
-
-/// How long connecting to a target may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Answers a `pods/{name}/portforward` request: the 101 upgrade (the session runs in its
 /// own task), or the error Status.
@@ -57,7 +52,7 @@ pub(crate) fn handle<B>(
     // name ports per stream), so the upgrade is checked first.
     let accepted = websocket::accept(&mut request, &[PORT_FORWARD_PROTOCOL_V4])?;
     let ports = parse_ports(request.uri().query())?;
-    let targets: Vec<Result<SocketAddr, PortTargetError>> = ports
+    let targets: Vec<Result<PortTarget, PortTargetError>> = ports
         .iter()
         .map(|port| port_target(&target, *port, state.sessions.port_forward_allowlist()))
         .collect();
@@ -116,7 +111,7 @@ struct Session {
     state: Arc<State>,
     pod: String,
     ports: Vec<u16>,
-    targets: Vec<Result<SocketAddr, PortTargetError>>,
+    targets: Vec<Result<PortTarget, PortTargetError>>,
 }
 
 impl Session {
@@ -185,7 +180,7 @@ fn channels(index: usize) -> (u8, u8) {
 /// by the WebSocket and the SPDY port-forward.
 pub(super) async fn into_target(
     from_client: &mut mpsc::Receiver<Bytes>,
-    target_write: &mut tokio::net::tcp::OwnedWriteHalf,
+    target_write: &mut TargetWrite,
 ) {
     while let Some(chunk) = from_client.recv().await {
         if target_write.write_all(&chunk).await.is_err() {
@@ -197,35 +192,26 @@ pub(super) async fn into_target(
 }
 
 async fn forward(
-    target: Result<SocketAddr, PortTargetError>,
+    target: Result<PortTarget, PortTargetError>,
     mut from_client: mpsc::Receiver<Bytes>,
     writer: ChannelWriter,
     data_channel: u8,
     error_channel: u8,
     pod: String,
 ) {
-    let address = match target {
-        Ok(address) => address,
-        Err(err) => {
-            let message = ErrorChain(&err).to_string();
+    let connected = match target {
+        Ok(target) => connect(target)
+            .await
+            .map_err(|message| format!("error forwarding to pod {pod}: {message}")),
+        Err(err) => Err(ErrorChain(&err).to_string()),
+    };
+    let (mut target_read, mut target_write) = match connected {
+        Ok(halves) => halves,
+        Err(message) => {
             let _ = writer.write(error_channel, message.as_bytes()).await;
             return;
         }
     };
-    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
-        Ok(Ok(stream)) => stream,
-        Ok(Err(err)) => {
-            let message = format!("error forwarding to pod {pod}: dial {address}: {err}");
-            let _ = writer.write(error_channel, message.as_bytes()).await;
-            return;
-        }
-        Err(_) => {
-            let message = format!("error forwarding to pod {pod}: dial {address}: timed out");
-            let _ = writer.write(error_channel, message.as_bytes()).await;
-            return;
-        }
-    };
-    let (mut target_read, mut target_write) = stream.into_split();
     let to_target = into_target(&mut from_client, &mut target_write);
     let from_target = async {
         let mut buffer = vec![0u8; MAX_OUTGOING_CHUNK];
@@ -255,7 +241,8 @@ async fn read_client(
     while let Some(message) = incoming.next().await {
         let data = match message {
             Ok(Message::Binary(data)) => data,
-            Ok(Message::Close(_) | Message::Text(_)) | Err(_) => return incoming,
+            Ok(Message::Text(text)) => Bytes::from(text),
+            Ok(Message::Close(_)) | Err(_) => return incoming,
             Ok(_) => continue,
         };
         let Ok(Frame::Data { channel, data }) = Frame::parse(&data) else {

@@ -11,7 +11,6 @@
 //! failed. The server answers each SYN_STREAM with a SYN_REPLY, echoes PINGs, and ends
 //! on GOAWAY or when the connection closes.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,13 +21,14 @@ use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 use kubeclient_machinery::{ErrorChain, Status};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::pod_target::{find_pod, require_host};
 use super::port_forward_streams::{Complete, Delivery, Kind, Opened, Streams};
-use super::port_forward_target::{PortTargetError, port_target};
+use super::port_forward_target::{
+    PortTarget, PortTargetError, TargetRead, TargetWrite, connect, port_target,
+};
 use super::spdy::{self, Frame, FrameReader, HeaderDecoder, HeaderEncoder};
 use crate::response::{Body, HandlerResult, fail, full};
 use crate::sessions::stopped;
@@ -42,8 +42,6 @@ const PROTOCOL_HEADER: &str = "x-stream-protocol-version";
 const OUTGOING_QUEUE: usize = 32;
 /// The largest DATA frame sent.
 const MAX_DATA: usize = 32 * 1024;
-/// How long a connection to a target may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Whether a request asks for a SPDY upgrade.
 pub(crate) fn is_spdy_upgrade<B>(request: &Request<B>) -> bool {
@@ -266,24 +264,29 @@ fn take_receiver(mut complete: Complete) -> (mpsc::Receiver<Bytes>, Complete) {
 /// Forwards one connection: the data stream to and from the target, then the end of the
 /// error stream (with the failure, if any).
 async fn forward(
-    target: Result<SocketAddr, PortTargetError>,
+    target: Result<PortTarget, PortTargetError>,
     mut from_client: mpsc::Receiver<Bytes>,
     frames: mpsc::Sender<Vec<u8>>,
     data_stream: u32,
     error_stream: u32,
 ) {
-    let failure = match target {
-        Err(err) => Some(ErrorChain(&err).to_string()),
-        Ok(address) => {
-            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
-                Ok(Ok(connection)) => {
-                    copy(connection, &mut from_client, &frames, data_stream).await;
-                    None
-                }
-                Ok(Err(err)) => Some(format!("dial {address}: {err}")),
-                Err(_) => Some(format!("dial {address}: timed out")),
-            }
+    let connected = match target {
+        Ok(target) => connect(target).await,
+        Err(err) => Err(ErrorChain(&err).to_string()),
+    };
+    let failure = match connected {
+        Ok((target_read, target_write)) => {
+            copy(
+                target_read,
+                target_write,
+                &mut from_client,
+                &frames,
+                data_stream,
+            )
+            .await;
+            None
         }
+        Err(message) => Some(message),
     };
     if let Some(message) = failure {
         let _ = frames.send(spdy::data_frame(data_stream, true, &[])).await;
@@ -296,12 +299,12 @@ async fn forward(
 
 /// Copies until the target closes its side; the client's FIN half-closes the target.
 async fn copy(
-    connection: TcpStream,
+    mut target_read: TargetRead,
+    mut target_write: TargetWrite,
     from_client: &mut mpsc::Receiver<Bytes>,
     frames: &mpsc::Sender<Vec<u8>>,
     data_stream: u32,
 ) {
-    let (mut target_read, mut target_write) = connection.into_split();
     let to_target = super::port_forward::into_target(from_client, &mut target_write);
     let from_target = async {
         let mut buffer = vec![0u8; MAX_DATA];

@@ -7,32 +7,52 @@
 //! do LIST; done`, `for NAME in WORDS; do LIST; done`, `if LIST; then LIST; [elif ...]
 //! [else LIST;] fi`; single and double quotes, backslash escapes, `#` comments; `$NAME`,
 //! `${NAME}` and `$?` (the container's literal `env` values and `HOSTNAME`, and
-//! variables the script assigns with `NAME=value`); `>&2` / `1>&2` (stdout to stderr) and
+//! variables the script assigns with `NAME=value`); command substitution `$(LIST)` (its
+//! output, trailing newlines removed; its assignments stay inside); the values of
+//! unquoted words split into fields at blanks; `>&2` / `1>&2` (stdout to stderr) and
 //! `2>&1`; `exit N`, `:`, `exec CMD` (runs CMD). Anything else (pipes, other redirections,
-//! subshells, a command that is not built in) is refused as a shell refuses it: a message
-//! on stderr and exit code 2 (a syntax error) or 127 (command not found).
+//! subshells, backquotes, a command that is not built in) is refused as a shell refuses
+//! it: a message on stderr and exit code 2 (a syntax error) or 127 (command not found).
 //!
 //! ```text
-//! sh -c 'for i in 1 2 3; do echo "line $i"; done; echo done >&2; exit 4'
+//! sh -c 'for i in $(seq 1 3); do echo "line $i at $(date +%s)"; done; echo done >&2; exit 4'
 //! ```
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 
-use super::builtin_commands::{self, Stdio};
+use super::builtin_commands::{self, Output, Stdio};
 use super::websocket::Gone;
+
+/// The longest command an interactive shell collects.
+const MAX_INTERACTIVE_SCRIPT: usize = 1024 * 1024;
+
+/// How many chunks a pipe holds before its writer waits.
+const PIPE_CHUNKS: usize = 16;
+
+/// The exit code of a process SIGPIPE ended.
+const SIGPIPE_EXIT_CODE: i32 = 141;
 
 /// How often a loop may run: a script with no `sleep` in its loop would otherwise spin.
 const MAX_LOOP_ITERATIONS: u64 = 10_000_000;
 
-/// Runs `sh ARGS...`: `-c SCRIPT [NAME [ARGS...]]`; other forms (a script file, stdin)
-/// are not supported. Its exit code.
+/// Runs `sh ARGS...`: `-c SCRIPT [NAME [ARGS...]]`, or with no arguments (or `-i`,
+/// `-s`) the commands stdin sends, line by line; a script file is not supported. Its exit
+/// code.
 pub(crate) async fn sh(args: &[String], io: &mut Stdio) -> Result<i32, Gone> {
     let script = match args {
         [flag, script, ..] if flag == "-c" => script,
+        [] => return interactive(io).await,
+        [flag] if flag == "-i" || flag == "-s" => return interactive(io).await,
         _ => {
-            return complain(io, "sh: only `sh -c SCRIPT` is supported here\n", 2).await;
+            return complain(
+                io,
+                "sh: only `sh -c SCRIPT` and commands on stdin are supported here\n",
+                2,
+            )
+            .await;
         }
     };
     let list = match parse(script) {
@@ -42,10 +62,66 @@ pub(crate) async fn sh(args: &[String], io: &mut Stdio) -> Result<i32, Gone> {
     let mut shell = Shell {
         vars: HashMap::new(),
         status: 0,
+        substituted: None,
     };
     match shell.run_list(&list, io).await? {
         Flow::Next(code) | Flow::Exit(code) => Ok(code),
     }
+}
+
+/// Reads commands from stdin and runs each as soon as its line (or, for a loop or a quote
+/// still open, the lines up to its end) arrived; ends at `exit` or at the end of stdin
+/// with the last command's exit code.
+async fn interactive(io: &mut Stdio) -> Result<i32, Gone> {
+    let mut shell = Shell {
+        vars: HashMap::new(),
+        status: 0,
+        substituted: None,
+    };
+    let mut pending: Vec<u8> = Vec::new();
+    let mut script = String::new();
+    loop {
+        let chunk = io.read().await;
+        let ended = chunk.is_none();
+        if let Some(chunk) = chunk {
+            pending.extend_from_slice(&chunk);
+        }
+        // Whole lines, or what is left at the end of stdin.
+        let take = match pending.iter().rposition(|b| *b == b'\n') {
+            Some(end) => end + 1,
+            None if ended => pending.len(),
+            None => continue,
+        };
+        script.push_str(&String::from_utf8_lossy(&pending[..take]));
+        pending.drain(..take);
+        if script.len() > MAX_INTERACTIVE_SCRIPT {
+            complain(io, "sh: command too long\n", 2).await?;
+            script.clear();
+        }
+        match parse(&script) {
+            Ok(list) => {
+                script.clear();
+                match shell.run_list(&list, io).await? {
+                    Flow::Next(code) => shell.status = code,
+                    Flow::Exit(code) => return Ok(code),
+                }
+            }
+            Err(message) if !ended && incomplete(&message) => {}
+            Err(message) => {
+                script.clear();
+                complain(io, &format!("sh: {message}\n"), 2).await?;
+                shell.status = 2;
+            }
+        }
+        if ended {
+            return Ok(shell.status);
+        }
+    }
+}
+
+/// Whether a parse error means more lines may complete the command.
+fn incomplete(message: &str) -> bool {
+    message.contains("unterminated") || message.contains("expected")
 }
 
 async fn complain(io: &Stdio, message: &str, code: i32) -> Result<i32, Gone> {
@@ -59,6 +135,8 @@ enum Part {
     Text(String),
     /// `$NAME`, `${NAME}`, `$?`.
     Var(String),
+    /// `$(LIST)`.
+    Substitution(Arc<List>),
 }
 
 /// A word: its pieces, and whether any was quoted (a quoted empty word stays a word).
@@ -89,6 +167,8 @@ enum Token {
     ToStderr,
     /// `2>&1`: stderr joins stdout, which is where both go anyway here.
     StderrToStdout,
+    /// `|`.
+    Pipe,
 }
 
 /// How a command joins the one before it.
@@ -119,6 +199,8 @@ enum Command {
         branches: Vec<(List, List)>,
         otherwise: Option<List>,
     },
+    /// `A | B | ...`: each in a copy of the shell, A's stdout B's stdin.
+    Pipeline(Vec<Command>),
 }
 
 type List = Vec<(Connector, Command)>;
@@ -159,7 +241,7 @@ fn tokenize(script: &str) -> Result<Vec<Token>, String> {
                 } else if c == '&' {
                     return Err("running commands in the background (`&`) is not supported".into());
                 } else {
-                    return Err("pipes (`|`) are not supported".into());
+                    tokens.push(Token::Pipe);
                 }
             }
             '>' => {
@@ -188,7 +270,7 @@ fn tokenize(script: &str) -> Result<Vec<Token>, String> {
             }
             '<' | '(' | ')' | '`' => {
                 return Err(format!(
-                    "`{c}` (redirections, subshells, command substitution) is not supported"
+                    "`{c}` (redirections, subshells, backquotes) is not supported"
                 ));
             }
             '\'' => {
@@ -226,7 +308,9 @@ fn tokenize(script: &str) -> Result<Vec<Token>, String> {
             '\\' => match chars.next() {
                 Some('\n') => {}
                 Some(c) => {
+                    // An escaped character is quoted: `a\ b` stays one field.
                     in_word = true;
+                    word.quoted = true;
                     text.push(c);
                 }
                 None => {}
@@ -253,6 +337,15 @@ fn variable(
 ) -> Result<(), String> {
     let mut name = String::new();
     match chars.peek().copied() {
+        Some('(') => {
+            chars.next();
+            let list = parse(&substitution_script(chars)?)?;
+            if !text.is_empty() {
+                word.parts.push(Part::Text(std::mem::take(text)));
+            }
+            word.parts.push(Part::Substitution(Arc::new(list)));
+            return Ok(());
+        }
         Some('{') => {
             chars.next();
             loop {
@@ -289,6 +382,48 @@ fn variable(
     Ok(())
 }
 
+/// The script of a `$(...)` whose `$(` was read, up to its closing parenthesis (quotes
+/// and nested substitutions skipped over).
+fn substitution_script(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+) -> Result<String, String> {
+    if chars.peek() == Some(&'(') {
+        return Err("arithmetic expansion `$((...))` is not supported".into());
+    }
+    let mut script = String::new();
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    loop {
+        let Some(c) = chars.next() else {
+            return Err("unterminated command substitution `$(`".into());
+        };
+        match (quote, c) {
+            (Some(open), c) if c == open => quote = None,
+            (Some('"'), '\\') => {
+                script.push(c);
+                if let Some(escaped) = chars.next() {
+                    script.push(escaped);
+                }
+                continue;
+            }
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(') => depth += 1,
+            (None, ')') if depth == 0 => return Ok(script),
+            (None, ')') => depth -= 1,
+            (None, '\\') => {
+                script.push(c);
+                if let Some(escaped) = chars.next() {
+                    script.push(escaped);
+                }
+                continue;
+            }
+            (None, _) => {}
+        }
+        script.push(c);
+    }
+}
+
 fn parse(script: &str) -> Result<List, String> {
     let tokens = tokenize(script)?;
     let mut parser = Parser { tokens, at: 0 };
@@ -307,6 +442,7 @@ fn describe(token: &Token) -> String {
         Token::Or => "`||`".into(),
         Token::ToStderr => "`>&2`".into(),
         Token::StderrToStdout => "`2>&1`".into(),
+        Token::Pipe => "`|`".into(),
     }
 }
 
@@ -360,7 +496,7 @@ impl Parser {
                 Some(word) if ends.contains(&word) => break,
                 _ => {}
             }
-            list.push((connector, self.command()?));
+            list.push((connector, self.pipeline()?));
             connector = match self.peek() {
                 Some(Token::And) => Connector::And,
                 Some(Token::Or) => Connector::Or,
@@ -375,6 +511,24 @@ impl Parser {
             return Err("syntax error: a command expected after `&&` or `||`".into());
         }
         Ok(list)
+    }
+
+    /// Commands joined by `|` (one alone is itself).
+    fn pipeline(&mut self) -> Result<Command, String> {
+        let first = self.command()?;
+        if self.peek() != Some(&Token::Pipe) {
+            return Ok(first);
+        }
+        let mut stages = vec![first];
+        while self.peek() == Some(&Token::Pipe) {
+            self.at += 1;
+            self.skip_separators();
+            if self.peek().is_none() {
+                return Err("syntax error: a command expected after `|`".into());
+            }
+            stages.push(self.command()?);
+        }
+        Ok(Command::Pipeline(stages))
     }
 
     fn command(&mut self) -> Result<Command, String> {
@@ -477,6 +631,9 @@ enum Flow {
 struct Shell {
     vars: HashMap<String, String>,
     status: i32,
+    /// The exit code of the last command substitution of the command being expanded (a
+    /// command with no command name ends with it).
+    substituted: Option<i32>,
 }
 
 type Running<'a> = Pin<Box<dyn Future<Output = Result<Flow, Gone>> + Send + 'a>>;
@@ -499,22 +656,53 @@ impl Shell {
             .to_owned()
     }
 
-    /// The words' values; an unquoted word that expands to nothing is dropped.
-    fn expand(&self, words: &[Word], io: &Stdio) -> Vec<String> {
-        words
-            .iter()
-            .filter_map(|word| {
-                let value: String = word
-                    .parts
-                    .iter()
-                    .map(|part| match part {
-                        Part::Text(text) => text.clone(),
-                        Part::Var(name) => self.lookup(name, io),
-                    })
-                    .collect();
-                (word.quoted || !value.is_empty()).then_some(value)
-            })
-            .collect()
+    /// The words' values: an unquoted word's value split into fields at blanks (so one
+    /// that expands to nothing is dropped), a quoted one kept whole.
+    async fn expand(&mut self, words: &[Word], io: &Stdio) -> Result<Vec<String>, Gone> {
+        let mut values = Vec::with_capacity(words.len());
+        for word in words {
+            let mut value = String::new();
+            for part in &word.parts {
+                match part {
+                    Part::Text(text) => value.push_str(text),
+                    Part::Var(name) => value.push_str(&self.lookup(name, io)),
+                    Part::Substitution(list) => value.push_str(&self.substitute(list, io).await?),
+                }
+            }
+            if word.quoted {
+                values.push(value);
+            } else {
+                values.extend(value.split_ascii_whitespace().map(str::to_owned));
+            }
+        }
+        Ok(values)
+    }
+
+    /// Runs `$(LIST)` in a copy of the shell (its assignments stay there) and returns its
+    /// output without trailing newlines; its stderr goes where the script's goes.
+    async fn substitute(&mut self, list: &List, io: &Stdio) -> Result<String, Gone> {
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let mut captured = Stdio {
+            stdin: None,
+            stdout: Output::Capture(Arc::clone(&kept)),
+            stderr: io.stderr.clone(),
+            size: io.size.clone(),
+            env: io.env.clone(),
+            tty: false,
+        };
+        let mut inner = Shell {
+            vars: self.vars.clone(),
+            status: self.status,
+            substituted: None,
+        };
+        let flow = inner.run_list(list, &mut captured).await?;
+        self.substituted = Some(match flow {
+            Flow::Next(code) | Flow::Exit(code) => code,
+        });
+        let output = std::mem::take(&mut *crate::sync::lock(&kept));
+        let mut text = String::from_utf8_lossy(&output).into_owned();
+        text.truncate(text.trim_end_matches('\n').len());
+        Ok(text)
     }
 
     fn run_list<'a>(&'a mut self, list: &'a List, io: &'a mut Stdio) -> Running<'a> {
@@ -541,7 +729,8 @@ impl Shell {
         Box::pin(async move {
             match command {
                 Command::Simple { words, to_stderr } => {
-                    let argv = self.expand(words, io);
+                    self.substituted = None;
+                    let argv = self.expand(words, io).await?;
                     if *to_stderr {
                         let stdout = std::mem::replace(&mut io.stdout, io.stderr.clone());
                         let flow = self.simple(argv, io).await;
@@ -573,7 +762,7 @@ impl Shell {
                 }
                 Command::For { name, words, body } => {
                     let mut status = 0;
-                    for value in self.expand(words, io) {
+                    for value in self.expand(words, io).await? {
                         self.vars.insert(name.clone(), value);
                         match self.run_list(body, io).await? {
                             Flow::Next(code) => status = code,
@@ -582,6 +771,7 @@ impl Shell {
                     }
                     Ok(Flow::Next(status))
                 }
+                Command::Pipeline(stages) => self.pipeline(stages, io).await,
                 Command::If {
                     branches,
                     otherwise,
@@ -602,6 +792,67 @@ impl Shell {
         })
     }
 
+    /// Runs the stages at once, each in a copy of the shell; the last one's exit code is
+    /// the pipeline's. A stage that writes after the next one stopped reading ends, as
+    /// SIGPIPE ends it (exit code 141).
+    async fn pipeline(&mut self, stages: &[Command], io: &mut Stdio) -> Result<Flow, Gone> {
+        let mut stdios = Vec::with_capacity(stages.len());
+        let mut stdin = io.stdin.take();
+        for index in 0..stages.len() {
+            let (stdout, next_stdin) = if index + 1 < stages.len() {
+                let (sender, receiver) = tokio::sync::mpsc::channel(PIPE_CHUNKS);
+                (Output::Pipe(sender), Some(receiver))
+            } else {
+                (io.stdout.clone(), None)
+            };
+            stdios.push(Stdio {
+                stdin: stdin.take(),
+                stdout,
+                stderr: io.stderr.clone(),
+                size: io.size.clone(),
+                env: io.env.clone(),
+                tty: io.tty,
+            });
+            stdin = next_stdin;
+        }
+        let last = stages.len().saturating_sub(1);
+        let runs =
+            stages
+                .iter()
+                .zip(stdios.iter_mut())
+                .enumerate()
+                .map(|(index, (stage, stdio))| {
+                    let mut shell = Shell {
+                        vars: self.vars.clone(),
+                        status: self.status,
+                        substituted: None,
+                    };
+                    async move {
+                        let result = shell.run_command(stage, stdio).await;
+                        // Its end closes the pipe to the next stage and (but for the first,
+                        // which holds the session's stdin) the one from the stage before.
+                        stdio.stdout = Output::Discard;
+                        if index > 0 {
+                            stdio.stdin = None;
+                        }
+                        match result {
+                            Ok(Flow::Next(code) | Flow::Exit(code)) => Ok(code),
+                            Err(gone) if index == last => Err(gone),
+                            Err(_) => Ok(SIGPIPE_EXIT_CODE),
+                        }
+                    }
+                });
+        let codes = futures_util::future::join_all(runs).await;
+        if let Some(first) = stdios.first_mut() {
+            io.stdin = first.stdin.take();
+        }
+        match codes.last() {
+            Some(Ok(code)) => Ok(Flow::Next(*code)),
+            Some(Err(_)) => Err(Gone),
+            None => Ok(Flow::Next(0)),
+        }
+    }
+
     async fn simple(&mut self, mut argv: Vec<String>, io: &mut Stdio) -> Result<Flow, Gone> {
         // Leading `NAME=value` words assign (for the rest of the script, here).
         while let Some((name, value)) = argv.first().and_then(|w| assignment(w)) {
@@ -612,7 +863,7 @@ impl Shell {
             argv.remove(0);
         }
         let Some(program) = argv.first() else {
-            return Ok(Flow::Next(0));
+            return Ok(Flow::Next(self.substituted.unwrap_or(0)));
         };
         match program.as_str() {
             ":" => Ok(Flow::Next(0)),
@@ -667,6 +918,7 @@ mod tests {
                         .map(|p| match p {
                             Part::Text(t) => t.clone(),
                             Part::Var(v) => format!("${{{v}}}"),
+                            Part::Substitution(list) => format!("$({} commands)", list.len()),
                         })
                         .collect()
                 })
@@ -683,6 +935,92 @@ mod tests {
             words(&list[0].1),
             ["echo", "a  b", "c ${X} d", "e f", "${Y}z"]
         );
+    }
+
+    /// Runs `sh -c script`; its exit code and what it wrote to stdout.
+    async fn run_script(script: &str) -> (i32, String) {
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let mut io = Stdio {
+            stdin: None,
+            stdout: Output::Capture(Arc::clone(&kept)),
+            stderr: Output::Discard,
+            size: tokio::sync::watch::channel(None).1,
+            env: vec!["GREETING=hello  world".to_owned()],
+            tty: false,
+        };
+        let code = sh(&["-c".to_owned(), script.to_owned()], &mut io)
+            .await
+            .expect("no client to go away");
+        let output = String::from_utf8(kept.lock().expect("lock").clone()).expect("utf-8");
+        (code, output)
+    }
+
+    #[tokio::test]
+    async fn command_substitution_gives_output_split_into_fields_unless_quoted() {
+        let (code, output) = run_script(
+            "for i in $(seq 1 3); do echo \"n=$i\"; done; echo \"$(echo a; echo b)\"; X=$(echo inner; X=lost); echo $X; echo $GREETING; echo \"$GREETING\"; echo a\\ \\ b; $(exit 3); echo $?",
+        )
+        .await;
+        assert_eq!(code, 0);
+        assert_eq!(
+            output,
+            "n=1\nn=2\nn=3\na\nb\ninner\nhello world\nhello  world\na  b\n3\n"
+        );
+        let (code, output) = run_script("echo $(echo \"(nested)\" $(echo deep))").await;
+        assert_eq!((code, output.as_str()), (0, "(nested) deep\n"));
+        let (code, _) = run_script("echo $(echo unterminated").await;
+        assert_eq!(code, 2);
+        let (code, _) = run_script("echo $((1 + 2))").await;
+        assert_eq!(code, 2);
+        let (code, output) = run_script("ls /; ls /nope").await;
+        assert_eq!(code, 2);
+        assert!(output.starts_with("bin\ndev\n"), "{output}");
+        let (code, output) = run_script("date +%Y").await;
+        assert_eq!(code, 0);
+        assert_eq!(output.trim().len(), 4, "{output}");
+    }
+
+    #[tokio::test]
+    async fn pipelines_connect_stdout_to_stdin_and_end_with_the_last_stage() {
+        let (code, output) = run_script(
+            "echo -n 'This is a test string' | gzip | gzip -d; echo; seq 3 | cat | cat; false | true; echo $?; true | false; echo $?",
+        )
+        .await;
+        assert_eq!(code, 0);
+        assert_eq!(output, "This is a test string\n1\n2\n3\n0\n1\n");
+        // The reader stops early: the writer ends (SIGPIPE) instead of running forever.
+        let (code, output) = run_script("seq 10000000 | echo early; echo after").await;
+        assert_eq!((code, output.as_str()), (0, "early\nafter\n"));
+        let (code, _) = run_script("echo a |").await;
+        assert_eq!(code, 2);
+    }
+
+    #[tokio::test]
+    async fn without_a_script_the_shell_runs_what_stdin_sends() {
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let (sender, receiver) = tokio::sync::mpsc::channel(8);
+        let mut io = Stdio {
+            stdin: Some(receiver),
+            stdout: Output::Capture(Arc::clone(&kept)),
+            stderr: Output::Capture(Arc::clone(&kept)),
+            size: tokio::sync::watch::channel(None).1,
+            env: Vec::new(),
+            tty: false,
+        };
+        for chunk in [
+            "echo one\nfor i in 1 2",
+            "; do\n echo $i\ndone\n",
+            "bad (\n",
+            "X=7\necho $X\nexit 3\necho never\n",
+        ] {
+            sender.send(bytes::Bytes::from(chunk)).await.expect("send");
+        }
+        drop(sender);
+        let code = sh(&[], &mut io).await.expect("no client to go away");
+        let output = String::from_utf8(kept.lock().expect("lock").clone()).expect("utf-8");
+        assert_eq!(code, 3);
+        assert!(output.starts_with("one\n1\n2\nsh: "), "{output}");
+        assert!(output.ends_with("7\n"), "{output}");
     }
 
     #[test]
@@ -735,7 +1073,7 @@ mod tests {
             }
         ));
         for bad in [
-            "echo a | cat",
+            "echo a | ",
             "echo > file",
             "(echo)",
             "echo 'open",
