@@ -393,8 +393,18 @@ async fn port_forward(
     kubectl: &Kubectl,
     ports: &str,
 ) -> (tokio::process::Child, std::net::SocketAddr) {
+    port_forward_pod(kubectl, "web", ports).await
+}
+
+/// Starts `kubectl port-forward pod/POD PORTS`; as [`port_forward`].
+pub(crate) async fn port_forward_pod(
+    kubectl: &Kubectl,
+    pod: &str,
+    ports: &str,
+) -> (tokio::process::Child, std::net::SocketAddr) {
+    let target = format!("pod/{pod}");
     let mut child = kubectl
-        .command(&["port-forward", "pod/web", ports])
+        .command(&["port-forward", &target, ports])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -61,6 +61,7 @@ mod cluster_daemon_sets;
 mod cluster_endpoints;
 mod cluster_graceful_deletion;
 mod cluster_logs;
+mod cluster_stand_ins;
 mod cluster_stateful_sets;
 mod cluster_workloads;
 mod crd_conversion_webhooks;
