@@ -665,6 +665,9 @@ where
         (Method::POST, true) if call.path.subresource.as_deref() == Some("eviction") => {
             write::evict
         }
+        (Method::POST, true) if call.path.subresource.as_deref() == Some("binding") => {
+            write::bind_pod
+        }
         (Method::PUT, true) => write::update,
         (Method::PATCH, true) => write::patch,
         (Method::DELETE, true) => write::delete,
@@ -693,9 +696,13 @@ fn serves_subresource(resource: &ResourceDef, subresource: &str) -> bool {
     match subresource {
         "status" => resource.status_subresource,
         "scale" => resource.scale.is_some(),
-        "log" | "exec" | "attach" | "portforward" | "eviction" | "ephemeralcontainers" => {
-            resource.group.is_empty() && resource.plural == "pods"
-        }
+        "log"
+        | "exec"
+        | "attach"
+        | "portforward"
+        | "eviction"
+        | "ephemeralcontainers"
+        | "binding" => resource.group.is_empty() && resource.plural == "pods",
         "token" => resource.group.is_empty() && resource.plural == "serviceaccounts",
         "approval" => {
             resource.group == "certificates.k8s.io"

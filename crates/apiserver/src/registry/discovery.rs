@@ -326,6 +326,7 @@ mod tests {
             names,
             [
                 "attach",
+                "binding",
                 "ephemeralcontainers",
                 "eviction",
                 "exec",

@@ -390,6 +390,62 @@ async fn anti_affinity_by_hostname_spreads_and_freed_room_is_used() {
 }
 
 #[tokio::test]
+async fn a_custom_scheduler_binds_through_the_binding_subresource() {
+    let t = cluster(1).await;
+    let mut spec = json!({"containers": [container(&["sleep", "3600"])]});
+    spec["schedulerName"] = json!("my-scheduler");
+    create_pod(&t, pod("custom", spec)).await;
+    // The default scheduler leaves it alone.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let waiting = t.get(&pod_path("custom")).await.json();
+    assert_eq!(waiting["spec"]["nodeName"], Value::Null, "{waiting:#}");
+    let binding = |name: &str, target: Value| json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name}, "target": target});
+    let path = format!("{}/binding", pod_path("custom"));
+    t.post(
+        &path,
+        &binding("other", json!({"kind": "Node", "name": "node-1"})),
+    )
+    .await
+    .assert_status_message(400, "name in URL does not match name in Binding object");
+    t.post(&path, &binding("custom", json!({"kind": "Pod", "name": "node-1"})))
+        .await
+        .assert_status_message(
+            500,
+            "Internal error occurred: target.kind: Unsupported value: \"Pod\": supported values: \"Node\", \"<empty>\"",
+        );
+    t.post(&path, &binding("custom", json!({})))
+        .await
+        .assert_status_message(500, "Internal error occurred: target.name: Required value");
+    let bound = t
+        .post(
+            &path,
+            &binding("custom", json!({"kind": "Node", "name": "node-1"})),
+        )
+        .await;
+    assert_eq!(bound.status, 201, "{}", bound.json());
+    assert_eq!(bound.json()["status"], "Success");
+    let running = eventually(&t, &pod_path("custom"), "the bound Pod runs", |p| {
+        p["status"]["phase"] == "Running"
+    })
+    .await;
+    assert_eq!(running["spec"]["nodeName"], "node-1");
+    assert_eq!(condition_status(&running, "PodScheduled"), "True");
+    t.post(&path, &binding("custom", json!({"name": "node-1"})))
+        .await
+        .assert_status_message(
+            409,
+            "Operation cannot be fulfilled on pods/binding \"custom\": pod custom is already assigned to node \"node-1\"",
+        );
+    let discovery = t.get("/api/v1").await.json();
+    let listed = discovery["resources"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["name"] == "pods/binding").cloned())
+        .unwrap_or_default();
+    assert_eq!(listed["verbs"], json!(["create"]), "{listed:#}");
+    assert_eq!(listed["kind"], "Binding");
+}
+
+#[tokio::test]
 async fn kubelets_run_pods_with_addresses_conditions_and_container_statuses() {
     let t = cluster(1).await;
     let mut spec = json!({

@@ -1,5 +1,5 @@
 //! Writes: create, update, the four patch types, delete and deletecollection, with the
-//! status and scale subresources, eviction, reviews and token requests: each handler
+//! status and scale subresources, eviction, binding, reviews and token requests: each handler
 //! parses the request, calls the registry's generic store
 //! ([`crate::registry::store`], where the write pipeline lives), and encodes its answer.
 //!
@@ -8,6 +8,7 @@
 //! share: the store request of a call (here) and the write to an existing object with
 //! its answer ([`existing`]).
 
+mod binding;
 mod create;
 mod delete;
 mod eviction;
@@ -18,6 +19,7 @@ mod scale;
 mod token_request;
 mod update;
 
+pub(crate) use binding::bind_pod;
 pub(crate) use create::create;
 pub(crate) use delete::{delete, delete_collection};
 pub(crate) use eviction::evict;

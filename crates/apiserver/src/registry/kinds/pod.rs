@@ -19,8 +19,8 @@ const DEFAULT_GRACE_PERIOD_SECONDS: i64 = 30;
 /// The Pod strategy.
 pub(crate) struct PodStrategy;
 
-/// What discovery lists under `pods/`: the kubelet's streams, ephemeral containers and
-/// eviction, with the kinds and verbs kube-apiserver lists for them.
+/// What discovery lists under `pods/`: the kubelet's streams, binding, ephemeral
+/// containers and eviction, with the kinds and verbs kube-apiserver lists for them.
 const POD_SUBRESOURCES: &[Subresource] = &[
     Subresource {
         name: "attach",
@@ -28,6 +28,13 @@ const POD_SUBRESOURCES: &[Subresource] = &[
         version: "",
         kind: "PodAttachOptions",
         verbs: &["create", "get"],
+    },
+    Subresource {
+        name: "binding",
+        group: "",
+        version: "",
+        kind: "Binding",
+        verbs: &["create"],
     },
     Subresource {
         name: "ephemeralcontainers",
