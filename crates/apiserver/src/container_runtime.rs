@@ -12,9 +12,13 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
-use crate::cluster::{ContainerCommand, ContainerKey, ContainerRuntime, Exits};
+use std::time::Duration;
+
+use crate::cluster::{
+    ContainerCommand, ContainerKey, ContainerRuntime, ExecOutcome, ExecResults, Exits,
+};
 use crate::pod_logs::{ContainerLogWriter, PodLogs};
-use crate::streams::builtin_commands::{self, Output, Stdio};
+use crate::streams::builtin_commands::{self, Capture, Output, Stdio};
 
 /// Runs containers' commands on the server's runtime, their output into `logs`.
 #[derive(Debug)]
@@ -124,5 +128,36 @@ impl ContainerRuntime for BuiltinRuntime {
             self.logs
                 .remove_container(&key.namespace, &key.pod, &key.container);
         }
+    }
+
+    fn exec(
+        &self,
+        command: ContainerCommand,
+        timeout: Duration,
+        id: u64,
+        results: Arc<ExecResults>,
+    ) {
+        self.handle.spawn(async move {
+            let output = Capture::default();
+            let (_size_sender, size) = watch::channel(None);
+            let mut stdio = Stdio {
+                stdin: None,
+                stdout: Output::Capture(output.clone()),
+                stderr: Output::Capture(output.clone()),
+                size,
+                env: command.env,
+                tty: false,
+            };
+            let run = builtin_commands::run(&command.argv, &mut stdio);
+            let outcome = match tokio::time::timeout(timeout, run).await {
+                Ok(Ok(code)) => ExecOutcome::Exited {
+                    code,
+                    output: output.text(),
+                },
+                Ok(Err(_)) => ExecOutcome::NotBuiltin,
+                Err(_) => ExecOutcome::TimedOut,
+            };
+            results.record(id, outcome);
+        });
     }
 }

@@ -17,6 +17,7 @@
 //!
 //! Any other command fails to start, as an executable missing from a container image does.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -40,12 +41,34 @@ const MAX_SEQ: u64 = 10_000_000;
 const MAX_SLEEP_SECONDS: f64 = 86_400.0;
 
 /// One output stream of a command: a channel of the session, a container's log (the
-/// simulated kubelet's containers), or nowhere (the client did not ask for it).
+/// simulated kubelet's containers), memory (exec probes and lifecycle hooks), or nowhere
+/// (the client did not ask for it).
 #[derive(Clone, Debug)]
 pub(crate) enum Output {
     Discard,
     Channel { writer: ChannelWriter, channel: u8 },
     Log(ContainerLogWriter),
+    Capture(Capture),
+}
+
+/// The most output a [`Capture`] keeps (kubelet reads 10 KiB of an exec probe's output).
+const MAX_CAPTURE: usize = 10 * 1024;
+
+/// A command's output kept in memory, its first 10 KiB (the rest is dropped).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Capture {
+    fn push(&self, data: &[u8]) {
+        let mut kept = crate::sync::lock(&self.0);
+        let room = MAX_CAPTURE.saturating_sub(kept.len());
+        kept.extend_from_slice(&data[..data.len().min(room)]);
+    }
+
+    /// What was written, as text (invalid UTF-8 replaced).
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&crate::sync::lock(&self.0)).into_owned()
+    }
 }
 
 impl Output {
@@ -56,6 +79,10 @@ impl Output {
             }
             Output::Log(log) => {
                 log.write(data);
+                Ok(())
+            }
+            Output::Capture(capture) => {
+                capture.push(data);
                 Ok(())
             }
             _ => Ok(()),
