@@ -53,21 +53,21 @@ const MAX_DELAY_MS: u64 = 86_400_000;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Transition {
     /// The kubelet starts a bound Pod.
-    PodCreate,
+    Create,
     /// A started container becomes ready.
-    PodReady,
+    Ready,
     /// A Pod whose containers all ended gets its final phase.
-    PodComplete,
+    Complete,
     /// A deleted Pod whose grace period ended is stopped and removed.
-    PodDelete,
+    Delete,
 }
 
 impl Transition {
     const ALL: [(Transition, &'static str); 4] = [
-        (Transition::PodCreate, "pod-create"),
-        (Transition::PodReady, "pod-ready"),
-        (Transition::PodComplete, "pod-complete"),
-        (Transition::PodDelete, "pod-delete"),
+        (Transition::Create, "pod-create"),
+        (Transition::Ready, "pod-ready"),
+        (Transition::Complete, "pod-complete"),
+        (Transition::Delete, "pod-delete"),
     ];
 }
 
@@ -456,16 +456,16 @@ spec:
         assert_eq!(stages.len(), 2);
         let slow = json!({"metadata": {"labels": {"speed": "slow"}, "annotations": {"team": "b"}}});
         for _ in 0..20 {
-            let delay = stages.delay(Transition::PodReady, &slow);
+            let delay = stages.delay(Transition::Ready, &slow);
             assert!((2000..=3000).contains(&delay.as_millis()), "{delay:?}");
         }
         let other =
             json!({"metadata": {"labels": {"speed": "slow"}, "annotations": {"team": "c"}}});
         assert_eq!(
-            stages.delay(Transition::PodReady, &other),
+            stages.delay(Transition::Ready, &other),
             Duration::from_millis(10)
         );
-        assert_eq!(stages.delay(Transition::PodCreate, &slow), Duration::ZERO);
+        assert_eq!(stages.delay(Transition::Create, &slow), Duration::ZERO);
     }
 
     #[test]
@@ -484,11 +484,11 @@ spec:
         let stages = Stages::parse(text).unwrap();
         let slow = json!({"metadata": {"labels": {"speed": "slow"}}});
         assert_eq!(
-            stages.delay(Transition::PodDelete, &slow),
+            stages.delay(Transition::Delete, &slow),
             Duration::from_secs(1)
         );
         let fast = json!({"metadata": {"labels": {"speed": "fast"}}});
-        assert_eq!(stages.delay(Transition::PodDelete, &fast), Duration::ZERO);
+        assert_eq!(stages.delay(Transition::Delete, &fast), Duration::ZERO);
     }
 
     #[test]

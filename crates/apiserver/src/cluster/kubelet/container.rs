@@ -189,7 +189,7 @@ impl ContainerRun {
         }
         let started = Instant::now();
         self.probes.restart(started, env.options, env.execs);
-        let delay = env.stages_delay(Transition::PodReady);
+        let delay = env.stages_delay(Transition::Ready);
         self.ready_at = (!delay.is_zero()).then(|| started + delay);
         if let Some(action) = &self.post_start_action {
             let hook = HookRun::start(action, &self.hook_env(env), POST_START_TIMEOUT, |d| {
@@ -249,10 +249,12 @@ impl ContainerRun {
         if let Some(hook) = self.post_start.take() {
             hook.abandon(execs);
         }
-        if let Some(stopping) = self.stopping.take() {
-            if let Some(hook) = stopping.pre_stop {
-                hook.abandon(execs);
-            }
+        if let Some(Stopping {
+            pre_stop: Some(hook),
+            ..
+        }) = self.stopping.take()
+        {
+            hook.abandon(execs);
         }
     }
 

@@ -15,11 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::handler::{Action, Reach, reach};
-use super::runtime::{ContainerCommand, ContainerRuntime, ExecOutcome, ExecResults};
-
-/// The shortest real time an exec hook may run, so a quick command is not cut off at a
-/// time scale of 0.
-const MIN_EXEC_TIMEOUT: Duration = Duration::from_millis(100);
+use super::runtime::{ContainerRuntime, ExecOutcome, ExecResults, start_exec};
 
 /// A hook that runs.
 #[derive(Debug)]
@@ -52,18 +48,7 @@ impl HookRun {
     ) -> HookRun {
         match action {
             Action::Exec(argv) => {
-                let id = env.execs.begin();
-                let command = ContainerCommand {
-                    argv: argv.clone(),
-                    env: env.env.to_vec(),
-                };
-                env.runtime.exec(
-                    command,
-                    timeout.max(MIN_EXEC_TIMEOUT),
-                    id,
-                    Arc::clone(env.execs),
-                );
-                HookRun::Exec(id)
+                HookRun::Exec(start_exec(env.runtime, env.execs, argv, env.env, timeout))
             }
             Action::Sleep(seconds) => HookRun::Sleep(Instant::now() + scale(*seconds)),
             other => HookRun::Done(

@@ -126,7 +126,7 @@ impl KubeletState {
                 }
                 let ip = self.free_ip(node, pods);
                 let mut run = PodRun::new(pod, node, ip.unwrap_or_default());
-                let delay = options.scaled(options.stages.delay(Transition::PodCreate, pod));
+                let delay = options.scaled(options.stages.delay(Transition::Create, pod));
                 run.hold_until = (!delay.is_zero()).then(|| Instant::now() + delay);
                 self.pods.insert(uid.clone(), run);
             }
@@ -459,7 +459,7 @@ impl PodRun {
             }
         }
         if self.complete_at.is_none() && matches!(self.container_phase(), "Succeeded" | "Failed") {
-            let delay = env.stages_delay(Transition::PodComplete);
+            let delay = env.stages_delay(Transition::Complete);
             self.complete_at = Some(Instant::now() + delay);
             if !delay.is_zero() {
                 note(delay);
@@ -521,7 +521,7 @@ impl PodRun {
         // the removal) come that much later.
         let remove_at = *self
             .remove_at
-            .get_or_insert_with(|| now_instant + env.stages_delay(Transition::PodDelete));
+            .get_or_insert_with(|| now_instant + env.stages_delay(Transition::Delete));
         if remove_at > now_instant {
             return Some(remove_at - now_instant);
         }

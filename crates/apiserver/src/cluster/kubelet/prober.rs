@@ -27,13 +27,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::handler::{Action, Reach, reach};
-use super::runtime::{ContainerCommand, ContainerRuntime, ExecOutcome, ExecResults};
+use super::runtime::{ContainerRuntime, ExecOutcome, ExecResults, start_exec};
 use crate::cluster::cluster_options::ClusterOptions;
 
 /// The shortest real time between two probes of one worker.
 const MIN_PERIOD: Duration = Duration::from_millis(50);
-/// The shortest real timeout of an exec probe.
-const MIN_EXEC_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// Which probe a worker runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -296,18 +294,7 @@ impl Worker {
             )));
         };
         if let Action::Exec(argv) = action {
-            let id = env.execs.begin();
-            let command = ContainerCommand {
-                argv: argv.clone(),
-                env: env.env.to_vec(),
-            };
-            env.runtime.exec(
-                command,
-                timeout.max(MIN_EXEC_TIMEOUT),
-                id,
-                Arc::clone(env.execs),
-            );
-            self.pending = Some(id);
+            self.pending = Some(start_exec(env.runtime, env.execs, argv, env.env, timeout));
             return None;
         }
         Some(

@@ -56,6 +56,33 @@ pub(crate) trait ContainerRuntime: Send + Sync {
     );
 }
 
+/// The shortest real time a command run in a container (an exec probe or hook) is
+/// allowed, so a quick command is not cut off at a time scale of 0.
+const MIN_EXEC_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Runs `argv` (with the container's `env`) in a container through `runtime` for at most
+/// `timeout` (but at least 100 ms); its outcome comes to `execs` under the id returned.
+pub(crate) fn start_exec(
+    runtime: &dyn ContainerRuntime,
+    execs: &Arc<ExecResults>,
+    argv: &[String],
+    env: &[String],
+    timeout: Duration,
+) -> u64 {
+    let id = execs.begin();
+    let command = ContainerCommand {
+        argv: argv.to_vec(),
+        env: env.to_vec(),
+    };
+    runtime.exec(
+        command,
+        timeout.max(MIN_EXEC_TIMEOUT),
+        id,
+        Arc::clone(execs),
+    );
+    id
+}
+
 /// How a command run in a container ([`ContainerRuntime::exec`]) ended.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum ExecOutcome {
