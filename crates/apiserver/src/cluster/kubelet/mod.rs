@@ -474,20 +474,9 @@ impl PodRun {
     fn terminate(&mut self, env: &PassEnv<'_>) -> Option<Duration> {
         let now_instant = Instant::now();
         // Commands that end by themselves meanwhile end the wait sooner.
-        let keys: Vec<ContainerKey> = self
-            .init_containers
-            .iter()
-            .chain(self.containers.iter())
-            .map(|c| self.key(&c.name))
-            .collect();
-        for (container, key) in self
-            .init_containers
-            .iter_mut()
-            .chain(self.containers.iter_mut())
-            .zip(&keys)
-        {
+        self.each_container(|container, key| {
             container.collect_exit(key, env.exits, env.execs);
-        }
+        });
         let seconds = env
             .pod
             .pointer("/metadata/deletionGracePeriodSeconds")
@@ -525,14 +514,7 @@ impl PodRun {
         if remove_at > now_instant {
             return Some(remove_at - now_instant);
         }
-        for (container, key) in self
-            .init_containers
-            .iter_mut()
-            .chain(self.containers.iter_mut())
-            .zip(&keys)
-        {
-            container.kill(key, env.runtime, env.execs);
-        }
+        self.each_container(|container, key| container.kill(key, env.runtime, env.execs));
         self.finished_deleting = true;
         None
     }
@@ -548,6 +530,14 @@ impl PodRun {
 
     /// The Pod left the node: its containers stop and their logs go.
     fn forget_all(mut self, runtime: &dyn ContainerRuntime, execs: &ExecResults) {
+        self.each_container(|container, key| {
+            container.kill(key, runtime, execs);
+            runtime.forget(key);
+        });
+    }
+
+    /// Runs `f` over every container (init containers first) with its key.
+    fn each_container(&mut self, mut f: impl FnMut(&mut ContainerRun, &ContainerKey)) {
         let keys: Vec<ContainerKey> = self
             .init_containers
             .iter()
@@ -560,8 +550,7 @@ impl PodRun {
             .chain(self.containers.iter_mut())
             .zip(&keys)
         {
-            container.kill(key, runtime, execs);
-            runtime.forget(key);
+            f(container, key);
         }
     }
 }
