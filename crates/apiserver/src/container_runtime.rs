@@ -8,13 +8,18 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use kubeclient_machinery::stream_protocol::TerminalSize;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
-use crate::cluster::{ContainerCommand, ContainerKey, ContainerRuntime, Exits};
+use std::time::Duration;
+
+use crate::cluster::{
+    ContainerCommand, ContainerKey, ContainerRuntime, ExecOutcome, ExecResults, Exits,
+};
 use crate::pod_logs::{ContainerLogWriter, PodLogs};
-use crate::streams::builtin_commands::{self, Output, Stdio};
+use crate::streams::builtin_commands::{self, Capture, Output, Stdio};
 
 /// Runs containers' commands on the server's runtime, their output into `logs`.
 #[derive(Debug)]
@@ -70,15 +75,7 @@ impl ContainerRuntime for BuiltinRuntime {
         let task = self.handle.spawn(async move {
             let key = &task_key;
             let log = ContainerLogWriter::new(logs, &key.namespace, &key.pod, &key.container);
-            let (_size_sender, size) = watch::channel(None);
-            let mut stdio = Stdio {
-                stdin: None,
-                stdout: Output::Log(log.clone()),
-                stderr: Output::Log(log.clone()),
-                size,
-                env: command.env,
-                tty: false,
-            };
+            let (_size_sender, mut stdio) = command_stdio(Output::Log(log.clone()), command.env);
             match builtin_commands::run(&command.argv, &mut stdio).await {
                 Ok(code) => {
                     log.flush();
@@ -125,4 +122,43 @@ impl ContainerRuntime for BuiltinRuntime {
                 .remove_container(&key.namespace, &key.pod, &key.container);
         }
     }
+
+    fn exec(
+        &self,
+        command: ContainerCommand,
+        timeout: Duration,
+        id: u64,
+        results: Arc<ExecResults>,
+    ) {
+        self.handle.spawn(async move {
+            let output = Capture::default();
+            let (_size_sender, mut stdio) =
+                command_stdio(Output::Capture(output.clone()), command.env);
+            let run = builtin_commands::run(&command.argv, &mut stdio);
+            let outcome = match tokio::time::timeout(timeout, run).await {
+                Ok(Ok(code)) => ExecOutcome::Exited {
+                    code,
+                    output: output.text(),
+                },
+                Ok(Err(_)) => ExecOutcome::NotBuiltin,
+                Err(_) => ExecOutcome::TimedOut,
+            };
+            results.record(id, outcome);
+        });
+    }
+}
+
+/// The stdio of a container's command: no stdin, stdout and stderr both to `output`, no
+/// terminal (the size sender must live as long as the command).
+fn command_stdio(output: Output, env: Vec<String>) -> (watch::Sender<Option<TerminalSize>>, Stdio) {
+    let (size_sender, size) = watch::channel(None);
+    let stdio = Stdio {
+        stdin: None,
+        stdout: output.clone(),
+        stderr: output,
+        size,
+        env,
+        tty: false,
+    };
+    (size_sender, stdio)
 }

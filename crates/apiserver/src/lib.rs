@@ -54,7 +54,7 @@ mod fuzz_tests;
 
 pub use authentication::DEFAULT_SERVICE_ACCOUNT_ISSUER;
 pub use authorization::{AuthorizationMode, UnknownAuthorizationMode};
-pub use cluster::{MAX_NODES, SimulatedCluster};
+pub use cluster::{CLOSED_PORTS_ANNOTATION, MAX_NODES, SimulatedCluster, Stages, StagesError};
 pub use faults::{Fault, Faults, MAX_FAULT_COUNT, RequestCounts};
 pub use pod_logs::PodLogs;
 pub use registry::apiextensions::local_validation::validate_custom_resource;

@@ -35,6 +35,8 @@ pub(crate) struct ClusterOptions {
     pub(crate) endpoint_slice_controller: bool,
     /// The factor simulated durations (grace periods) are multiplied by.
     pub(crate) time_scale: f64,
+    /// The delays of Pods' steps (none by default).
+    pub(crate) stages: super::stages::Stages,
 }
 
 impl Default for ClusterOptions {
@@ -54,6 +56,7 @@ impl Default for ClusterOptions {
             endpoints_controller: true,
             endpoint_slice_controller: true,
             time_scale: 1.0,
+            stages: super::stages::Stages::default(),
         }
     }
 }

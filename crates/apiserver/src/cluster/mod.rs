@@ -29,6 +29,7 @@ mod node_lifecycle_controller;
 mod quantity;
 mod replica_set_controller;
 mod scheduler;
+mod stages;
 mod stateful_set_controller;
 mod writer;
 
@@ -39,7 +40,11 @@ use std::time::Duration;
 use tokio::sync::{Notify, watch};
 
 pub(crate) use cluster_options::ClusterOptions;
-pub(crate) use kubelet::{ContainerCommand, ContainerKey, ContainerRuntime, Exits};
+pub use kubelet::CLOSED_PORTS_ANNOTATION;
+pub(crate) use kubelet::{
+    ContainerCommand, ContainerKey, ContainerRuntime, ExecOutcome, ExecResults, Exits,
+};
+pub use stages::{Stages, StagesError};
 
 use crate::registry::ResourceDef;
 use crate::registry::store::{Committed, GenericStore, WriteHook};

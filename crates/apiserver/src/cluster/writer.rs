@@ -231,6 +231,19 @@ impl Writer<'_> {
         reason: &str,
         message: &str,
     ) {
+        self.record_part_event(about, None, kind, reason, message);
+    }
+
+    /// Records a core/v1 Event about a part of `about` (`field_path`, e.g.
+    /// `spec.containers{web}`, as kubelet's container events); the Event's name.
+    pub(super) fn record_part_event(
+        &self,
+        about: &EventFor<'_>,
+        field_path: Option<&str>,
+        kind: &str,
+        reason: &str,
+        message: &str,
+    ) -> Option<String> {
         let object = about.involved;
         let meta = |field: &str| {
             object
@@ -247,7 +260,7 @@ impl Writer<'_> {
             .to_owned();
         let time = now();
         let nanos = jiff::Timestamp::now().as_nanosecond();
-        let event = json!({
+        let mut event = json!({
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": format!("{}.{nanos:x}", name.as_str().unwrap_or("object")), "namespace": namespace},
             "involvedObject": {
@@ -261,6 +274,13 @@ impl Writer<'_> {
             "action": about.action,
             "firstTimestamp": time, "lastTimestamp": time, "count": 1,
         });
-        self.create(EVENTS, Some(&namespace), event);
+        if let Some(path) = field_path {
+            event["involvedObject"]["fieldPath"] = json!(path);
+        }
+        let stored = self.create_object(EVENTS, Some(&namespace), event)?;
+        stored
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
     }
 }

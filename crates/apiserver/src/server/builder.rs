@@ -468,6 +468,16 @@ impl ApiServerBuilder {
         self
     }
 
+    /// How long the simulated kubelets take over Pods' steps (start, readiness,
+    /// completion, removal), by Pod labels and annotations: kwok-style [`Stages`]
+    /// (`kubeclient serve --stages FILE`). Default: none, every step at once.
+    ///
+    /// [`Stages`]: crate::Stages
+    pub fn stages(mut self, stages: crate::Stages) -> Self {
+        self.cluster.stages = stages;
+        self
+    }
+
     /// The factor the simulated cluster's durations are multiplied by: Pods' grace
     /// periods, container restart back-offs, eviction tolerations. Default 1.0; 0 makes
     /// them instant, 0.1 ten times faster.

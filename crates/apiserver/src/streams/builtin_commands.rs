@@ -44,7 +44,8 @@ const MAX_SEQ: i64 = 10_000_000;
 const MAX_SLEEP_SECONDS: f64 = 86_400.0;
 
 /// One output stream of a command: a channel of the session, a container's log (the
-/// simulated kubelet's containers), or nowhere (the client did not ask for it).
+/// simulated kubelet's containers), memory (exec probes and lifecycle hooks), or nowhere
+/// (the client did not ask for it).
 #[derive(Clone, Debug)]
 pub(crate) enum Output {
     Discard,
@@ -55,12 +56,47 @@ pub(crate) enum Output {
     Log(ContainerLogWriter),
     /// The shell's pipe to the next command of a pipeline (its reader gone: [`Gone`]).
     Pipe(mpsc::Sender<Bytes>),
-    /// Kept for the shell's command substitution (`$(...)`), up to [`MAX_CAPTURE`] bytes.
-    Capture(Arc<Mutex<Vec<u8>>>),
+    Capture(Capture),
 }
 
-/// The most output a command substitution keeps; the rest is dropped.
-pub(crate) const MAX_CAPTURE: usize = 1024 * 1024;
+/// How much output a [`Capture`] keeps by default (kubelet reads 10 KiB of an exec
+/// probe's output).
+const PROBE_CAPTURE: usize = 10 * 1024;
+
+/// A command's output kept in memory, up to a limit (the rest is dropped): an exec
+/// probe's or hook's (10 KiB), a shell's command substitution.
+#[derive(Clone, Debug)]
+pub(crate) struct Capture {
+    kept: Arc<Mutex<Vec<u8>>>,
+    limit: usize,
+}
+
+impl Default for Capture {
+    fn default() -> Self {
+        Capture::with_limit(PROBE_CAPTURE)
+    }
+}
+
+impl Capture {
+    /// A capture that keeps the first `limit` bytes.
+    pub(crate) fn with_limit(limit: usize) -> Self {
+        Capture {
+            kept: Arc::default(),
+            limit,
+        }
+    }
+
+    fn push(&self, data: &[u8]) {
+        let mut kept = crate::sync::lock(&self.kept);
+        let room = self.limit.saturating_sub(kept.len());
+        kept.extend_from_slice(&data[..data.len().min(room)]);
+    }
+
+    /// What was written, as text (invalid UTF-8 replaced).
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&crate::sync::lock(&self.kept)).into_owned()
+    }
+}
 
 impl Output {
     pub(super) async fn write(&self, data: &[u8]) -> Result<(), Gone> {
@@ -76,10 +112,8 @@ impl Output {
                 .send(Bytes::copy_from_slice(data))
                 .await
                 .map_err(|_| Gone),
-            Output::Capture(kept) => {
-                let mut kept = crate::sync::lock(kept);
-                let room = MAX_CAPTURE.saturating_sub(kept.len());
-                kept.extend_from_slice(&data[..data.len().min(room)]);
+            Output::Capture(capture) => {
+                capture.push(data);
                 Ok(())
             }
             _ => Ok(()),

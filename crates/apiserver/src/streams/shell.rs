@@ -21,10 +21,13 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use super::builtin_commands::{self, Output, Stdio};
+use super::builtin_commands::{self, Capture, Output, Stdio};
 use super::websocket::Gone;
+
+/// The most output a command substitution keeps; the rest is dropped.
+const MAX_SUBSTITUTION_OUTPUT: usize = 1024 * 1024;
 
 /// The longest command an interactive shell collects.
 const MAX_INTERACTIVE_SCRIPT: usize = 1024 * 1024;
@@ -681,10 +684,10 @@ impl Shell {
     /// Runs `$(LIST)` in a copy of the shell (its assignments stay there) and returns its
     /// output without trailing newlines; its stderr goes where the script's goes.
     async fn substitute(&mut self, list: &List, io: &Stdio) -> Result<String, Gone> {
-        let kept = Arc::new(Mutex::new(Vec::new()));
+        let kept = Capture::with_limit(MAX_SUBSTITUTION_OUTPUT);
         let mut captured = Stdio {
             stdin: None,
-            stdout: Output::Capture(Arc::clone(&kept)),
+            stdout: Output::Capture(kept.clone()),
             stderr: io.stderr.clone(),
             size: io.size.clone(),
             env: io.env.clone(),
@@ -699,8 +702,7 @@ impl Shell {
         self.substituted = Some(match flow {
             Flow::Next(code) | Flow::Exit(code) => code,
         });
-        let output = std::mem::take(&mut *crate::sync::lock(&kept));
-        let mut text = String::from_utf8_lossy(&output).into_owned();
+        let mut text = kept.text();
         text.truncate(text.trim_end_matches('\n').len());
         Ok(text)
     }
@@ -939,10 +941,10 @@ mod tests {
 
     /// Runs `sh -c script`; its exit code and what it wrote to stdout.
     async fn run_script(script: &str) -> (i32, String) {
-        let kept = Arc::new(Mutex::new(Vec::new()));
+        let kept = Capture::with_limit(MAX_SUBSTITUTION_OUTPUT);
         let mut io = Stdio {
             stdin: None,
-            stdout: Output::Capture(Arc::clone(&kept)),
+            stdout: Output::Capture(kept.clone()),
             stderr: Output::Discard,
             size: tokio::sync::watch::channel(None).1,
             env: vec!["GREETING=hello  world".to_owned()],
@@ -951,8 +953,7 @@ mod tests {
         let code = sh(&["-c".to_owned(), script.to_owned()], &mut io)
             .await
             .expect("no client to go away");
-        let output = String::from_utf8(kept.lock().expect("lock").clone()).expect("utf-8");
-        (code, output)
+        (code, kept.text())
     }
 
     #[tokio::test]
@@ -997,12 +998,12 @@ mod tests {
 
     #[tokio::test]
     async fn without_a_script_the_shell_runs_what_stdin_sends() {
-        let kept = Arc::new(Mutex::new(Vec::new()));
+        let kept = Capture::default();
         let (sender, receiver) = tokio::sync::mpsc::channel(8);
         let mut io = Stdio {
             stdin: Some(receiver),
-            stdout: Output::Capture(Arc::clone(&kept)),
-            stderr: Output::Capture(Arc::clone(&kept)),
+            stdout: Output::Capture(kept.clone()),
+            stderr: Output::Capture(kept.clone()),
             size: tokio::sync::watch::channel(None).1,
             env: Vec::new(),
             tty: false,
@@ -1017,7 +1018,7 @@ mod tests {
         }
         drop(sender);
         let code = sh(&[], &mut io).await.expect("no client to go away");
-        let output = String::from_utf8(kept.lock().expect("lock").clone()).expect("utf-8");
+        let output = kept.text();
         assert_eq!(code, 3);
         assert!(output.starts_with("one\n1\n2\nsh: "), "{output}");
         assert!(output.ends_with("7\n"), "{output}");

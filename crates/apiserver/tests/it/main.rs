@@ -6,6 +6,7 @@
 //!   kubelets (issue 26); `cluster_logs`: its containers' output in `kubectl logs`;
 //!   `cluster_daemon_sets`: DaemonSets; `cluster_endpoints`: Endpoints and EndpointSlices of Services;
 //!   `cluster_graceful_deletion`: DELETE's grace periods for Pods on simulated nodes;
+//!   `cluster_probes`: probes and lifecycle hooks; `cluster_stages`: kwok-style stages;
 //!   `cluster_stateful_sets`: StatefulSets; `cluster_workloads`: ReplicaSets, Deployments
 //!   and Jobs.
 //! - `crd_conversion_webhooks`: CRD conversion webhooks over HTTPS: reads, lists,
@@ -61,6 +62,8 @@ mod cluster_daemon_sets;
 mod cluster_endpoints;
 mod cluster_graceful_deletion;
 mod cluster_logs;
+mod cluster_probes;
+mod cluster_stages;
 mod cluster_stand_ins;
 mod cluster_stateful_sets;
 mod cluster_workloads;

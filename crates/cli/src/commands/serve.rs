@@ -80,6 +80,11 @@ pub(crate) struct ServeArgs {
     /// eviction tolerations): 0 makes them instant, 0.1 ten times faster.
     #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
     time_scale: f64,
+    /// A kwok-style stages file (YAML or JSON `Stage` objects): delays of Pods' start,
+    /// readiness, completion and removal, chosen by Pod labels and annotations, scaled by
+    /// --time-scale. Default: none.
+    #[arg(long, value_name = "FILE")]
+    stages: Option<PathBuf>,
     /// Require this bearer token on every request (except health and version). It shows
     /// in `ps`: prefer --token-file or the KUBECLIENT_TOKEN environment variable.
     #[arg(long, value_name = "T", conflicts_with = "token_file")]
@@ -246,7 +251,12 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
         )
         .into());
     }
+    let stages = match &args.stages {
+        Some(path) => kubeclient_apiserver::Stages::load(path)?,
+        None => kubeclient_apiserver::Stages::default(),
+    };
     let mut builder = ApiServer::builder()
+        .stages(stages)
         .listen(args.listen)
         .history_window(args.history_window)
         .tls(args.tls)

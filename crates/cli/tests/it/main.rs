@@ -258,6 +258,49 @@ fn serve_reads_its_token_from_a_file_and_warns_beyond_loopback_without_one() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 26: a stages file that is not valid stops `serve` before it listens, with an
+/// error naming the file and the field; a valid one is taken.
+#[test]
+fn serve_refuses_a_bad_stages_file_naming_the_file_and_the_field() {
+    let dir = scratch("stages");
+    let bad = dir.join("bad-stages.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: kwok.x-k8s.io/v1alpha1\nkind: Stage\nmetadata: {name: pod-ready}\nspec:\n  resourceRef: {kind: Pod}\n  delay: {durationMilliseconds: -5}\n",
+    )
+    .expect("write the stages file");
+    let output = kubeclient()
+        .args(["serve", "--listen", "127.0.0.1:0", "--stages"])
+        .arg(&bad)
+        .output()
+        .expect("kubeclient serve runs");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&bad.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains("document 1 (Stage \"pod-ready\"): spec.delay.durationMilliseconds"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let missing = kubeclient()
+        .args(["serve", "--listen", "127.0.0.1:0", "--stages"])
+        .arg(dir.join("missing.yaml"))
+        .output()
+        .expect("kubeclient serve runs");
+    assert_eq!(missing.status.code(), Some(1), "{missing:?}");
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read the stages file"));
+
+    let good = dir.join("stages.yaml");
+    std::fs::write(
+        &good,
+        "kind: Stage\nmetadata: {name: pod-create}\nspec:\n  resourceRef: {kind: Pod}\n  delay: {durationMilliseconds: 10}\n",
+    )
+    .expect("write the stages file");
+    let good = good.display().to_string();
+    let (_server, _url, _kubeconfig) = serve_with(&dir, &["--stages", &good]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Issue 24: the ServiceAccount token issuer and the API audiences are flags, as
 /// kube-apiserver's; a token for another audience does not authenticate.
 #[test]

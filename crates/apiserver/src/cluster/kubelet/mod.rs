@@ -14,11 +14,20 @@
 //!   shown as `CrashLoopBackOff`); when no container runs or will run again the Pod ends
 //!   `Succeeded` (every exit code 0) or `Failed`.
 //! - A deleted Pod (its `deletionTimestamp` set, the grace period running) keeps running
-//!   for its `deletionGracePeriodSeconds` (scaled by the time scale): the simulated
-//!   processes ignore SIGTERM, so they are killed (exit code 137) when it ends. The
-//!   kubelet then reports the final status and deletes the Pod with a grace period of 0.
+//!   for its `deletionGracePeriodSeconds` (scaled by the time scale), its containers'
+//!   `preStop` hooks running meanwhile: the simulated processes ignore SIGTERM, so they
+//!   are killed (exit code 137) when it ends. The kubelet then reports the final status
+//!   and deletes the Pod with a grace period of 0.
+//! - Probes ([`prober`]), lifecycle hooks ([`lifecycle`]) and the stages' delays
+//!   ([`Stages`](super::stages::Stages)) as their modules say; container Events go through
+//!   [`event_recorder`].
 
+mod container;
+mod event_recorder;
+mod handler;
+mod lifecycle;
 mod pod_status;
+mod prober;
 mod runtime;
 
 use std::collections::{HashMap, HashSet};
@@ -28,21 +37,20 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-pub(crate) use runtime::{ContainerCommand, ContainerKey, ContainerRuntime, Exits};
+pub use handler::CLOSED_PORTS_ANNOTATION;
+pub(crate) use runtime::{
+    ContainerCommand, ContainerKey, ContainerRuntime, ExecOutcome, ExecResults, Exits,
+};
 
 use super::cluster_options::ClusterOptions;
 use super::node::{NodeInfo, kubelet_writer, pod_ip};
 use super::node_lease::Heartbeats;
+use super::stages::Transition;
 use super::writer::PODS;
 use crate::object::now;
 use crate::registry::store::GenericStore;
-
-/// kubelet's first back-off before restarting a container, and its cap.
-const INITIAL_BACKOFF: Duration = Duration::from_secs(10);
-const MAX_BACKOFF: Duration = Duration::from_secs(300);
-
-/// The exit code of a process killed with SIGKILL when its grace period ended.
-const KILLED_EXIT_CODE: i32 = 137;
+use container::{ContainerRun, ContainerState, PassEnv, Termination};
+use event_recorder::{ContainerEvent, EventRecorder};
 
 /// What the kubelets remember between passes.
 #[derive(Debug)]
@@ -51,6 +59,8 @@ pub(crate) struct KubeletState {
     /// The Pods the kubelets run, by uid.
     pods: HashMap<String, PodRun>,
     exits: Arc<Exits>,
+    execs: Arc<ExecResults>,
+    events: EventRecorder,
 }
 
 impl KubeletState {
@@ -58,7 +68,9 @@ impl KubeletState {
         KubeletState {
             heartbeats: Heartbeats::default(),
             pods: HashMap::new(),
-            exits: Arc::new(Exits::new(wake)),
+            exits: Arc::new(Exits::new(Arc::clone(&wake))),
+            execs: Arc::new(ExecResults::new(wake)),
+            events: EventRecorder::default(),
         }
     }
 
@@ -113,17 +125,35 @@ impl KubeletState {
                     continue;
                 }
                 let ip = self.free_ip(node, pods);
-                self.pods
-                    .insert(uid.clone(), PodRun::new(pod, node, ip.unwrap_or_default()));
+                let mut run = PodRun::new(pod, node, ip.unwrap_or_default());
+                let delay = options.scaled(options.stages.delay(Transition::Create, pod));
+                run.hold_until = (!delay.is_zero()).then(|| Instant::now() + delay);
+                self.pods.insert(uid.clone(), run);
             }
             let Some(run) = self.pods.get_mut(&uid) else {
                 continue;
             };
-            let wait = if deleting {
-                run.terminate(pod, options, runtime, &self.exits)
-            } else {
-                run.advance(options, runtime, &self.exits)
+            let ip = run.ip.clone();
+            let env = PassEnv {
+                pod,
+                pod_ip: &ip,
+                grace_seconds: pod
+                    .pointer("/spec/terminationGracePeriodSeconds")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(30),
+                restarts_failed: run.restart_policy != "Never",
+                options,
+                runtime,
+                exits: &self.exits,
+                execs: &self.execs,
             };
+            let wait = if deleting {
+                run.terminate(&env)
+            } else {
+                run.advance(&env)
+            };
+            self.events
+                .record(&writer, pod, std::mem::take(&mut run.events), options);
             if let Some(wait) = wait {
                 next = next.min(wait);
             }
@@ -144,8 +174,9 @@ impl KubeletState {
             if run.finished_deleting {
                 writer.delete(PODS, Some(&run.namespace), &run.name, &run.uid, Some(0));
                 if let Some(run) = self.pods.remove(&uid) {
-                    run.forget_all(runtime);
+                    run.forget_all(runtime, &self.execs);
                 }
+                self.events.forget(&uid);
             }
         }
         // Pods that left (force-deleted, or bound elsewhere) stop here.
@@ -158,8 +189,9 @@ impl KubeletState {
             .collect();
         for uid in gone {
             if let Some(run) = self.pods.remove(&uid) {
-                run.forget_all(runtime);
+                run.forget_all(runtime, &self.execs);
             }
+            self.events.forget(&uid);
         }
         next
     }
@@ -191,84 +223,6 @@ fn text(object: &Value, pointer: &str) -> String {
         .to_owned()
 }
 
-/// A container's state, as the status reports it.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) enum ContainerState {
-    Waiting { reason: String, message: String },
-    Running { started_at: String },
-    Terminated(Termination),
-}
-
-/// How a container's run ended.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct Termination {
-    pub(super) exit_code: i32,
-    pub(super) reason: &'static str,
-    pub(super) started_at: String,
-    pub(super) finished_at: String,
-    pub(super) container_id: String,
-}
-
-/// One container of a Pod the kubelet runs.
-#[derive(Debug)]
-pub(super) struct ContainerRun {
-    pub(super) name: String,
-    pub(super) image: String,
-    pub(super) container_id: String,
-    pub(super) state: ContainerState,
-    pub(super) last_termination: Option<Termination>,
-    pub(super) restart_count: u32,
-    command: ContainerCommand,
-    restart_at: Option<Instant>,
-}
-
-impl ContainerRun {
-    fn new(spec: &Value, pod_name: &str) -> ContainerRun {
-        let strings = |field: &str| -> Vec<String> {
-            spec[field]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        };
-        let mut argv = strings("command");
-        if !argv.is_empty() {
-            argv.extend(strings("args"));
-        }
-        let mut env = vec![format!("HOSTNAME={pod_name}")];
-        for var in spec["env"].as_array().into_iter().flatten() {
-            if let (Some(name), Some(value)) = (var["name"].as_str(), var["value"].as_str()) {
-                env.push(format!("{name}={value}"));
-            }
-        }
-        ContainerRun {
-            name: spec["name"].as_str().unwrap_or("").to_owned(),
-            image: spec["image"].as_str().unwrap_or("").to_owned(),
-            container_id: String::new(),
-            state: ContainerState::Waiting {
-                reason: "PodInitializing".to_owned(),
-                message: String::new(),
-            },
-            last_termination: None,
-            restart_count: 0,
-            command: ContainerCommand { argv, env },
-            restart_at: None,
-        }
-    }
-
-    fn running(&self) -> bool {
-        matches!(self.state, ContainerState::Running { .. })
-    }
-
-    fn exit_code(&self) -> Option<i32> {
-        match &self.state {
-            ContainerState::Terminated(t) => Some(t.exit_code),
-            _ => None,
-        }
-    }
-}
-
 /// A Pod the kubelet runs.
 #[derive(Debug)]
 pub(super) struct PodRun {
@@ -279,14 +233,22 @@ pub(super) struct PodRun {
     pub(super) ip: String,
     pub(super) host_ip: String,
     pub(super) start_time: String,
-    pub(super) init_containers: Vec<ContainerRun>,
-    pub(super) containers: Vec<ContainerRun>,
+    init_containers: Vec<ContainerRun>,
+    containers: Vec<ContainerRun>,
     restart_policy: String,
     /// When the Pod's grace period ends, and the `deletionGracePeriodSeconds` that set it.
     grace_ends: Option<(Instant, u64)>,
     finished_deleting: bool,
     /// An init container failed under `restartPolicy: Never`.
     pub(super) init_failed: bool,
+    /// The `pod-create` stage: nothing starts before then.
+    hold_until: Option<Instant>,
+    /// The `pod-complete` stage: the final phase is reported from then on.
+    complete_at: Option<Instant>,
+    /// The `pod-delete` stage: the Pod's containers are killed and it is removed then.
+    remove_at: Option<Instant>,
+    /// Container Events of the last pass, to record.
+    events: Vec<ContainerEvent>,
 }
 
 impl PodRun {
@@ -321,6 +283,10 @@ impl PodRun {
             grace_ends: None,
             finished_deleting: false,
             init_failed: false,
+            hold_until: None,
+            complete_at: None,
+            remove_at: None,
+            events: Vec::new(),
         }
     }
 
@@ -349,8 +315,21 @@ impl PodRun {
         }
     }
 
-    /// The phase the containers make.
+    /// The phase the containers make (a final one held back by the `pod-complete` stage).
     pub(super) fn phase(&self) -> &'static str {
+        let phase = self.container_phase();
+        let held = self.complete_at.is_none_or(|at| at > Instant::now());
+        if matches!(phase, "Succeeded" | "Failed")
+            && !self.init_failed
+            && held
+            && self.grace_ends.is_none()
+        {
+            return "Running";
+        }
+        phase
+    }
+
+    fn container_phase(&self) -> &'static str {
         if self.init_failed {
             return "Failed";
         }
@@ -371,52 +350,28 @@ impl PodRun {
             } else {
                 "Failed"
             }
-        } else if self.containers.iter().any(|c| c.container_id.is_empty()) {
+        } else if self
+            .containers
+            .iter()
+            .any(|c| c.container_id.is_empty() || c.post_start.is_some())
+        {
             "Pending"
         } else {
             "Running"
         }
     }
 
-    /// Starts `container`'s command.
-    fn start(
-        container: &mut ContainerRun,
-        key: ContainerKey,
-        runtime: &dyn ContainerRuntime,
-        exits: &Arc<Exits>,
-    ) {
-        container.container_id = format!("containerd://{}", uuid::Uuid::new_v4().simple());
-        container.state = ContainerState::Running { started_at: now() };
-        container.restart_at = None;
-        runtime.start(key, container.command.clone(), Arc::clone(exits));
-    }
-
-    /// Takes the exit of a running container, if its command ended.
-    fn collect_exit(container: &mut ContainerRun, key: &ContainerKey, exits: &Exits) -> bool {
-        let ContainerState::Running { started_at } = &container.state else {
-            return false;
-        };
-        let Some(code) = exits.take(key) else {
-            return false;
-        };
-        container.state = ContainerState::Terminated(Termination {
-            exit_code: code,
-            reason: if code == 0 { "Completed" } else { "Error" },
-            started_at: started_at.clone(),
-            finished_at: now(),
-            container_id: container.container_id.clone(),
-        });
-        true
-    }
-
     /// Moves the Pod on: exits taken, back-offs ended, init containers in turn, then
-    /// the containers. How long until a back-off ends, if one runs.
-    fn advance(
-        &mut self,
-        options: &ClusterOptions,
-        runtime: &dyn ContainerRuntime,
-        exits: &Arc<Exits>,
-    ) -> Option<Duration> {
+    /// the containers (each waiting for the one before's `postStart` hook), their hooks
+    /// and probes. How long until something is due.
+    fn advance(&mut self, env: &PassEnv<'_>) -> Option<Duration> {
+        if let Some(at) = self.hold_until {
+            let now = Instant::now();
+            if at > now {
+                return Some(at - now);
+            }
+            self.hold_until = None;
+        }
         let mut wait: Option<Duration> = None;
         let mut note = |d: Duration| wait = Some(wait.map_or(d, |w| w.min(d)));
         let keys: Vec<ContainerKey> = self
@@ -428,7 +383,7 @@ impl PodRun {
         for (index, key) in keys.into_iter().enumerate() {
             let policy_restarts = self.restart_policy != "Never";
             let container = &mut self.init_containers[index];
-            Self::collect_exit(container, &key, exits);
+            container.collect_exit(&key, env.exits, env.execs);
             match container.state.clone() {
                 ContainerState::Terminated(t) if t.exit_code == 0 => continue,
                 ContainerState::Terminated(t) => {
@@ -436,18 +391,13 @@ impl PodRun {
                         self.init_failed = true;
                         return None;
                     }
-                    if let Some(d) = back_off(
-                        container,
-                        t,
-                        &self.name,
-                        &self.namespace,
-                        &self.uid,
-                        options,
-                    ) {
+                    if let Some(d) =
+                        container.back_off(t, &self.name, &self.namespace, &self.uid, env.options)
+                    {
                         note(d);
                         return wait;
                     }
-                    Self::start(container, key, runtime, exits);
+                    container.start(key, env, false);
                     return wait;
                 }
                 ContainerState::Running { .. } => return None,
@@ -459,13 +409,15 @@ impl PodRun {
                             return wait;
                         }
                     }
-                    Self::start(container, key, runtime, exits);
+                    container.start(key, env, false);
                     return None;
                 }
             }
         }
         // Every init container completed: the containers.
         let keys: Vec<ContainerKey> = self.containers.iter().map(|c| self.key(&c.name)).collect();
+        // A container's postStart hook holds the start of the ones after it.
+        let mut blocked = false;
         for (index, key) in keys.into_iter().enumerate() {
             let restarts = |code: i32| match self.restart_policy.as_str() {
                 "Never" => false,
@@ -473,98 +425,96 @@ impl PodRun {
                 _ => true,
             };
             let container = &mut self.containers[index];
-            Self::collect_exit(container, &key, exits);
+            container.collect_exit(&key, env.exits, env.execs);
             match container.state.clone() {
-                ContainerState::Running { .. } => {}
+                ContainerState::Running { .. } => {
+                    if let Some(d) = container.tend(&key, env, &mut self.events) {
+                        note(d);
+                    }
+                }
                 ContainerState::Terminated(t) => {
-                    if restarts(t.exit_code) {
-                        match back_off(
-                            container,
+                    if restarts(t.exit_code) && !blocked {
+                        match container.back_off(
                             t,
                             &self.name,
                             &self.namespace,
                             &self.uid,
-                            options,
+                            env.options,
                         ) {
                             Some(d) => note(d),
-                            None => Self::start(container, key, runtime, exits),
+                            None => container.start(key, env, true),
                         }
                     }
                 }
+                ContainerState::Waiting { .. } if blocked => {}
                 ContainerState::Waiting { .. } => match container.restart_at {
                     Some(at) if at > Instant::now() => note(at - Instant::now()),
-                    _ => Self::start(container, key, runtime, exits),
+                    _ => container.start(key, env, true),
                 },
+            }
+            if container.post_start.is_some() {
+                // Its hook may end at once (an HTTP hook): look again soon.
+                note(Duration::ZERO);
+                blocked = true;
+            }
+        }
+        if self.complete_at.is_none() && matches!(self.container_phase(), "Succeeded" | "Failed") {
+            let delay = env.stages_delay(Transition::Complete);
+            self.complete_at = Some(Instant::now() + delay);
+            if !delay.is_zero() {
+                note(delay);
             }
         }
         wait
     }
 
-    /// The Pod is being deleted: once its grace period ended, its containers are killed
-    /// and it is marked to be removed. How long until then.
-    fn terminate(
-        &mut self,
-        pod: &Value,
-        options: &ClusterOptions,
-        runtime: &dyn ContainerRuntime,
-        exits: &Exits,
-    ) -> Option<Duration> {
-        // Commands that end by themselves meanwhile end the wait sooner.
-        let keys: Vec<ContainerKey> = self
-            .init_containers
-            .iter()
-            .chain(self.containers.iter())
-            .map(|c| self.key(&c.name))
-            .collect();
-        for (container, key) in self
-            .init_containers
-            .iter_mut()
-            .chain(self.containers.iter_mut())
-            .zip(&keys)
-        {
-            Self::collect_exit(container, key, exits);
-        }
+    /// The Pod is being deleted: its containers' `preStop` hooks run, then once its
+    /// grace period ended (and the `pod-delete` stage's delay after it) its containers
+    /// are killed and it is marked to be removed. How long until then.
+    fn terminate(&mut self, env: &PassEnv<'_>) -> Option<Duration> {
         let now_instant = Instant::now();
-        let seconds = pod
+        // Commands that end by themselves meanwhile end the wait sooner.
+        self.each_container(|container, key| {
+            container.collect_exit(key, env.exits, env.execs);
+        });
+        let seconds = env
+            .pod
             .pointer("/metadata/deletionGracePeriodSeconds")
             .and_then(Value::as_u64)
             .unwrap_or(0);
-        let by_now = now_instant + options.scaled(Duration::from_secs(seconds));
+        let by_now = now_instant + env.options.scaled(Duration::from_secs(seconds));
         // A DELETE with a shorter grace period while this one runs shortens it.
         let ends = match self.grace_ends {
             Some((ends, seen)) if seen <= seconds => ends,
             Some((ends, _)) => ends.min(by_now),
-            None => by_now,
+            None => {
+                // The grace period starts: the preStop hooks with it.
+                for container in &mut self.containers {
+                    container.begin_pre_stop(by_now, by_now - now_instant, env);
+                }
+                by_now
+            }
         };
         self.grace_ends = Some((ends, seconds));
         if ends > now_instant && !self.settled() {
-            return Some(ends - now_instant);
-        }
-        let finished = now();
-        for container in self
-            .init_containers
-            .iter_mut()
-            .chain(self.containers.iter_mut())
-        {
-            if let ContainerState::Running { started_at } = &container.state {
-                container.state = ContainerState::Terminated(Termination {
-                    exit_code: KILLED_EXIT_CODE,
-                    reason: "Error",
-                    started_at: started_at.clone(),
-                    finished_at: finished.clone(),
-                    container_id: container.container_id.clone(),
-                });
+            // Hooks still running when the grace period ends are cut off, unreported.
+            let mut wait = ends - now_instant;
+            for container in &mut self.containers {
+                if let Some(d) = container.follow_pre_stop(env.execs, &mut self.events) {
+                    wait = wait.min(d);
+                }
             }
+            return Some(wait);
         }
-        let keys: Vec<ContainerKey> = self
-            .init_containers
-            .iter()
-            .chain(self.containers.iter())
-            .map(|c| self.key(&c.name))
-            .collect();
-        for key in &keys {
-            runtime.stop(key);
+        // The pod-delete stage: the kubelet's last steps (the kill, the final status,
+        // the removal) come that much later.
+        let remove_at = *self
+            .remove_at
+            .get_or_insert_with(|| now_instant + env.stages_delay(Transition::Delete));
+        if remove_at > now_instant {
+            return Some(remove_at - now_instant);
         }
+        self.each_container(|container, key| container.kill(key, env.runtime, env.execs));
         self.finished_deleting = true;
         None
     }
@@ -579,45 +529,28 @@ impl PodRun {
     }
 
     /// The Pod left the node: its containers stop and their logs go.
-    fn forget_all(&self, runtime: &dyn ContainerRuntime) {
-        for container in self.init_containers.iter().chain(self.containers.iter()) {
-            runtime.forget(&self.key(&container.name));
-        }
+    fn forget_all(mut self, runtime: &dyn ContainerRuntime, execs: &ExecResults) {
+        self.each_container(|container, key| {
+            container.kill(key, runtime, execs);
+            runtime.forget(key);
+        });
     }
-}
 
-/// Puts a container that ended into `CrashLoopBackOff` for kubelet's back-off, or
-/// returns `None` when the back-off already passed (it restarts now).
-fn back_off(
-    container: &mut ContainerRun,
-    termination: Termination,
-    pod: &str,
-    namespace: &str,
-    uid: &str,
-    options: &ClusterOptions,
-) -> Option<Duration> {
-    if container.restart_at.is_none() {
-        // The first restart comes at once as well, as kubelet's.
-        if container.restart_count == 0 && container.last_termination.is_none() {
-            container.last_termination = Some(termination);
-            container.restart_count += 1;
-            return None;
+    /// Runs `f` over every container (init containers first) with its key.
+    fn each_container(&mut self, mut f: impl FnMut(&mut ContainerRun, &ContainerKey)) {
+        let keys: Vec<ContainerKey> = self
+            .init_containers
+            .iter()
+            .chain(self.containers.iter())
+            .map(|c| self.key(&c.name))
+            .collect();
+        for (container, key) in self
+            .init_containers
+            .iter_mut()
+            .chain(self.containers.iter_mut())
+            .zip(&keys)
+        {
+            f(container, key);
         }
-        let doublings = container.restart_count.saturating_sub(1).min(16);
-        let delay = (INITIAL_BACKOFF * 2u32.pow(doublings)).min(MAX_BACKOFF);
-        container.restart_at = Some(Instant::now() + options.scaled(delay));
-        container.last_termination = Some(termination);
-        container.restart_count += 1;
-        container.state = ContainerState::Waiting {
-            reason: "CrashLoopBackOff".to_owned(),
-            message: format!(
-                "back-off {}s restarting failed container={} pod={pod}_{namespace}({uid})",
-                delay.as_secs(),
-                container.name
-            ),
-        };
     }
-    let at = container.restart_at?;
-    let now = Instant::now();
-    (at > now).then(|| at - now)
 }

@@ -84,7 +84,7 @@ pub(super) fn status(run: &PodRun, pod: &Value) -> Value {
     let unready: Vec<&str> = run
         .containers
         .iter()
-        .filter(|c| !c.running())
+        .filter(|c| !c.ready())
         .map(|c| c.name.as_str())
         .collect();
     for kind in ["Ready", "ContainersReady"] {
@@ -131,19 +131,26 @@ fn container_status(container: &ContainerRun, init: bool) -> Value {
     let ready = if init {
         container.exit_code() == Some(0)
     } else {
-        container.running()
+        container.ready()
     };
+    // kubelet reports nothing new of a container until its postStart hook returned.
+    let creating = ContainerState::Waiting {
+        reason: "ContainerCreating".to_owned(),
+        message: String::new(),
+    };
+    let hooked = container.post_start.is_some();
+    let shown = if hooked { &creating } else { &container.state };
     let mut status = json!({
         "name": container.name,
         "image": container.image,
         "imageID": format!("{}@sha256:{:0>64}", container.image, ""),
         "ready": ready,
         "restartCount": container.restart_count,
-        "started": container.running(),
-        "state": state(&container.state),
+        "started": if init { container.running() } else { container.started() },
+        "state": state(shown),
         "lastState": container.last_termination.as_ref().map_or_else(|| json!({}), |t| json!({"terminated": termination(t)})),
     });
-    if !container.container_id.is_empty() {
+    if !container.container_id.is_empty() && !hooked {
         status["containerID"] = json!(container.container_id);
     }
     status

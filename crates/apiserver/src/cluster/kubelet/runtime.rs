@@ -2,10 +2,13 @@
 //! the simulation). The server hands the cluster one that runs the project's built-in
 //! commands (the ones exec runs); a container whose command is not one of them, or that
 //! names no command (the image's entrypoint: a server such as nginx), runs until it is
-//! stopped.
+//! stopped. Exec probes and lifecycle hooks run commands in a container the same way,
+//! their outcome reported through [`ExecResults`].
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 
@@ -40,6 +43,105 @@ pub(crate) trait ContainerRuntime: Send + Sync {
 
     /// The container's Pod is gone from the node: stops it and drops its log.
     fn forget(&self, key: &ContainerKey);
+
+    /// Runs `command` in a container (an exec probe or hook: its output is not the
+    /// container's log) for at most `timeout`; its outcome goes to `results` under `id`.
+    /// Returns at once.
+    fn exec(
+        &self,
+        command: ContainerCommand,
+        timeout: Duration,
+        id: u64,
+        results: Arc<ExecResults>,
+    );
+}
+
+/// The shortest real time a command run in a container (an exec probe or hook) is
+/// allowed, so a quick command is not cut off at a time scale of 0.
+const MIN_EXEC_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Runs `argv` (with the container's `env`) in a container through `runtime` for at most
+/// `timeout` (but at least 100 ms); its outcome comes to `execs` under the id returned.
+pub(crate) fn start_exec(
+    runtime: &dyn ContainerRuntime,
+    execs: &Arc<ExecResults>,
+    argv: &[String],
+    env: &[String],
+    timeout: Duration,
+) -> u64 {
+    let id = execs.begin();
+    let command = ContainerCommand {
+        argv: argv.to_vec(),
+        env: env.to_vec(),
+    };
+    runtime.exec(
+        command,
+        timeout.max(MIN_EXEC_TIMEOUT),
+        id,
+        Arc::clone(execs),
+    );
+    id
+}
+
+/// How a command run in a container ([`ContainerRuntime::exec`]) ended.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ExecOutcome {
+    /// It exited with `code`, having written `output` (stdout and stderr, the first 10 KiB).
+    Exited { code: i32, output: String },
+    /// It ran past its timeout and was stopped.
+    TimedOut,
+    /// It names no built-in command: software the simulation cannot run, taken to work.
+    NotBuiltin,
+}
+
+/// The outcomes of commands run in containers, until the kubelet takes them; recording
+/// one wakes the cluster. Only outcomes the kubelet still waits for are kept (one that
+/// arrives after [`forget`](Self::forget) is dropped), so the map stays as small as the
+/// number of commands running.
+#[derive(Debug)]
+pub(crate) struct ExecResults {
+    /// By id: `None` while the command runs.
+    outcomes: Mutex<HashMap<u64, Option<ExecOutcome>>>,
+    next_id: AtomicU64,
+    wake: Arc<Notify>,
+}
+
+impl ExecResults {
+    pub(crate) fn new(wake: Arc<Notify>) -> Self {
+        ExecResults {
+            outcomes: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            wake,
+        }
+    }
+
+    /// A new id to run a command under; its outcome is awaited.
+    pub(crate) fn begin(&self) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        crate::sync::lock(&self.outcomes).insert(id, None);
+        id
+    }
+
+    /// The command `id` ended (ignored when nobody waits for it any more).
+    pub(crate) fn record(&self, id: u64, outcome: ExecOutcome) {
+        if let Some(slot) = crate::sync::lock(&self.outcomes).get_mut(&id) {
+            *slot = Some(outcome);
+            self.wake.notify_one();
+        }
+    }
+
+    /// The outcome of `id`, once it ended (then forgotten).
+    pub(crate) fn take(&self, id: u64) -> Option<ExecOutcome> {
+        let mut outcomes = crate::sync::lock(&self.outcomes);
+        let outcome = outcomes.get_mut(&id)?.take()?;
+        outcomes.remove(&id);
+        Some(outcome)
+    }
+
+    /// Nobody waits for `id` any more.
+    pub(crate) fn forget(&self, id: u64) {
+        crate::sync::lock(&self.outcomes).remove(&id);
+    }
 }
 
 /// The exit codes of commands that ended, until the kubelet's next pass takes them;
