@@ -15,21 +15,27 @@
 //! itself at create, as before.
 
 mod cluster_options;
+mod controller_history;
 mod controller_utils;
+mod cron_job_controller;
 mod daemon_set_controller;
 mod deployment_controller;
 mod endpoint_slice_controller;
 mod endpoint_util;
 mod endpoints_controller;
+mod job_backoff;
 mod job_controller;
 mod kubelet;
 mod node;
 mod node_lease;
 mod node_lifecycle_controller;
+mod pod_failure_policy;
 mod quantity;
 mod replica_set_controller;
+mod replication_controller;
 mod scheduler;
 mod stateful_set_controller;
+mod ttl_after_finished_controller;
 mod writer;
 
 use std::collections::{HashMap, HashSet};
@@ -70,6 +76,8 @@ pub struct SimulatedCluster {
     stopped_kubelets: Mutex<HashSet<String>>,
     /// The per-task state the passes keep between runs (heartbeat times, Pods started).
     state: Mutex<kubelet::KubeletState>,
+    /// When the cluster started: where the CronJobs' schedule clock starts.
+    started: jiff::Timestamp,
 }
 
 impl SimulatedCluster {
@@ -80,6 +88,7 @@ impl SimulatedCluster {
             state: Mutex::new(kubelet::KubeletState::new(Arc::clone(&wake))),
             wake,
             stopped_kubelets: Mutex::new(HashSet::new()),
+            started: jiff::Timestamp::now(),
         }
     }
 
@@ -149,7 +158,7 @@ impl SimulatedCluster {
                 &self.options,
             ));
         }
-        self.sync_workloads(store);
+        next = next.min(self.sync_workloads(store));
         if self.options.daemon_set_controller {
             self.sync_daemon_sets(store, &nodes);
         }
@@ -185,15 +194,25 @@ impl SimulatedCluster {
         next.max(Duration::from_millis(10))
     }
 
-    /// The workload controllers' pass: Deployments, then ReplicaSets, then Jobs.
-    fn sync_workloads(&self, store: &GenericStore<'_>) {
+    /// The workload controllers' pass: Deployments, then ReplicaSets and
+    /// ReplicationControllers, then CronJobs, Jobs and finished Jobs' TTLs; how soon the
+    /// next is needed.
+    fn sync_workloads(&self, store: &GenericStore<'_>) -> Duration {
+        let options = &self.options;
         let (deployments, replica_sets, jobs) = (
-            self.options.deployment_controller,
-            self.options.replica_set_controller,
-            self.options.job_controller,
+            options.deployment_controller,
+            options.replica_set_controller,
+            options.job_controller,
         );
-        if !deployments && !replica_sets && !jobs {
-            return;
+        let mut next = Duration::MAX;
+        if !deployments
+            && !replica_sets
+            && !jobs
+            && !options.replication_controller
+            && !options.cron_job_controller
+            && !options.ttl_after_finished_controller
+        {
+            return next;
         }
         let writer = writer::Writer::new(
             store,
@@ -222,17 +241,55 @@ impl SimulatedCluster {
             let replica_sets: Vec<&serde_json::Value> =
                 replica_set_objects.iter().map(|o| &o.value).collect();
             let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
-            replica_set_controller::sync(&writer, &replica_sets, &pods);
+            replica_set_controller::sync(
+                &writer,
+                &replica_set_controller::REPLICA_SET,
+                &replica_sets,
+                &pods,
+            );
         }
-        if jobs {
-            let job_objects = snapshot("batch", "jobs");
-            if !job_objects.is_empty() {
+        if options.replication_controller {
+            let controller_objects = snapshot("", "replicationcontrollers");
+            if !controller_objects.is_empty() {
                 let pod_objects = snapshot("", "pods");
-                let jobs: Vec<&serde_json::Value> = job_objects.iter().map(|o| &o.value).collect();
+                let controllers: Vec<&serde_json::Value> =
+                    controller_objects.iter().map(|o| &o.value).collect();
                 let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
-                job_controller::sync(&writer, &jobs, &pods);
+                replica_set_controller::sync(
+                    &writer,
+                    &replication_controller::REPLICATION_CONTROLLER,
+                    &controllers,
+                    &pods,
+                );
             }
         }
+        if options.cron_job_controller {
+            let cron_job_objects = snapshot("batch", "cronjobs");
+            if !cron_job_objects.is_empty() {
+                let job_objects = snapshot("batch", "jobs");
+                let cron_jobs: Vec<&serde_json::Value> =
+                    cron_job_objects.iter().map(|o| &o.value).collect();
+                let jobs: Vec<&serde_json::Value> = job_objects.iter().map(|o| &o.value).collect();
+                let clock =
+                    cron_job_controller::ScheduleClock::new(self.started, options.time_scale);
+                next = next.min(cron_job_controller::sync(&writer, &cron_jobs, &jobs, clock));
+            }
+        }
+        if jobs || options.ttl_after_finished_controller {
+            let job_objects = snapshot("batch", "jobs");
+            let jobs_seen: Vec<&serde_json::Value> = job_objects.iter().map(|o| &o.value).collect();
+            if jobs && !jobs_seen.is_empty() {
+                let pod_objects = snapshot("", "pods");
+                let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
+                next = next.min(job_controller::sync(&writer, &jobs_seen, &pods, options));
+            }
+            if options.ttl_after_finished_controller {
+                next = next.min(ttl_after_finished_controller::sync(
+                    &writer, &jobs_seen, options,
+                ));
+            }
+        }
+        next
     }
 
     /// The StatefulSet controller's pass.
@@ -249,6 +306,9 @@ impl SimulatedCluster {
         }
         let pod_objects = snapshot("", "pods");
         let claim_objects = snapshot("", "persistentvolumeclaims");
+        let revision_objects = snapshot("apps", "controllerrevisions");
+        let revisions: Vec<&serde_json::Value> =
+            revision_objects.iter().map(|o| &o.value).collect();
         let sets: Vec<&serde_json::Value> = set_objects.iter().map(|o| &o.value).collect();
         let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
         let claims: Vec<&serde_json::Value> = claim_objects.iter().map(|o| &o.value).collect();
@@ -258,7 +318,7 @@ impl SimulatedCluster {
             &[],
             "kube-controller-manager",
         );
-        stateful_set_controller::sync(&writer, &sets, &pods, &claims);
+        stateful_set_controller::sync(&writer, &sets, &pods, &claims, &revisions);
     }
 
     /// The DaemonSet controller's pass.
@@ -274,6 +334,9 @@ impl SimulatedCluster {
             return;
         }
         let pod_objects = snapshot("", "pods");
+        let revision_objects = snapshot("apps", "controllerrevisions");
+        let revisions: Vec<&serde_json::Value> =
+            revision_objects.iter().map(|o| &o.value).collect();
         let daemon_sets: Vec<&serde_json::Value> =
             daemon_set_objects.iter().map(|o| &o.value).collect();
         let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
@@ -283,7 +346,7 @@ impl SimulatedCluster {
             &[],
             "kube-controller-manager",
         );
-        daemon_set_controller::sync(&writer, &daemon_sets, &pods, nodes);
+        daemon_set_controller::sync(&writer, &daemon_sets, &pods, nodes, &revisions);
     }
 
     /// The Endpoints and EndpointSlice controllers' pass, over every Service.
@@ -335,14 +398,14 @@ impl WriteHook for SimulatedCluster {
         let concerns = match resource.group.as_str() {
             "" => matches!(
                 resource.plural.as_str(),
-                "pods" | "nodes" | "services" | "endpoints"
+                "pods" | "nodes" | "services" | "endpoints" | "replicationcontrollers"
             ),
             "discovery.k8s.io" => resource.plural == "endpointslices",
             "apps" => matches!(
                 resource.plural.as_str(),
                 "replicasets" | "deployments" | "daemonsets" | "statefulsets"
             ),
-            "batch" => resource.plural == "jobs",
+            "batch" => matches!(resource.plural.as_str(), "jobs" | "cronjobs"),
             _ => false,
         };
         if concerns {

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use crate::authentication::UserInfo;
 use crate::object::now;
-use crate::registry::ResourceDef;
 use crate::registry::store::{DeleteOptions, GenericStore, Ownership, WriteRequest};
+use crate::registry::{Propagation, ResourceDef};
 
 /// A component's writes.
 pub(super) struct Writer<'a> {
@@ -80,6 +80,21 @@ pub(super) const JOBS: Kind = Kind {
     group: "batch",
     version: "v1",
     plural: "jobs",
+};
+pub(super) const CRON_JOBS: Kind = Kind {
+    group: "batch",
+    version: "v1",
+    plural: "cronjobs",
+};
+pub(super) const REPLICATION_CONTROLLERS: Kind = Kind {
+    group: "",
+    version: "v1",
+    plural: "replicationcontrollers",
+};
+pub(super) const CONTROLLER_REVISIONS: Kind = Kind {
+    group: "apps",
+    version: "v1",
+    plural: "controllerrevisions",
 };
 pub(super) const LEASES: Kind = Kind {
     group: "coordination.k8s.io",
@@ -197,12 +212,45 @@ impl<'a> Writer<'a> {
         uid: &str,
         grace: Option<i64>,
     ) -> bool {
+        self.delete_with(kind, namespace, name, uid, grace, None)
+    }
+
+    /// Deletes the object with `uid` with propagation policy `Background`, as controllers
+    /// delete the Jobs they own (the garbage collector removes their Pods). Whether the
+    /// delete was accepted.
+    pub(super) fn delete_in_background(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        name: &str,
+        uid: &str,
+    ) -> bool {
+        self.delete_with(
+            kind,
+            namespace,
+            name,
+            uid,
+            None,
+            Some(Propagation::Background),
+        )
+    }
+
+    fn delete_with(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        name: &str,
+        uid: &str,
+        grace: Option<i64>,
+        propagation: Option<Propagation>,
+    ) -> bool {
         let Some(resource) = self.resource(kind) else {
             return false;
         };
         let request = WriteRequest::new(&resource, namespace, name, &self.user, self.manager);
         let options = DeleteOptions {
             precondition_uid: Some(uid.to_owned()),
+            propagation,
             ..DeleteOptions::default()
         };
         self.store
