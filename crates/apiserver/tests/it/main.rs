@@ -57,9 +57,12 @@
 mod authorization;
 mod bootstrap;
 mod cluster;
+mod cluster_controller_revisions;
+mod cluster_cron_jobs;
 mod cluster_daemon_sets;
 mod cluster_endpoints;
 mod cluster_graceful_deletion;
+mod cluster_jobs;
 mod cluster_logs;
 mod cluster_stateful_sets;
 mod cluster_workloads;
