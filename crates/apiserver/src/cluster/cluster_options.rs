@@ -32,6 +32,8 @@ pub(crate) struct ClusterOptions {
     pub(crate) ttl_after_finished_controller: bool,
     /// Whether the ReplicationController controller runs.
     pub(crate) replication_controller: bool,
+    /// Whether the PersistentVolume controller runs (with the default StorageClass).
+    pub(crate) persistent_volume_controller: bool,
     /// Whether the StatefulSet controller runs.
     pub(crate) stateful_set_controller: bool,
     /// Whether the DaemonSet controller runs.
@@ -60,6 +62,7 @@ impl Default for ClusterOptions {
             cron_job_controller: true,
             ttl_after_finished_controller: true,
             replication_controller: true,
+            persistent_volume_controller: true,
             daemon_set_controller: true,
             stateful_set_controller: true,
             endpoints_controller: true,

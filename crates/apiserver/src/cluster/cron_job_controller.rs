@@ -288,19 +288,14 @@ fn schedule(
         }
         Some("Replace") => {
             for reference in std::mem::take(active) {
-                let job_name = reference["name"].as_str().unwrap_or("");
-                let deleted = owned.iter().any(|j| meta(j, "uid") == reference["uid"])
-                    && writer.delete_in_background(
-                        JOBS,
-                        Some(meta(cron_job, "namespace")),
-                        job_name,
-                        reference["uid"].as_str().unwrap_or(""),
-                    );
-                if deleted {
+                let running = owned.iter().find(|j| meta(j, "uid") == reference["uid"]);
+                if let Some(job) = running
+                    && writer.delete_in_background(JOBS, job)
+                {
                     event(
                         "Normal",
                         "SuccessfulDelete",
-                        format!("Deleted job {job_name}"),
+                        format!("Deleted job {}", meta(job, "name")),
                     );
                 }
             }
@@ -439,12 +434,7 @@ fn cleanup_finished_jobs(writer: &Writer<'_>, cron_job: &Value, owned: &[&Value]
         });
         let surplus = finished.len() - limit;
         for job in &finished[..surplus] {
-            if writer.delete_in_background(
-                JOBS,
-                Some(meta(job, "namespace")),
-                meta(job, "name"),
-                meta(job, "uid"),
-            ) {
+            if writer.delete_in_background(JOBS, job) {
                 writer.record_event(
                     &EventFor {
                         involved: cron_job,
@@ -461,23 +451,10 @@ fn cleanup_finished_jobs(writer: &Writer<'_>, cron_job: &Value, owned: &[&Value]
 }
 
 fn write_status(writer: &Writer<'_>, cron_job: &Value, status: Map<String, Value>) {
-    let status = Value::Object(status);
-    if cron_job.get("status") == Some(&status)
-        || (cron_job.get("status").is_none() && status == json!({}))
-    {
+    if cron_job.get("status").is_none() && status.is_empty() {
         return;
     }
-    writer.update(
-        CRON_JOBS,
-        Some(meta(cron_job, "namespace")),
-        meta(cron_job, "name"),
-        meta(cron_job, "uid"),
-        true,
-        |object| {
-            object.insert("status".to_owned(), status.clone());
-            true
-        },
-    );
+    writer.replace_status(CRON_JOBS, cron_job, Value::Object(status));
 }
 
 #[cfg(test)]

@@ -381,18 +381,5 @@ fn write_status(writer: &Writer<'_>, daemon_set: &Value, counts: &Counts) {
             map.insert("collisionCount".to_owned(), collisions.clone());
         }
     }
-    if daemon_set.get("status") == Some(&status) {
-        return;
-    }
-    writer.update(
-        DAEMON_SETS,
-        Some(meta(daemon_set, "namespace")),
-        meta(daemon_set, "name"),
-        meta(daemon_set, "uid"),
-        true,
-        |object| {
-            object.insert("status".to_owned(), status.clone());
-            true
-        },
-    );
+    writer.replace_status(DAEMON_SETS, daemon_set, status);
 }

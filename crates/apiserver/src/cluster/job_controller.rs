@@ -463,21 +463,7 @@ fn write_status(writer: &Writer<'_>, job: &Value, counts: Counts<'_>) {
         }
         None => {}
     }
-    let status = Value::Object(status);
-    if job.get("status") == Some(&status) {
-        return;
-    }
-    writer.update(
-        JOBS,
-        Some(meta(job, "namespace")),
-        meta(job, "name"),
-        meta(job, "uid"),
-        true,
-        |object| {
-            object.insert("status".to_owned(), status.clone());
-            true
-        },
-    );
+    writer.replace_status(JOBS, job, Value::Object(status));
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ mod kubelet;
 mod node;
 mod node_lease;
 mod node_lifecycle_controller;
+mod persistent_volume_controller;
 mod pod_failure_policy;
 mod quantity;
 mod replica_set_controller;
@@ -132,6 +133,9 @@ impl SimulatedCluster {
         if self.options.scheduler {
             scheduler::hold_lease(store);
         }
+        if self.options.persistent_volume_controller {
+            persistent_volume_controller::register_default_class(&controller_manager(store));
+        }
     }
 
     /// One pass of every part over `store`; how long the next may wait at most.
@@ -166,6 +170,9 @@ impl SimulatedCluster {
             self.sync_stateful_sets(store);
         }
         self.sync_service_endpoints(store, &nodes);
+        if self.options.persistent_volume_controller {
+            self.sync_persistent_volumes(store);
+        }
         if self.options.scheduler {
             scheduler::sync(store, &nodes);
         }
@@ -349,6 +356,26 @@ impl SimulatedCluster {
         daemon_set_controller::sync(&writer, &daemon_sets, &pods, nodes, &revisions);
     }
 
+    /// The PersistentVolume controller's pass.
+    fn sync_persistent_volumes(&self, store: &GenericStore<'_>) {
+        let snapshot = |group: &str, plural: &str| {
+            store
+                .storage
+                .snapshot(&kubeclient_machinery::GroupResource::new(group, plural), "")
+                .objects
+        };
+        let claim_objects = snapshot("", "persistentvolumeclaims");
+        let volume_objects = snapshot("", "persistentvolumes");
+        if claim_objects.is_empty() && volume_objects.is_empty() {
+            return;
+        }
+        let class_objects = snapshot("storage.k8s.io", "storageclasses");
+        let claims: Vec<&serde_json::Value> = claim_objects.iter().map(|o| &o.value).collect();
+        let volumes: Vec<&serde_json::Value> = volume_objects.iter().map(|o| &o.value).collect();
+        let classes: Vec<&serde_json::Value> = class_objects.iter().map(|o| &o.value).collect();
+        persistent_volume_controller::sync(&controller_manager(store), &claims, &volumes, &classes);
+    }
+
     /// The Endpoints and EndpointSlice controllers' pass, over every Service.
     fn sync_service_endpoints(&self, store: &GenericStore<'_>, nodes: &node::NodeSet) {
         let (endpoints, slices) = (
@@ -398,7 +425,13 @@ impl WriteHook for SimulatedCluster {
         let concerns = match resource.group.as_str() {
             "" => matches!(
                 resource.plural.as_str(),
-                "pods" | "nodes" | "services" | "endpoints" | "replicationcontrollers"
+                "pods"
+                    | "nodes"
+                    | "services"
+                    | "endpoints"
+                    | "replicationcontrollers"
+                    | "persistentvolumeclaims"
+                    | "persistentvolumes"
             ),
             "discovery.k8s.io" => resource.plural == "endpointslices",
             "apps" => matches!(
@@ -412,6 +445,16 @@ impl WriteHook for SimulatedCluster {
             self.wake();
         }
     }
+}
+
+/// The controller manager's writer.
+fn controller_manager<'a>(store: &'a GenericStore<'a>) -> writer::Writer<'a> {
+    writer::Writer::new(
+        store,
+        "system:kube-controller-manager".to_owned(),
+        &[],
+        "kube-controller-manager",
+    )
 }
 
 /// Runs the cluster until `stopped` turns true: a pass (on the blocking pool) after each

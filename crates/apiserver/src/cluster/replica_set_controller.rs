@@ -209,18 +209,5 @@ fn write_status(
     if let Some(map) = status.as_object_mut() {
         map.retain(|key, value| key == "replicas" || value != &json!(0));
     }
-    if replica_set.get("status") == Some(&status) {
-        return;
-    }
-    writer.update(
-        replicated.kind,
-        Some(meta(replica_set, "namespace")),
-        meta(replica_set, "name"),
-        meta(replica_set, "uid"),
-        true,
-        |object| {
-            object.insert("status".to_owned(), status.clone());
-            true
-        },
-    );
+    writer.replace_status(replicated.kind, replica_set, status);
 }

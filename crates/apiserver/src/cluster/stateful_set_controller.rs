@@ -341,18 +341,5 @@ fn write_status(writer: &Writer<'_>, set: &Value, owned: &[&Value], update_revis
             ) || value != &json!(0)
         });
     }
-    if set.get("status") == Some(&status) {
-        return;
-    }
-    writer.update(
-        STATEFUL_SETS,
-        Some(meta(set, "namespace")),
-        meta(set, "name"),
-        meta(set, "uid"),
-        true,
-        |object| {
-            object.insert("status".to_owned(), status.clone());
-            true
-        },
-    );
+    writer.replace_status(STATEFUL_SETS, set, status);
 }

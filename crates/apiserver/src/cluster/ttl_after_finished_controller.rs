@@ -9,7 +9,6 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::cluster_options::ClusterOptions;
-use super::controller_utils::meta;
 use super::writer::{JOBS, Writer};
 
 /// When `job` finished: its `Complete` or `Failed` condition's transition time.
@@ -44,12 +43,7 @@ pub(super) fn sync(writer: &Writer<'_>, jobs: &[&Value], options: &ClusterOption
             .scaled(Duration::from_secs(ttl))
             .saturating_sub(elapsed);
         if left.is_zero() {
-            writer.delete_in_background(
-                JOBS,
-                Some(meta(job, "namespace")),
-                meta(job, "name"),
-                meta(job, "uid"),
-            );
+            writer.delete_in_background(JOBS, job);
         } else {
             next = next.min(left);
         }

@@ -459,6 +459,14 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Run the simulated cluster's PersistentVolume controller (default on): the cluster
+    /// gets a default StorageClass `standard`, and each pending claim of it a host-path
+    /// PersistentVolume `pvc-<uid>`, both `Bound`.
+    pub fn persistent_volume_controller(mut self, enabled: bool) -> Self {
+        self.cluster.persistent_volume_controller = enabled;
+        self
+    }
+
     /// Run the simulated cluster's ReplicationController controller (default on): each
     /// ReplicationController keeps `spec.replicas` Pods, as the ReplicaSet controller does.
     pub fn replication_controller(mut self, enabled: bool) -> Self {

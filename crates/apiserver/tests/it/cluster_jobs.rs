@@ -50,6 +50,18 @@ async fn job_pods(t: &TestServer, job: &str) -> Vec<Value> {
     pods["items"].as_array().cloned().unwrap_or_default()
 }
 
+/// Waits (10 s at most) until the Job's Pods are gone.
+async fn until_no_pods(t: &TestServer, job: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !job_pods(t, job).await.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the Pods of Job {job} are deleted"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 #[tokio::test]
 async fn failed_pods_are_replaced_after_a_doubling_back_off_scaled_by_the_time_scale() {
     // At scale 0.2 the delays are 2 s, then 4 s (counted from the failed Pod's finish
@@ -134,11 +146,7 @@ async fn a_job_past_its_active_deadline_fails_and_its_pods_go() {
         );
     }
     assert!(failed["status"].get("active").is_none());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !job_pods(&t, "slow").await.is_empty() {
-        assert!(Instant::now() < deadline, "the Job's Pod is deleted");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    until_no_pods(&t, "slow").await;
 }
 
 #[tokio::test]
@@ -261,9 +269,5 @@ async fn a_finished_job_with_a_ttl_is_deleted() {
     .await;
     assert!(kept["metadata"].get("deletionTimestamp").is_none());
     // Its Pods go with it (propagation Background).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !job_pods(&t, "brief").await.is_empty() {
-        assert!(Instant::now() < deadline, "the Job's Pods are collected");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    until_no_pods(&t, "brief").await;
 }

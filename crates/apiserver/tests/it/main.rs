@@ -64,6 +64,7 @@ mod cluster_endpoints;
 mod cluster_graceful_deletion;
 mod cluster_jobs;
 mod cluster_logs;
+mod cluster_persistent_volumes;
 mod cluster_stateful_sets;
 mod cluster_workloads;
 mod crd_conversion_webhooks;

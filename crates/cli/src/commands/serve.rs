@@ -73,6 +73,10 @@ pub(crate) struct ServeArgs {
     /// Do not run the ReplicationController controller.
     #[arg(long)]
     no_replicationcontroller_controller: bool,
+    /// Do not run the PersistentVolume controller (no default StorageClass, claims stay
+    /// Pending).
+    #[arg(long)]
+    no_persistentvolume_controller: bool,
     /// Do not run the StatefulSet controller.
     #[arg(long)]
     no_statefulset_controller: bool,
@@ -279,6 +283,7 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
         .cron_job_controller(!args.no_cronjob_controller)
         .ttl_after_finished_controller(!args.no_ttl_after_finished_controller)
         .replication_controller(!args.no_replicationcontroller_controller)
+        .persistent_volume_controller(!args.no_persistentvolume_controller)
         .stateful_set_controller(!args.no_statefulset_controller)
         .daemon_set_controller(!args.no_daemonset_controller)
         .endpoints_controller(!args.no_endpoints_controller)
