@@ -29,6 +29,7 @@ mod bootstrap;
 mod cluster;
 mod container_runtime;
 mod controllers;
+mod cron_schedule;
 mod endpoints;
 pub mod faults;
 mod object;

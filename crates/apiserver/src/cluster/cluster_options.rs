@@ -25,6 +25,15 @@ pub(crate) struct ClusterOptions {
     pub(crate) deployment_controller: bool,
     /// Whether the Job controller runs.
     pub(crate) job_controller: bool,
+    /// Whether the CronJob controller runs.
+    pub(crate) cron_job_controller: bool,
+    /// Whether the TTL-after-finished controller runs (finished Jobs with
+    /// `ttlSecondsAfterFinished` deleted).
+    pub(crate) ttl_after_finished_controller: bool,
+    /// Whether the ReplicationController controller runs.
+    pub(crate) replication_controller: bool,
+    /// Whether the PersistentVolume controller runs (with the default StorageClass).
+    pub(crate) persistent_volume_controller: bool,
     /// Whether the StatefulSet controller runs.
     pub(crate) stateful_set_controller: bool,
     /// Whether the DaemonSet controller runs.
@@ -33,7 +42,8 @@ pub(crate) struct ClusterOptions {
     pub(crate) endpoints_controller: bool,
     /// Whether the EndpointSlice controller runs.
     pub(crate) endpoint_slice_controller: bool,
-    /// The factor simulated durations (grace periods) are multiplied by.
+    /// The factor simulated durations (grace periods, back-offs, deadlines, TTLs) are
+    /// multiplied by; CronJob schedules run `1/time_scale` times as fast.
     pub(crate) time_scale: f64,
     /// The delays of Pods' steps (none by default).
     pub(crate) stages: super::stages::Stages,
@@ -51,6 +61,10 @@ impl Default for ClusterOptions {
             replica_set_controller: true,
             deployment_controller: true,
             job_controller: true,
+            cron_job_controller: true,
+            ttl_after_finished_controller: true,
+            replication_controller: true,
+            persistent_volume_controller: true,
             daemon_set_controller: true,
             stateful_set_controller: true,
             endpoints_controller: true,

@@ -9,12 +9,15 @@
 //! should not run it deleted; a new template rolls out node by node by `RollingUpdate`'s
 //! `maxUnavailable` (old Pods deleted, new ones created), or waits for Pods to be deleted
 //! under `OnDelete`. The status counts desired, current, misscheduled, ready, available,
-//! updated and unavailable nodes, as `kubectl rollout status ds/...` reads them.
+//! updated and unavailable nodes, as `kubectl rollout status ds/...` reads them. Each
+//! template is recorded as a ControllerRevision ([`controller_history`]) for `kubectl
+//! rollout history|undo ds/...`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
+use super::controller_history::{self, Revision};
 use super::controller_utils::{
     create_pod_from_template, is_available, is_ready, meta, owned_by, scaled_value,
 };
@@ -41,12 +44,18 @@ fn daemon_tolerations() -> Vec<Value> {
 }
 
 /// One pass over every DaemonSet.
-pub(super) fn sync(writer: &Writer<'_>, daemon_sets: &[&Value], pods: &[&Value], nodes: &NodeSet) {
+pub(super) fn sync(
+    writer: &Writer<'_>,
+    daemon_sets: &[&Value],
+    pods: &[&Value],
+    nodes: &NodeSet,
+    revisions: &[&Value],
+) {
     for daemon_set in daemon_sets {
         if daemon_set.pointer("/metadata/deletionTimestamp").is_some() {
             continue;
         }
-        sync_one(writer, daemon_set, pods, nodes);
+        sync_one(writer, daemon_set, pods, nodes, revisions);
     }
 }
 
@@ -147,7 +156,13 @@ fn should_run(daemon_set: &Value, hash: &str, node: &NodeInfo) -> bool {
     fits_node(&pod, node)
 }
 
-fn sync_one(writer: &Writer<'_>, daemon_set: &Value, pods: &[&Value], nodes: &NodeSet) {
+fn sync_one(
+    writer: &Writer<'_>,
+    daemon_set: &Value,
+    pods: &[&Value],
+    nodes: &NodeSet,
+    revisions: &[&Value],
+) {
     let template = daemon_set
         .pointer("/spec/template")
         .cloned()
@@ -162,6 +177,25 @@ fn sync_one(writer: &Writer<'_>, daemon_set: &Value, pods: &[&Value], nodes: &No
         .and_then(Value::as_i64)
         .unwrap_or(0);
     let owned = owned_by(daemon_set, pods);
+    let name = meta(daemon_set, "name");
+    let live: BTreeSet<String> = owned
+        .iter()
+        .filter_map(|p| {
+            p.pointer(&format!("/metadata/labels/{REVISION_HASH}"))
+                .and_then(Value::as_str)
+        })
+        .map(|h| format!("{name}-{h}"))
+        .collect();
+    controller_history::record(
+        writer,
+        &Revision {
+            owner: daemon_set,
+            name: &format!("{name}-{hash}"),
+            hash_label: (REVISION_HASH, &hash),
+        },
+        revisions,
+        &live,
+    );
     let mut by_node: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
     for pod in &owned {
         by_node.entry(target_node(pod)).or_default().push(pod);
@@ -347,18 +381,5 @@ fn write_status(writer: &Writer<'_>, daemon_set: &Value, counts: &Counts) {
             map.insert("collisionCount".to_owned(), collisions.clone());
         }
     }
-    if daemon_set.get("status") == Some(&status) {
-        return;
-    }
-    writer.update(
-        DAEMON_SETS,
-        Some(meta(daemon_set, "namespace")),
-        meta(daemon_set, "name"),
-        meta(daemon_set, "uid"),
-        true,
-        |object| {
-            object.insert("status".to_owned(), status.clone());
-            true
-        },
-    );
+    writer.replace_status(DAEMON_SETS, daemon_set, status);
 }

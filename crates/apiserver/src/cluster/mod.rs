@@ -15,22 +15,29 @@
 //! itself at create, as before.
 
 mod cluster_options;
+mod controller_history;
 mod controller_utils;
+mod cron_job_controller;
 mod daemon_set_controller;
 mod deployment_controller;
 mod endpoint_slice_controller;
 mod endpoint_util;
 mod endpoints_controller;
+mod job_backoff;
 mod job_controller;
 mod kubelet;
 mod node;
 mod node_lease;
 mod node_lifecycle_controller;
+mod persistent_volume_controller;
+mod pod_failure_policy;
 mod quantity;
 mod replica_set_controller;
+mod replication_controller;
 mod scheduler;
 mod stages;
 mod stateful_set_controller;
+mod ttl_after_finished_controller;
 mod writer;
 
 use std::collections::{HashMap, HashSet};
@@ -75,6 +82,8 @@ pub struct SimulatedCluster {
     stopped_kubelets: Mutex<HashSet<String>>,
     /// The per-task state the passes keep between runs (heartbeat times, Pods started).
     state: Mutex<kubelet::KubeletState>,
+    /// When the cluster started: where the CronJobs' schedule clock starts.
+    started: jiff::Timestamp,
 }
 
 impl SimulatedCluster {
@@ -85,6 +94,7 @@ impl SimulatedCluster {
             state: Mutex::new(kubelet::KubeletState::new(Arc::clone(&wake))),
             wake,
             stopped_kubelets: Mutex::new(HashSet::new()),
+            started: jiff::Timestamp::now(),
         }
     }
 
@@ -128,6 +138,9 @@ impl SimulatedCluster {
         if self.options.scheduler {
             scheduler::hold_lease(store);
         }
+        if self.options.persistent_volume_controller {
+            persistent_volume_controller::register_default_class(&controller_manager(store));
+        }
     }
 
     /// One pass of every part over `store`; how long the next may wait at most.
@@ -154,7 +167,7 @@ impl SimulatedCluster {
                 &self.options,
             ));
         }
-        self.sync_workloads(store);
+        next = next.min(self.sync_workloads(store));
         if self.options.daemon_set_controller {
             self.sync_daemon_sets(store, &nodes);
         }
@@ -162,6 +175,9 @@ impl SimulatedCluster {
             self.sync_stateful_sets(store);
         }
         self.sync_service_endpoints(store, &nodes);
+        if self.options.persistent_volume_controller {
+            self.sync_persistent_volumes(store);
+        }
         if self.options.scheduler {
             scheduler::sync(store, &nodes);
         }
@@ -190,15 +206,25 @@ impl SimulatedCluster {
         next.max(Duration::from_millis(10))
     }
 
-    /// The workload controllers' pass: Deployments, then ReplicaSets, then Jobs.
-    fn sync_workloads(&self, store: &GenericStore<'_>) {
+    /// The workload controllers' pass: Deployments, then ReplicaSets and
+    /// ReplicationControllers, then CronJobs, Jobs and finished Jobs' TTLs; how soon the
+    /// next is needed.
+    fn sync_workloads(&self, store: &GenericStore<'_>) -> Duration {
+        let options = &self.options;
         let (deployments, replica_sets, jobs) = (
-            self.options.deployment_controller,
-            self.options.replica_set_controller,
-            self.options.job_controller,
+            options.deployment_controller,
+            options.replica_set_controller,
+            options.job_controller,
         );
-        if !deployments && !replica_sets && !jobs {
-            return;
+        let mut next = Duration::MAX;
+        if !deployments
+            && !replica_sets
+            && !jobs
+            && !options.replication_controller
+            && !options.cron_job_controller
+            && !options.ttl_after_finished_controller
+        {
+            return next;
         }
         let writer = writer::Writer::new(
             store,
@@ -227,17 +253,55 @@ impl SimulatedCluster {
             let replica_sets: Vec<&serde_json::Value> =
                 replica_set_objects.iter().map(|o| &o.value).collect();
             let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
-            replica_set_controller::sync(&writer, &replica_sets, &pods);
+            replica_set_controller::sync(
+                &writer,
+                &replica_set_controller::REPLICA_SET,
+                &replica_sets,
+                &pods,
+            );
         }
-        if jobs {
-            let job_objects = snapshot("batch", "jobs");
-            if !job_objects.is_empty() {
+        if options.replication_controller {
+            let controller_objects = snapshot("", "replicationcontrollers");
+            if !controller_objects.is_empty() {
                 let pod_objects = snapshot("", "pods");
-                let jobs: Vec<&serde_json::Value> = job_objects.iter().map(|o| &o.value).collect();
+                let controllers: Vec<&serde_json::Value> =
+                    controller_objects.iter().map(|o| &o.value).collect();
                 let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
-                job_controller::sync(&writer, &jobs, &pods);
+                replica_set_controller::sync(
+                    &writer,
+                    &replication_controller::REPLICATION_CONTROLLER,
+                    &controllers,
+                    &pods,
+                );
             }
         }
+        if options.cron_job_controller {
+            let cron_job_objects = snapshot("batch", "cronjobs");
+            if !cron_job_objects.is_empty() {
+                let job_objects = snapshot("batch", "jobs");
+                let cron_jobs: Vec<&serde_json::Value> =
+                    cron_job_objects.iter().map(|o| &o.value).collect();
+                let jobs: Vec<&serde_json::Value> = job_objects.iter().map(|o| &o.value).collect();
+                let clock =
+                    cron_job_controller::ScheduleClock::new(self.started, options.time_scale);
+                next = next.min(cron_job_controller::sync(&writer, &cron_jobs, &jobs, clock));
+            }
+        }
+        if jobs || options.ttl_after_finished_controller {
+            let job_objects = snapshot("batch", "jobs");
+            let jobs_seen: Vec<&serde_json::Value> = job_objects.iter().map(|o| &o.value).collect();
+            if jobs && !jobs_seen.is_empty() {
+                let pod_objects = snapshot("", "pods");
+                let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
+                next = next.min(job_controller::sync(&writer, &jobs_seen, &pods, options));
+            }
+            if options.ttl_after_finished_controller {
+                next = next.min(ttl_after_finished_controller::sync(
+                    &writer, &jobs_seen, options,
+                ));
+            }
+        }
+        next
     }
 
     /// The StatefulSet controller's pass.
@@ -254,6 +318,9 @@ impl SimulatedCluster {
         }
         let pod_objects = snapshot("", "pods");
         let claim_objects = snapshot("", "persistentvolumeclaims");
+        let revision_objects = snapshot("apps", "controllerrevisions");
+        let revisions: Vec<&serde_json::Value> =
+            revision_objects.iter().map(|o| &o.value).collect();
         let sets: Vec<&serde_json::Value> = set_objects.iter().map(|o| &o.value).collect();
         let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
         let claims: Vec<&serde_json::Value> = claim_objects.iter().map(|o| &o.value).collect();
@@ -263,7 +330,7 @@ impl SimulatedCluster {
             &[],
             "kube-controller-manager",
         );
-        stateful_set_controller::sync(&writer, &sets, &pods, &claims);
+        stateful_set_controller::sync(&writer, &sets, &pods, &claims, &revisions);
     }
 
     /// The DaemonSet controller's pass.
@@ -279,6 +346,9 @@ impl SimulatedCluster {
             return;
         }
         let pod_objects = snapshot("", "pods");
+        let revision_objects = snapshot("apps", "controllerrevisions");
+        let revisions: Vec<&serde_json::Value> =
+            revision_objects.iter().map(|o| &o.value).collect();
         let daemon_sets: Vec<&serde_json::Value> =
             daemon_set_objects.iter().map(|o| &o.value).collect();
         let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
@@ -288,7 +358,27 @@ impl SimulatedCluster {
             &[],
             "kube-controller-manager",
         );
-        daemon_set_controller::sync(&writer, &daemon_sets, &pods, nodes);
+        daemon_set_controller::sync(&writer, &daemon_sets, &pods, nodes, &revisions);
+    }
+
+    /// The PersistentVolume controller's pass.
+    fn sync_persistent_volumes(&self, store: &GenericStore<'_>) {
+        let snapshot = |group: &str, plural: &str| {
+            store
+                .storage
+                .snapshot(&kubeclient_machinery::GroupResource::new(group, plural), "")
+                .objects
+        };
+        let claim_objects = snapshot("", "persistentvolumeclaims");
+        let volume_objects = snapshot("", "persistentvolumes");
+        if claim_objects.is_empty() && volume_objects.is_empty() {
+            return;
+        }
+        let class_objects = snapshot("storage.k8s.io", "storageclasses");
+        let claims: Vec<&serde_json::Value> = claim_objects.iter().map(|o| &o.value).collect();
+        let volumes: Vec<&serde_json::Value> = volume_objects.iter().map(|o| &o.value).collect();
+        let classes: Vec<&serde_json::Value> = class_objects.iter().map(|o| &o.value).collect();
+        persistent_volume_controller::sync(&controller_manager(store), &claims, &volumes, &classes);
     }
 
     /// The Endpoints and EndpointSlice controllers' pass, over every Service.
@@ -340,20 +430,36 @@ impl WriteHook for SimulatedCluster {
         let concerns = match resource.group.as_str() {
             "" => matches!(
                 resource.plural.as_str(),
-                "pods" | "nodes" | "services" | "endpoints"
+                "pods"
+                    | "nodes"
+                    | "services"
+                    | "endpoints"
+                    | "replicationcontrollers"
+                    | "persistentvolumeclaims"
+                    | "persistentvolumes"
             ),
             "discovery.k8s.io" => resource.plural == "endpointslices",
             "apps" => matches!(
                 resource.plural.as_str(),
                 "replicasets" | "deployments" | "daemonsets" | "statefulsets"
             ),
-            "batch" => resource.plural == "jobs",
+            "batch" => matches!(resource.plural.as_str(), "jobs" | "cronjobs"),
             _ => false,
         };
         if concerns {
             self.wake();
         }
     }
+}
+
+/// The controller manager's writer.
+fn controller_manager<'a>(store: &'a GenericStore<'a>) -> writer::Writer<'a> {
+    writer::Writer::new(
+        store,
+        "system:kube-controller-manager".to_owned(),
+        &[],
+        "kube-controller-manager",
+    )
 }
 
 /// Runs the cluster until `stopped` turns true: a pass (on the blocking pool) after each

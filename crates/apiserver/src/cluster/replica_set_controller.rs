@@ -3,7 +3,8 @@
 //! selector matches, creating the missing ones (`SuccessfulCreate` Events) and deleting
 //! the surplus (not yet scheduled, then pending, then not ready, then the newest first:
 //! `SuccessfulDelete`); its status counts replicas, fully labeled, ready and available
-//! ones and the generation it observed.
+//! ones and the generation it observed. The ReplicationController controller is the same
+//! code over another [`Replicated`] kind, as upstream's is.
 
 use serde_json::{Value, json};
 
@@ -11,25 +12,45 @@ use super::controller_utils::{
     controller_ref, controller_uid, create_pod_from_template, is_active, is_available, is_ready,
     meta, owned_by, selector_matches,
 };
-use super::writer::{EventFor, PODS, REPLICA_SETS, Writer};
+use super::writer::{EventFor, Kind, PODS, REPLICA_SETS, Writer};
 
 /// The most Pods one ReplicaSet creates in one pass (upstream's `BurstReplicas`).
 const BURST_REPLICAS: usize = 500;
 
-const COMPONENT: &str = "replicaset-controller";
+/// A kind this controller keeps the replicas of: ReplicaSets, or ReplicationControllers.
+pub(super) struct Replicated {
+    /// The resource, whose status is written.
+    pub(super) kind: Kind,
+    /// The component its Events come from.
+    pub(super) component: &'static str,
+    /// Whether the owner's `spec.selector` selects the Pod.
+    pub(super) selects: fn(&Value, &Value) -> bool,
+}
 
-/// One pass over every ReplicaSet.
-pub(super) fn sync(writer: &Writer<'_>, replica_sets: &[&Value], pods: &[&Value]) {
+/// apps/v1 ReplicaSets, with label selectors.
+pub(super) const REPLICA_SET: Replicated = Replicated {
+    kind: REPLICA_SETS,
+    component: "replicaset-controller",
+    selects: selector_matches,
+};
+
+/// One pass over every owner of kind `replicated` (ReplicaSets, ReplicationControllers).
+pub(super) fn sync(
+    writer: &Writer<'_>,
+    replicated: &Replicated,
+    replica_sets: &[&Value],
+    pods: &[&Value],
+) {
     for replica_set in replica_sets {
         if replica_set.pointer("/metadata/deletionTimestamp").is_some() {
             continue;
         }
-        sync_one(writer, replica_set, pods);
+        sync_one(writer, replicated, replica_set, pods);
     }
 }
 
-fn sync_one(writer: &Writer<'_>, replica_set: &Value, pods: &[&Value]) {
-    adopt_orphans(writer, replica_set, pods);
+fn sync_one(writer: &Writer<'_>, replicated: &Replicated, replica_set: &Value, pods: &[&Value]) {
+    adopt_orphans(writer, replicated, replica_set, pods);
     let owned = owned_by(replica_set, pods);
     let mut active: Vec<&Value> = owned.iter().copied().filter(|p| is_active(p)).collect();
     let desired = replica_set
@@ -41,7 +62,7 @@ fn sync_one(writer: &Writer<'_>, replica_set: &Value, pods: &[&Value]) {
         writer.record_event(
             &EventFor {
                 involved: replica_set,
-                component: COMPONENT,
+                component: replicated.component,
                 action: "",
             },
             kind,
@@ -87,18 +108,23 @@ fn sync_one(writer: &Writer<'_>, replica_set: &Value, pods: &[&Value]) {
             }
         }
     }
-    write_status(writer, replica_set, &owned);
+    write_status(writer, replicated, replica_set, &owned);
 }
 
 /// Orphan Pods the selector matches become the ReplicaSet's (`ClaimPods`).
-fn adopt_orphans(writer: &Writer<'_>, replica_set: &Value, pods: &[&Value]) {
+fn adopt_orphans(
+    writer: &Writer<'_>,
+    replicated: &Replicated,
+    replica_set: &Value,
+    pods: &[&Value],
+) {
     let namespace = meta(replica_set, "namespace");
     let reference = controller_ref(replica_set);
     for pod in pods.iter().filter(|pod| {
         meta(pod, "namespace") == namespace
             && controller_uid(pod).is_none()
             && is_active(pod)
-            && selector_matches(replica_set, pod)
+            && (replicated.selects)(replica_set, pod)
     }) {
         writer.update(
             PODS,
@@ -146,7 +172,12 @@ fn deletion_rank(pod: &Value) -> (bool, u8, bool, std::cmp::Reverse<String>) {
     )
 }
 
-fn write_status(writer: &Writer<'_>, replica_set: &Value, owned: &[&Value]) {
+fn write_status(
+    writer: &Writer<'_>,
+    replicated: &Replicated,
+    replica_set: &Value,
+    owned: &[&Value],
+) {
     let active: Vec<&Value> = owned.iter().copied().filter(|p| is_active(p)).collect();
     let min_ready = replica_set
         .pointer("/spec/minReadySeconds")
@@ -178,18 +209,5 @@ fn write_status(writer: &Writer<'_>, replica_set: &Value, owned: &[&Value]) {
     if let Some(map) = status.as_object_mut() {
         map.retain(|key, value| key == "replicas" || value != &json!(0));
     }
-    if replica_set.get("status") == Some(&status) {
-        return;
-    }
-    writer.update(
-        REPLICA_SETS,
-        Some(meta(replica_set, "namespace")),
-        meta(replica_set, "name"),
-        meta(replica_set, "uid"),
-        true,
-        |object| {
-            object.insert("status".to_owned(), status.clone());
-            true
-        },
-    );
+    writer.replace_status(replicated.kind, replica_set, status);
 }

@@ -10,10 +10,15 @@
 //! rolls out under `RollingUpdate` from the highest ordinal down to the partition, one
 //! Pod at a time while all are ready (`OnDelete`: when Pods are deleted). The status
 //! counts replicas, ready, available, current and updated ones with `currentRevision`
-//! and `updateRevision`, as `kubectl rollout status sts/...` reads them.
+//! and `updateRevision`, as `kubectl rollout status sts/...` reads them, and each template
+//! is recorded as a ControllerRevision ([`controller_history`]) for `kubectl rollout
+//! history|undo sts/...`.
+
+use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
+use super::controller_history::{self, Revision};
 use super::controller_utils::{controller_ref, is_available, is_ready, meta, owned_by};
 use super::deployment_controller::pod_template_hash;
 use super::writer::{EventFor, PERSISTENT_VOLUME_CLAIMS, PODS, STATEFUL_SETS, Writer};
@@ -22,14 +27,22 @@ const COMPONENT: &str = "statefulset-controller";
 const REVISION_HASH: &str = "controller-revision-hash";
 const POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
 const POD_INDEX_LABEL: &str = "apps.kubernetes.io/pod-index";
+/// The hash label of a StatefulSet's ControllerRevisions.
+const HISTORY_HASH: &str = "controller.kubernetes.io/hash";
 
 /// One pass over every StatefulSet.
-pub(super) fn sync(writer: &Writer<'_>, sets: &[&Value], pods: &[&Value], claims: &[&Value]) {
+pub(super) fn sync(
+    writer: &Writer<'_>,
+    sets: &[&Value],
+    pods: &[&Value],
+    claims: &[&Value],
+    revisions: &[&Value],
+) {
     for set in sets {
         if set.pointer("/metadata/deletionTimestamp").is_some() {
             continue;
         }
-        sync_one(writer, set, pods, claims);
+        sync_one(writer, set, pods, claims, revisions);
     }
 }
 
@@ -60,7 +73,13 @@ fn is_running_and_ready(pod: &Value) -> bool {
     pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running") && is_ready(pod)
 }
 
-fn sync_one(writer: &Writer<'_>, set: &Value, pods: &[&Value], claims: &[&Value]) {
+fn sync_one(
+    writer: &Writer<'_>,
+    set: &Value,
+    pods: &[&Value],
+    claims: &[&Value],
+    revisions: &[&Value],
+) {
     let name = meta(set, "name");
     let namespace = meta(set, "namespace");
     let replicas = int(set, "/spec/replicas", 1).max(0);
@@ -72,10 +91,8 @@ fn sync_one(writer: &Writer<'_>, set: &Value, pods: &[&Value], claims: &[&Value]
         .pointer("/spec/template")
         .cloned()
         .unwrap_or(Value::Null);
-    let update_revision = format!(
-        "{name}-{}",
-        pod_template_hash(&template, int(set, "/status/collisionCount", 0))
-    );
+    let hash = pod_template_hash(&template, int(set, "/status/collisionCount", 0));
+    let update_revision = format!("{name}-{hash}");
     let event = |kind: &str, reason: &str, message: String| {
         writer.record_event(
             &EventFor {
@@ -109,6 +126,23 @@ fn sync_one(writer: &Writer<'_>, set: &Value, pods: &[&Value], claims: &[&Value]
         deleted
     };
     let owned = owned_by(set, pods);
+    let mut live: BTreeSet<String> = owned.iter().map(|p| revision(p).to_owned()).collect();
+    if let Some(current) = set
+        .pointer("/status/currentRevision")
+        .and_then(Value::as_str)
+    {
+        live.insert(current.to_owned());
+    }
+    controller_history::record(
+        writer,
+        &Revision {
+            owner: set,
+            name: &update_revision,
+            hash_label: (HISTORY_HASH, &hash),
+        },
+        revisions,
+        &live,
+    );
     let mut slots: Vec<Option<&Value>> = vec![None; usize::try_from(replicas).unwrap_or(0)];
     let mut condemned: Vec<(i64, &Value)> = Vec::new();
     for pod in &owned {
@@ -307,18 +341,5 @@ fn write_status(writer: &Writer<'_>, set: &Value, owned: &[&Value], update_revis
             ) || value != &json!(0)
         });
     }
-    if set.get("status") == Some(&status) {
-        return;
-    }
-    writer.update(
-        STATEFUL_SETS,
-        Some(meta(set, "namespace")),
-        meta(set, "name"),
-        meta(set, "uid"),
-        true,
-        |object| {
-            object.insert("status".to_owned(), status.clone());
-            true
-        },
-    );
+    writer.replace_status(STATEFUL_SETS, set, status);
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use crate::authentication::UserInfo;
 use crate::object::now;
-use crate::registry::ResourceDef;
 use crate::registry::store::{DeleteOptions, GenericStore, Ownership, WriteRequest};
+use crate::registry::{Propagation, ResourceDef};
 
 /// A component's writes.
 pub(super) struct Writer<'a> {
@@ -80,6 +80,31 @@ pub(super) const JOBS: Kind = Kind {
     group: "batch",
     version: "v1",
     plural: "jobs",
+};
+pub(super) const CRON_JOBS: Kind = Kind {
+    group: "batch",
+    version: "v1",
+    plural: "cronjobs",
+};
+pub(super) const REPLICATION_CONTROLLERS: Kind = Kind {
+    group: "",
+    version: "v1",
+    plural: "replicationcontrollers",
+};
+pub(super) const CONTROLLER_REVISIONS: Kind = Kind {
+    group: "apps",
+    version: "v1",
+    plural: "controllerrevisions",
+};
+pub(super) const PERSISTENT_VOLUMES: Kind = Kind {
+    group: "",
+    version: "v1",
+    plural: "persistentvolumes",
+};
+pub(super) const STORAGE_CLASSES: Kind = Kind {
+    group: "storage.k8s.io",
+    version: "v1",
+    plural: "storageclasses",
 };
 pub(super) const LEASES: Kind = Kind {
     group: "coordination.k8s.io",
@@ -187,6 +212,18 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// Writes `status` as `object`'s status subresource, unless it already is.
+    pub(super) fn replace_status(&self, kind: Kind, object: &Value, status: Value) {
+        if object.get("status") == Some(&status) {
+            return;
+        }
+        let (namespace, name, uid) = identity(object);
+        self.update(kind, namespace, name, uid, true, |current| {
+            current.insert("status".to_owned(), status.clone());
+            true
+        });
+    }
+
     /// Deletes the object with `uid`, with grace period `grace` (`None`: the kind's).
     /// Whether the delete was accepted (the object left storage or is marked).
     pub(super) fn delete(
@@ -197,18 +234,54 @@ impl<'a> Writer<'a> {
         uid: &str,
         grace: Option<i64>,
     ) -> bool {
-        let Some(resource) = self.resource(kind) else {
-            return false;
-        };
-        let request = WriteRequest::new(&resource, namespace, name, &self.user, self.manager);
         let options = DeleteOptions {
             precondition_uid: Some(uid.to_owned()),
             ..DeleteOptions::default()
         };
+        self.delete_by(kind, namespace, name, &options, grace)
+    }
+
+    /// Deletes `object` (if it still has its uid) with propagation policy `Background`,
+    /// as controllers delete the Jobs they own (the garbage collector removes their
+    /// Pods). Whether the delete was accepted.
+    pub(super) fn delete_in_background(&self, kind: Kind, object: &Value) -> bool {
+        let (namespace, name, uid) = identity(object);
+        let options = DeleteOptions {
+            precondition_uid: Some(uid.to_owned()),
+            propagation: Some(Propagation::Background),
+            ..DeleteOptions::default()
+        };
+        self.delete_by(kind, namespace, name, &options, None)
+    }
+
+    fn delete_by(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+        grace: Option<i64>,
+    ) -> bool {
+        let Some(resource) = self.resource(kind) else {
+            return false;
+        };
+        let request = WriteRequest::new(&resource, namespace, name, &self.user, self.manager);
         self.store
-            .delete_with_grace(&request, &options, grace)
+            .delete_with_grace(&request, options, grace)
             .is_ok()
     }
+}
+
+/// An object's namespace (`None` when cluster-scoped), name and uid.
+fn identity(object: &Value) -> (Option<&str>, &str, &str) {
+    let meta = |field: &str| {
+        object
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    let namespace = Some(meta("namespace")).filter(|ns| !ns.is_empty());
+    (namespace, meta("name"), meta("uid"))
 }
 
 /// What an Event is about and who reports it.

@@ -437,6 +437,43 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Run the simulated cluster's CronJob controller (default on): a Job per schedule
+    /// time, by `concurrencyPolicy`, within `startingDeadlineSeconds`, history limits. Its
+    /// schedules run `1/time_scale` times as fast as the wall clock (at most 1,000 times).
+    ///
+    /// ```
+    /// let builder = kubeclient_apiserver::ApiServer::builder()
+    ///     .nodes(1)
+    ///     .cron_job_controller(false);
+    /// # drop(builder);
+    /// ```
+    pub fn cron_job_controller(mut self, enabled: bool) -> Self {
+        self.cluster.cron_job_controller = enabled;
+        self
+    }
+
+    /// Run the simulated cluster's TTL-after-finished controller (default on): a finished
+    /// Job with `ttlSecondsAfterFinished` is deleted that long (scaled) after it finished.
+    pub fn ttl_after_finished_controller(mut self, enabled: bool) -> Self {
+        self.cluster.ttl_after_finished_controller = enabled;
+        self
+    }
+
+    /// Run the simulated cluster's PersistentVolume controller (default on): the cluster
+    /// gets a default StorageClass `standard`, and each pending claim of it a host-path
+    /// PersistentVolume `pvc-<uid>`, both `Bound`.
+    pub fn persistent_volume_controller(mut self, enabled: bool) -> Self {
+        self.cluster.persistent_volume_controller = enabled;
+        self
+    }
+
+    /// Run the simulated cluster's ReplicationController controller (default on): each
+    /// ReplicationController keeps `spec.replicas` Pods, as the ReplicaSet controller does.
+    pub fn replication_controller(mut self, enabled: bool) -> Self {
+        self.cluster.replication_controller = enabled;
+        self
+    }
+
     /// Run the simulated cluster's StatefulSet controller (default on): Pods `<name>-0`
     /// ... in ordinal order, one at a time (or in parallel), their claims from
     /// `volumeClaimTemplates`, rolling updates from the highest ordinal down.

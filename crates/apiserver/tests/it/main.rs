@@ -58,10 +58,14 @@
 mod authorization;
 mod bootstrap;
 mod cluster;
+mod cluster_controller_revisions;
+mod cluster_cron_jobs;
 mod cluster_daemon_sets;
 mod cluster_endpoints;
 mod cluster_graceful_deletion;
+mod cluster_jobs;
 mod cluster_logs;
+mod cluster_persistent_volumes;
 mod cluster_probes;
 mod cluster_stages;
 mod cluster_stand_ins;

@@ -64,6 +64,19 @@ pub(crate) struct ServeArgs {
     /// Do not run the Job controller.
     #[arg(long)]
     no_job_controller: bool,
+    /// Do not run the CronJob controller.
+    #[arg(long)]
+    no_cronjob_controller: bool,
+    /// Do not run the TTL-after-finished controller (finished Jobs stay).
+    #[arg(long)]
+    no_ttl_after_finished_controller: bool,
+    /// Do not run the ReplicationController controller.
+    #[arg(long)]
+    no_replicationcontroller_controller: bool,
+    /// Do not run the PersistentVolume controller (no default StorageClass, claims stay
+    /// Pending).
+    #[arg(long)]
+    no_persistentvolume_controller: bool,
     /// Do not run the StatefulSet controller.
     #[arg(long)]
     no_statefulset_controller: bool,
@@ -277,6 +290,10 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
         .replica_set_controller(!args.no_replicaset_controller)
         .deployment_controller(!args.no_deployment_controller)
         .job_controller(!args.no_job_controller)
+        .cron_job_controller(!args.no_cronjob_controller)
+        .ttl_after_finished_controller(!args.no_ttl_after_finished_controller)
+        .replication_controller(!args.no_replicationcontroller_controller)
+        .persistent_volume_controller(!args.no_persistentvolume_controller)
         .stateful_set_controller(!args.no_statefulset_controller)
         .daemon_set_controller(!args.no_daemonset_controller)
         .endpoints_controller(!args.no_endpoints_controller)

@@ -2,15 +2,18 @@
 //! defaults (completions, parallelism, backoff, completion mode, the selector and labels
 //! the Job controller makes from the uid, a CronJob's policies and history limits, pod
 //! template defaults), their pod template with restart policy `OnFailure` or `Never`, and
-//! the `batch/v1` Job's orphaning default.
+//! the `batch/v1` Job's orphaning default; a CronJob's `schedule` and `timeZone` are
+//! validated as kube-apiserver does.
 
 use kubeclient_machinery::StatusCause;
 use serde_json::{Map, Value, json};
 
+use crate::cron_schedule::CronSchedule;
 use crate::registry::Propagation;
 use crate::registry::defaults::{child, child_or_insert, set, template};
 use crate::registry::printers::{self, Column};
 use crate::registry::strategy::{Strategy, StrategyContext, duplicates};
+use crate::registry::webhook_client_config::invalid;
 use crate::registry::workloads::job_template;
 
 /// The Job strategy.
@@ -65,15 +68,113 @@ impl Strategy for CronJobStrategy {
         cron_job_defaults(object);
     }
 
-    fn validate(&self, object: &Value, _: Option<&Value>, causes: &mut Vec<StatusCause>) {
+    fn validate(&self, object: &Value, old: Option<&Value>, causes: &mut Vec<StatusCause>) {
+        cron_job_schedule(object, old, causes);
         let job = object
             .pointer("/spec/jobTemplate/spec")
             .unwrap_or(&Value::Null);
         job_template(job, "spec.jobTemplate.spec", causes);
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        // The controller appends `-<11 digits>` to name its Jobs (63 characters at most).
+        if old.is_none() && name.len() > 52 {
+            causes.push(invalid(
+                "metadata.name",
+                &format!("{name:?}"),
+                "must be no more than 52 characters",
+            ));
+        }
     }
 
     fn duplicate_merge_keys(&self, object: &Value) -> Vec<StatusCause> {
         duplicates(self, object)
+    }
+}
+
+/// A CronJob's `schedule` (required, robfig's parse errors, no `TZ=` unless it had one)
+/// and `timeZone` (an IANA name this host knows), as `validateCronJobSpec` checks them.
+fn cron_job_schedule(object: &Value, old: Option<&Value>, causes: &mut Vec<StatusCause>) {
+    let spec = object.get("spec").unwrap_or(&Value::Null);
+    let old_spec = old.and_then(|o| o.get("spec"));
+    let schedule = spec.get("schedule").and_then(Value::as_str).unwrap_or("");
+    let time_zone = spec.get("timeZone").and_then(Value::as_str);
+    if schedule.is_empty() {
+        causes.push(StatusCause::new(
+            "FieldValueRequired",
+            "Required value",
+            "spec.schedule",
+        ));
+    } else {
+        let shown = format!("{schedule:?}");
+        if let Err(err) = CronSchedule::parse(schedule) {
+            causes.push(invalid("spec.schedule", &shown, &err));
+        }
+        let had_zone = old_spec
+            .and_then(|s| s.get("schedule"))
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.contains("TZ"));
+        if schedule.contains("TZ") {
+            if !had_zone {
+                causes.push(invalid(
+                    "spec.schedule",
+                    &shown,
+                    "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+                ));
+            } else if time_zone.is_some() {
+                causes.push(invalid(
+                    "spec.schedule",
+                    &shown,
+                    "cannot use both timeZone field and TZ or CRON_TZ in schedule",
+                ));
+            }
+        }
+    }
+    let old_zone = old_spec
+        .and_then(|s| s.get("timeZone"))
+        .and_then(Value::as_str);
+    if let Some(zone) = time_zone
+        && (old.is_none() || old_zone != Some(zone))
+    {
+        time_zone_causes(zone, causes);
+    }
+}
+
+/// `validateTimeZone`: IANA naming, not `Local`, and known.
+fn time_zone_causes(zone: &str, causes: &mut Vec<StatusCause>) {
+    let shown = format!("{zone:?}");
+    if zone.is_empty() {
+        causes.push(invalid(
+            "spec.timeZone",
+            &shown,
+            "timeZone must be nil or non-empty string",
+        ));
+        return;
+    }
+    let part_ok = |part: &str| {
+        part != "."
+            && part != ".."
+            && !part.starts_with('-')
+            && (1..=14).contains(&part.len())
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '+'))
+    };
+    let unknown = format!("unknown time zone {zone}");
+    if !zone.split('/').all(part_ok) {
+        causes.push(invalid("spec.timeZone", &shown, &unknown));
+        return;
+    }
+    if zone.eq_ignore_ascii_case("Local") {
+        causes.push(invalid(
+            "spec.timeZone",
+            &shown,
+            "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
+        ));
+    }
+    if jiff::tz::TimeZone::get(zone).is_err() {
+        causes.push(invalid("spec.timeZone", &shown, &unknown));
     }
 }
 

@@ -139,6 +139,9 @@ impl Strategy for WorkloadStrategy {
 
 /// The defaults of a workload; a new one also gets its initial status.
 fn defaults(workload: Workload, object: &mut Map<String, Value>, creating: bool) {
+    if workload == Workload::ReplicationController {
+        replication_controller_selector(object);
+    }
     if let Some(spec) = child(object, "spec") {
         match workload {
             Workload::Deployment => {
@@ -207,6 +210,35 @@ fn defaults(workload: Workload, object: &mut Map<String, Value>, creating: bool)
             }
         }
         Workload::ReplicationController => {}
+    }
+}
+
+/// A ReplicationController without a selector selects its template's labels, and
+/// without labels is labelled with them (`SetDefaults_ReplicationController`).
+fn replication_controller_selector(object: &mut Map<String, Value>) {
+    let labels = object
+        .get("spec")
+        .and_then(|s| s.pointer("/template/metadata/labels"))
+        .filter(|l| l.as_object().is_some_and(|l| !l.is_empty()))
+        .cloned();
+    let Some(labels) = labels else {
+        return;
+    };
+    if let Some(spec) = child(object, "spec")
+        && spec
+            .get("selector")
+            .and_then(Value::as_object)
+            .is_none_or(|s| s.is_empty())
+    {
+        spec.insert("selector".to_owned(), labels.clone());
+    }
+    let metadata = child_or_insert(object, "metadata");
+    if metadata
+        .get("labels")
+        .and_then(Value::as_object)
+        .is_none_or(|l| l.is_empty())
+    {
+        metadata.insert("labels".to_owned(), labels);
     }
 }
 
