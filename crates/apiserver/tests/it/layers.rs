@@ -21,6 +21,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("pod_logs", Layer::Leaf),
     ("port_forward_allowlist", Layer::Leaf),
     ("yaml_body", Layer::Leaf),
+    ("cron_schedule", Layer::Leaf),
     ("webhook_client", Layer::Leaf),
     ("registry", Layer::Registry),
     ("authorization", Layer::Registry),
