@@ -64,6 +64,14 @@ impl Exits {
         self.wake.notify_one();
     }
 
+    /// The uids of the Pods with exits not taken yet.
+    pub(crate) fn uids(&self) -> std::collections::HashSet<String> {
+        crate::sync::lock(&self.codes)
+            .keys()
+            .map(|key| key.uid.clone())
+            .collect()
+    }
+
     /// The exit code of `key`'s command, if it ended since the last take.
     pub(crate) fn take(&self, key: &ContainerKey) -> Option<i32> {
         crate::sync::lock(&self.codes).remove(key)

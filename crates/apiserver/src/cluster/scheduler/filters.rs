@@ -33,9 +33,11 @@ const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
 /// `NodeUnschedulable`: a cordoned node takes only Pods tolerating its taint.
 pub(super) fn node_unschedulable(pod: &PodInfo, node: &NodeInfo) -> Option<Rejection> {
+    if !node.unschedulable {
+        return None;
+    }
     let taint = json!({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"});
-    (node.unschedulable && !pod_tolerates(pod, &taint))
-        .then(|| Rejection::unresolvable("node(s) were unschedulable"))
+    (!pod_tolerates(pod, &taint)).then(|| Rejection::unresolvable("node(s) were unschedulable"))
 }
 
 /// `TaintToleration`: every `NoSchedule` and `NoExecute` taint must be tolerated.

@@ -24,7 +24,9 @@ use serde_json::{Value, json};
 
 pub(crate) use filters::tolerates;
 use filters::{node_affinity, node_resources_fit, node_unschedulable, taint_toleration};
-use inter_pod_affinity::{NamespaceLabels, inter_pod_affinity};
+use inter_pod_affinity::{
+    NamespaceLabels, PodTerms, Placed, has_required_terms, inter_pod_affinity,
+};
 
 use super::node::{NodeInfo, NodeSet, micro_now};
 use super::writer::{EventFor, LEASES, PODS, Writer};
@@ -147,30 +149,34 @@ impl PodInfo {
             object: object.clone(),
         }
     }
+}
 
-    fn terminal(&self) -> bool {
-        matches!(
-            self.object.pointer("/status/phase").and_then(Value::as_str),
-            Some("Succeeded" | "Failed")
-        )
-    }
+/// Whether the Pod finished (`Succeeded` or `Failed`).
+fn terminal(object: &Value) -> bool {
+    matches!(
+        object.pointer("/status/phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    )
+}
 
-    /// Whether it waits for this scheduler.
-    fn pending(&self) -> bool {
-        self.node.is_empty()
-            && !self.terminal()
-            && self.object.pointer("/metadata/deletionTimestamp").is_none()
-            && self
-                .object
-                .pointer("/spec/schedulerName")
-                .and_then(Value::as_str)
-                == Some(SCHEDULER_NAME)
-            && self
-                .object
-                .pointer("/spec/schedulingGates")
-                .and_then(Value::as_array)
-                .is_none_or(Vec::is_empty)
-    }
+/// The node a Pod is bound to (`""`: none).
+fn node_of(object: &Value) -> &str {
+    object
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// Whether the Pod waits for this scheduler.
+fn waits_for_scheduling(object: &Value) -> bool {
+    node_of(object).is_empty()
+        && !terminal(object)
+        && object.pointer("/metadata/deletionTimestamp").is_none()
+        && object.pointer("/spec/schedulerName").and_then(Value::as_str) == Some(SCHEDULER_NAME)
+        && object
+            .pointer("/spec/schedulingGates")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
 }
 
 fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
@@ -186,15 +192,13 @@ fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
 
 /// One scheduling pass: every pending Pod, in priority then creation order.
 pub(super) fn sync(store: &GenericStore<'_>, nodes: &NodeSet) {
-    hold_lease(store);
-    let pods: Vec<PodInfo> = store
-        .storage
-        .snapshot(&GroupResource::new("", "pods"), "")
+    let snapshot = store.storage.snapshot(&GroupResource::new("", "pods"), "");
+    let mut pending: Vec<PodInfo> = snapshot
         .objects
         .iter()
+        .filter(|stored| waits_for_scheduling(&stored.value))
         .map(|stored| PodInfo::from_object(&stored.value))
         .collect();
-    let mut pending: Vec<&PodInfo> = pods.iter().filter(|pod| pod.pending()).collect();
     if pending.is_empty() {
         return;
     }
@@ -212,33 +216,45 @@ pub(super) fn sync(store: &GenericStore<'_>, nodes: &NodeSet) {
             pod.name.clone(),
         )
     });
-    let mut placed: Vec<PodInfo> = pods
-        .iter()
-        .filter(|pod| !pod.node.is_empty() && !pod.terminal())
-        .cloned()
-        .collect();
-    let mut used: HashMap<String, BTreeMap<String, f64>> = HashMap::new();
-    for pod in &placed {
-        add_usage(used.entry(pod.node.clone()).or_default(), pod);
-    }
-    let namespace_labels = NamespaceLabels(
-        store
-            .storage
-            .snapshot(&GroupResource::new("", "namespaces"), "")
+    let bound = || {
+        snapshot
             .objects
             .iter()
-            .map(|ns| {
-                (
-                    ns.name().to_owned(),
-                    string_map(ns.value.pointer("/metadata/labels")),
-                )
-            })
-            .collect(),
-    );
+            .map(|stored| &stored.value)
+            .filter(|object| !node_of(object).is_empty() && !terminal(object))
+    };
+    let mut used: HashMap<String, BTreeMap<String, f64>> = HashMap::new();
+    for object in bound() {
+        let requests = filters::pod_requests(&object["spec"]);
+        match used.get_mut(node_of(object)) {
+            Some(usage) => add_usage(usage, &requests),
+            None => add_usage(used.entry(node_of(object).to_owned()).or_default(), &requests),
+        }
+    }
+    // Pod (anti-)affinity is weighed only when a Pod has required terms: without any,
+    // the filter passes every node.
+    let affinity = pending.iter().any(|pod| has_required_terms(&pod.object))
+        || bound().any(has_required_terms);
+    let namespace_labels = if affinity {
+        namespace_labels(store)
+    } else {
+        NamespaceLabels::default()
+    };
+    let mut placed = Placed::default();
+    if affinity {
+        for object in bound() {
+            placed.push(PodInfo::from_object(object), &namespace_labels);
+        }
+    }
+    let by_name: HashMap<&str, &NodeInfo> =
+        nodes.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     let writer = scheduler_writer(store);
-    for pod in pending {
-        let by_name: HashMap<&str, &NodeInfo> =
-            nodes.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    for pod in &pending {
+        let terms = if affinity {
+            PodTerms::of(pod, &namespace_labels)
+        } else {
+            PodTerms::default()
+        };
         let mut rejections = Vec::new();
         let mut best: Option<(&NodeInfo, f64, f64)> = None;
         for node in &nodes.nodes {
@@ -248,7 +264,13 @@ pub(super) fn sync(store: &GenericStore<'_>, nodes: &NodeSet) {
                 .or_else(|| taint_toleration(pod, node))
                 .or_else(|| node_affinity(pod, node))
                 .or_else(|| node_resources_fit(pod, node, node_used))
-                .or_else(|| inter_pod_affinity(pod, node, &placed, &by_name, &namespace_labels));
+                .or_else(|| {
+                    if affinity {
+                        inter_pod_affinity(pod, &terms, node, &placed, &by_name)
+                    } else {
+                        None
+                    }
+                });
             if let Some(rejection) = rejection {
                 rejections.push(rejection);
                 continue;
@@ -266,10 +288,12 @@ pub(super) fn sync(store: &GenericStore<'_>, nodes: &NodeSet) {
         match best {
             Some((node, _, _)) => {
                 if bind_pod(&writer, pod, &node.name) {
-                    let mut bound = pod.clone();
-                    bound.node = node.name.clone();
-                    add_usage(used.entry(node.name.clone()).or_default(), &bound);
-                    placed.push(bound);
+                    add_usage(used.entry(node.name.clone()).or_default(), &pod.requests);
+                    if affinity {
+                        let mut bound = pod.clone();
+                        bound.node = node.name.clone();
+                        placed.push(bound, &namespace_labels);
+                    }
                 }
             }
             None => mark_unschedulable(&writer, pod, &fit_error::message(&rejections)),
@@ -277,11 +301,39 @@ pub(super) fn sync(store: &GenericStore<'_>, nodes: &NodeSet) {
     }
 }
 
-fn add_usage(usage: &mut BTreeMap<String, f64>, pod: &PodInfo) {
-    for (resource, amount) in &pod.requests {
-        *usage.entry(resource.clone()).or_default() += amount;
+/// The labels of every namespace (for `namespaceSelector`s of affinity terms).
+fn namespace_labels(store: &GenericStore<'_>) -> NamespaceLabels {
+    NamespaceLabels(
+        store
+            .storage
+            .snapshot(&GroupResource::new("", "namespaces"), "")
+            .objects
+            .iter()
+            .map(|ns| {
+                (
+                    ns.name().to_owned(),
+                    string_map(ns.value.pointer("/metadata/labels")),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn add_usage(usage: &mut BTreeMap<String, f64>, requests: &BTreeMap<String, f64>) {
+    for (resource, amount) in requests {
+        match usage.get_mut(resource) {
+            Some(total) => *total += amount,
+            None => {
+                usage.insert(resource.clone(), *amount);
+            }
+        }
     }
-    *usage.entry("pods".to_owned()).or_default() += 1.0;
+    match usage.get_mut("pods") {
+        Some(pods) => *pods += 1.0,
+        None => {
+            usage.insert("pods".to_owned(), 1.0);
+        }
+    }
 }
 
 /// `NodeResourcesFit`'s `LeastAllocated` score, from 0 to 1: the mean free share of CPU
