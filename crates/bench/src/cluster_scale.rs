@@ -291,6 +291,12 @@ async fn measure(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let runner = process_sample(std::process::id());
+    let (informer_count, watch_errors) = (
+        watching.informer.indexer().len(),
+        watching.errors.load(Ordering::Relaxed),
+    );
+    // Stopped before the server goes, so its end is not counted as an error.
+    watching.factory.shutdown().await;
     Ok(Outcome {
         created,
         create_seconds: create_time.as_secs_f64(),
@@ -302,9 +308,9 @@ async fn measure(
         cpu_creating: (at_running.cpu.saturating_sub(at_start.cpu)).as_secs_f64(),
         cpu_hold: (at_hold_end.cpu.saturating_sub(at_running.cpu)).as_secs_f64(),
         rss_hold_end: at_hold_end.rss,
-        informer_count: watching.informer.indexer().len(),
+        informer_count,
         server_count,
-        watch_errors: watching.errors.load(Ordering::Relaxed),
+        watch_errors,
         runner_rss: runner.rss,
         runner_cpu: runner.cpu.as_secs_f64(),
     })

@@ -75,6 +75,8 @@ pub struct SimulatedCluster {
     changed: changed_inputs::ChangedInputs,
     /// The nodes as the last pass read them (read again when a Node was written).
     nodes: Mutex<Arc<node::NodeSet>>,
+    /// The scheduler's place between passes.
+    scheduler: Mutex<scheduler::SchedulerState>,
 }
 
 impl SimulatedCluster {
@@ -87,6 +89,7 @@ impl SimulatedCluster {
             stopped_kubelets: Mutex::new(HashSet::new()),
             changed: changed_inputs::ChangedInputs::default(),
             nodes: Mutex::new(Arc::default()),
+            scheduler: Mutex::new(scheduler::SchedulerState::default()),
         }
     }
 
@@ -175,9 +178,14 @@ impl SimulatedCluster {
         }
         if self.options.scheduler {
             scheduler::hold_lease(store);
-            // With the same Pods, nodes and namespaces it would decide the same.
-            if changed.pods || changed.nodes || changed.namespaces {
-                scheduler::sync(store, &nodes);
+            let mut state = crate::sync::lock(&self.scheduler);
+            // With the same Pods, nodes and namespaces it would decide the same, unless
+            // the last pass left Pods untried.
+            if changed.pods || changed.nodes || changed.namespaces || state.more {
+                scheduler::sync(store, &nodes, &mut state);
+            }
+            if state.more {
+                next = Duration::ZERO;
             }
         }
         if self.options.kubelets {
