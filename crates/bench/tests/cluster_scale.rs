@@ -7,7 +7,15 @@ use std::process::Command;
 #[test]
 fn the_cluster_scenario_runs_pods_and_keeps_the_informer_in_sync() {
     let output = Command::new(env!("CARGO_BIN_EXE_kubeclient-bench"))
-        .args(["--cluster", "--nodes", "3", "--pods", "60", "--concurrency", "4"])
+        .args([
+            "--cluster",
+            "--nodes",
+            "3",
+            "--pods",
+            "60",
+            "--concurrency",
+            "4",
+        ])
         .args(["--hold-seconds", "1"])
         .output()
         .expect("the runner starts");

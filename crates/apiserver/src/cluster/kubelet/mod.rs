@@ -223,7 +223,10 @@ impl KubeletState {
 
 /// The string at `pointer` in `object` (`""` when absent).
 fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
-    object.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+    object
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 fn text(object: &Value, pointer: &str) -> String {

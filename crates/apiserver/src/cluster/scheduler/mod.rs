@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 pub(crate) use filters::tolerates;
 use filters::{node_affinity, node_resources_fit, node_unschedulable, taint_toleration};
 use inter_pod_affinity::{
-    NamespaceLabels, PodTerms, Placed, has_required_terms, inter_pod_affinity,
+    NamespaceLabels, Placed, PodTerms, has_required_terms, inter_pod_affinity,
 };
 
 use super::node::{NodeInfo, NodeSet, micro_now};
@@ -195,7 +195,10 @@ fn waits_for_scheduling(object: &Value) -> bool {
     node_of(object).is_empty()
         && !terminal(object)
         && object.pointer("/metadata/deletionTimestamp").is_none()
-        && object.pointer("/spec/schedulerName").and_then(Value::as_str) == Some(SCHEDULER_NAME)
+        && object
+            .pointer("/spec/schedulerName")
+            .and_then(Value::as_str)
+            == Some(SCHEDULER_NAME)
         && object
             .pointer("/spec/schedulingGates")
             .and_then(Value::as_array)
@@ -250,7 +253,7 @@ pub(super) fn sync(store: &GenericStore<'_>, nodes: &NodeSet, state: &mut Schedu
         return;
     }
     pending.sort_by_cached_key(|object| {
-        let object: &Value = *object;
+        let object = *object;
         let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);
         let priority = object.pointer("/spec/priority").and_then(Value::as_i64);
         (
@@ -281,8 +284,8 @@ pub(super) fn sync(store: &GenericStore<'_>, nodes: &NodeSet, state: &mut Schedu
     }
     // Pod (anti-)affinity is weighed only when a Pod has required terms: without any,
     // the filter passes every node.
-    let affinity = pending.iter().any(|object| has_required_terms(object))
-        || bound().any(has_required_terms);
+    let affinity =
+        pending.iter().any(|object| has_required_terms(object)) || bound().any(has_required_terms);
     let namespace_labels = if affinity {
         namespace_labels(store)
     } else {
