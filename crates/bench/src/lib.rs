@@ -119,8 +119,8 @@ impl Report {
     }
 }
 
-fn status_field_kb(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+fn status_field_kb(process: &str, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{process}/status"))
         .ok()
         .and_then(|status| {
             status
@@ -135,19 +135,19 @@ fn status_field_kb(field: &str) -> u64 {
 /// Current resident memory, bytes (Linux).
 #[must_use]
 pub fn rss_bytes() -> u64 {
-    status_field_kb("VmRSS:") * 1024
+    status_field_kb("self", "VmRSS:") * 1024
 }
 
 /// Peak resident memory, bytes (Linux).
 #[must_use]
 pub fn peak_rss_bytes() -> u64 {
-    status_field_kb("VmHWM:") * 1024
+    status_field_kb("self", "VmHWM:") * 1024
 }
 
-/// CPU time of this process (user + system), from /proc (Linux, 100 ticks per second).
-#[must_use]
-pub fn cpu_time() -> Duration {
-    let ticks = std::fs::read_to_string("/proc/self/stat")
+/// CPU time of `process` (`self` or a pid; user + system), from /proc (Linux, 100 ticks
+/// per second).
+fn cpu_time_of(process: &str) -> Duration {
+    let ticks = std::fs::read_to_string(format!("/proc/{process}/stat"))
         .ok()
         .and_then(|stat| {
             let after = stat.rsplit_once(')')?.1.to_owned();
@@ -158,6 +158,39 @@ pub fn cpu_time() -> Duration {
         })
         .unwrap_or(0);
     Duration::from_millis(ticks * 10)
+}
+
+/// CPU time of this process (user + system), from /proc (Linux, 100 ticks per second).
+#[must_use]
+pub fn cpu_time() -> Duration {
+    cpu_time_of("self")
+}
+
+/// Resident memory and CPU time of a process at one moment.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProcessSample {
+    /// Resident memory, bytes.
+    pub rss: u64,
+    /// Peak resident memory so far, bytes.
+    pub peak_rss: u64,
+    /// CPU time so far (user + system).
+    pub cpu: Duration,
+}
+
+/// A [`ProcessSample`] of the process `pid` (zeros when it cannot be read; Linux).
+///
+/// ```
+/// let sample = kubeclient_bench::process_sample(std::process::id());
+/// assert!(sample.rss > 0);
+/// ```
+#[must_use]
+pub fn process_sample(pid: u32) -> ProcessSample {
+    let process = pid.to_string();
+    ProcessSample {
+        rss: status_field_kb(&process, "VmRSS:") * 1024,
+        peak_rss: status_field_kb(&process, "VmHWM:") * 1024,
+        cpu: cpu_time_of(&process),
+    }
 }
 
 /// The allocator of both client programs: mimalloc, counting live heap bytes so memory is

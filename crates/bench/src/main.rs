@@ -3,12 +3,14 @@
 //!
 //! ```text
 //! cargo run -p kubeclient-bench --release -- [--sizes 10000,50000] [--events 50000] [--runs 3]
+//! cargo run -p kubeclient-bench --release -- --cluster [--nodes 1000] [--pods 100000]
 //! ```
 //!
 //! Each client runs as its own process (so its memory is its own) against a neutral load
 //! server that serves a precomputed list and watch stream from memory. Peers are
 //! interleaved run by run (A B A B ...); the tables show medians and ratios.
 
+mod cluster_scale;
 mod load_server;
 mod parts;
 
@@ -69,6 +71,25 @@ struct Args {
     /// Only the parts benchmarks.
     #[arg(long)]
     parts_only: bool,
+    /// Only the simulated-cluster scenario: the embedded server with --nodes nodes (in a
+    /// child process), --pods Pods created over HTTP and run; see `cluster_scale`.
+    #[arg(long)]
+    cluster: bool,
+    /// Simulated nodes of the cluster scenario.
+    #[arg(long, default_value_t = 1000)]
+    nodes: usize,
+    /// Pods the cluster scenario creates.
+    #[arg(long, default_value_t = 100_000)]
+    pods: usize,
+    /// Concurrent creators of the cluster scenario.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// Seconds the cluster scenario holds the Pods once all run.
+    #[arg(long, default_value_t = 30)]
+    hold_seconds: u64,
+    /// The cluster scenario's server process (started by the runner itself).
+    #[arg(long, hide = true)]
+    cluster_server: bool,
 }
 
 fn sibling(name: &str) -> PathBuf {
@@ -148,6 +169,24 @@ async fn run_client(run: &Run<'_>, data: &load_server::LoadData) -> Result<Value
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
+    if args.cluster_server {
+        cluster_scale::serve(args.nodes).await;
+        return;
+    }
+    if args.cluster {
+        let options = cluster_scale::ScaleOptions {
+            nodes: args.nodes,
+            pods: args.pods,
+            concurrency: args.concurrency,
+            hold: Duration::from_secs(args.hold_seconds),
+            timeout: Duration::from_secs(3600),
+        };
+        if let Err(err) = cluster_scale::run(&options).await {
+            eprintln!("cluster scenario: {err}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if let Some(objects) = args.serve_only {
         let data = Arc::new(load_server::LoadData::generate(objects, args.events));
         data.reset(true, false);

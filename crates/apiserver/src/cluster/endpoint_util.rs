@@ -3,7 +3,7 @@
 //! in its endpoints, the container port a Service port targets, and how an endpoint
 //! refers to its Pod.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Value, json};
 
@@ -21,6 +21,22 @@ pub(super) fn by_namespace<'a>(pods: &[&'a Value]) -> PodsByNamespace<'a> {
     grouped
 }
 
+/// The namespaces of the Services that select Pods (have a non-empty selector).
+pub(super) fn selecting_namespaces<'a>(services: &[&'a Value]) -> HashSet<&'a str> {
+    services
+        .iter()
+        .filter(|service| selector(service).is_some())
+        .map(|service| meta(service, "namespace"))
+        .collect()
+}
+
+fn selector(service: &Value) -> Option<&serde_json::Map<String, Value>> {
+    service
+        .pointer("/spec/selector")
+        .and_then(Value::as_object)
+        .filter(|s| !s.is_empty())
+}
+
 /// The Pods of `service`'s namespace its `spec.selector` picks; `None` when it has no
 /// selector (its endpoints are someone else's to write). An empty selector is none, as
 /// it is once stored upstream.
@@ -28,10 +44,7 @@ pub(super) fn selected_pods<'a>(
     service: &Value,
     pods: &PodsByNamespace<'a>,
 ) -> Option<Vec<&'a Value>> {
-    let selector = service
-        .pointer("/spec/selector")
-        .and_then(Value::as_object)
-        .filter(|s| !s.is_empty())?;
+    let selector = selector(service)?;
     let candidates = pods
         .get(meta(service, "namespace"))
         .map(Vec::as_slice)

@@ -14,6 +14,7 @@
 //! With no nodes (the library's default) none of it runs, and the server binds Pods
 //! itself at create, as before.
 
+mod changed_inputs;
 mod cluster_options;
 mod controller_history;
 mod controller_utils;
@@ -84,6 +85,12 @@ pub struct SimulatedCluster {
     state: Mutex<kubelet::KubeletState>,
     /// When the cluster started: where the CronJobs' schedule clock starts.
     started: jiff::Timestamp,
+    /// Which inputs were written since the last pass.
+    changed: changed_inputs::ChangedInputs,
+    /// The nodes as the last pass read them (read again when a Node was written).
+    nodes: Mutex<Arc<node::NodeSet>>,
+    /// The scheduler's place between passes.
+    scheduler: Mutex<scheduler::SchedulerState>,
 }
 
 impl SimulatedCluster {
@@ -95,6 +102,9 @@ impl SimulatedCluster {
             wake,
             stopped_kubelets: Mutex::new(HashSet::new()),
             started: jiff::Timestamp::now(),
+            changed: changed_inputs::ChangedInputs::default(),
+            nodes: Mutex::new(Arc::default()),
+            scheduler: Mutex::new(scheduler::SchedulerState::default()),
         }
     }
 
@@ -150,7 +160,14 @@ impl SimulatedCluster {
         runtime: &dyn ContainerRuntime,
     ) -> Duration {
         let mut next = self.options.heartbeat_interval;
-        let nodes = node::NodeSet::load(store);
+        let changed = self.changed.take();
+        let nodes = {
+            let mut cached = crate::sync::lock(&self.nodes);
+            if changed.nodes {
+                *cached = Arc::new(node::NodeSet::load(store));
+            }
+            Arc::clone(&cached)
+        };
         {
             let mut state = crate::sync::lock(&self.state);
             for node in &nodes.nodes {
@@ -174,12 +191,23 @@ impl SimulatedCluster {
         if self.options.stateful_set_controller {
             self.sync_stateful_sets(store);
         }
-        self.sync_service_endpoints(store, &nodes);
+        if changed.pods || changed.services || changed.nodes {
+            self.sync_service_endpoints(store, &nodes);
+        }
         if self.options.persistent_volume_controller {
             self.sync_persistent_volumes(store);
         }
         if self.options.scheduler {
-            scheduler::sync(store, &nodes);
+            scheduler::hold_lease(store);
+            let mut state = crate::sync::lock(&self.scheduler);
+            // With the same Pods, nodes and namespaces it would decide the same, unless
+            // the last pass left Pods untried.
+            if changed.pods || changed.nodes || changed.namespaces || state.more {
+                scheduler::sync(store, &nodes, &mut state);
+            }
+            if state.more {
+                next = Duration::ZERO;
+            }
         }
         if self.options.kubelets {
             let pods = store
@@ -192,6 +220,7 @@ impl SimulatedCluster {
                 }
             }
             let mut state = crate::sync::lock(&self.state);
+            let exited = state.exited();
             for node in &nodes.nodes {
                 if self.kubelet_stopped(&node.name) {
                     continue;
@@ -200,7 +229,14 @@ impl SimulatedCluster {
                     .get(node.name.as_str())
                     .map(Vec::as_slice)
                     .unwrap_or_default();
-                next = next.min(state.sync_pods(store, node, on_node, &self.options, runtime));
+                next = next.min(state.sync_pods(
+                    store,
+                    node,
+                    on_node,
+                    &exited,
+                    &self.options,
+                    runtime,
+                ));
             }
         }
         next.max(Duration::from_millis(10))
@@ -247,8 +283,12 @@ impl SimulatedCluster {
                 replica_set_objects.iter().map(|o| &o.value).collect();
             deployment_controller::sync(&writer, &deployments, &owned);
         }
-        if replica_sets {
-            let replica_set_objects = snapshot("apps", "replicasets");
+        let replica_set_objects = if replica_sets {
+            snapshot("apps", "replicasets")
+        } else {
+            Vec::new()
+        };
+        if !replica_set_objects.is_empty() {
             let pod_objects = snapshot("", "pods");
             let replica_sets: Vec<&serde_json::Value> =
                 replica_set_objects.iter().map(|o| &o.value).collect();
@@ -397,9 +437,19 @@ impl SimulatedCluster {
                 .objects
         };
         let service_objects = snapshot("", "services");
-        let pod_objects = snapshot("", "pods");
         let services: Vec<&serde_json::Value> = service_objects.iter().map(|o| &o.value).collect();
-        let pods: Vec<&serde_json::Value> = pod_objects.iter().map(|o| &o.value).collect();
+        // Only the Pods of namespaces where a Service selects Pods are read.
+        let selecting = endpoint_util::selecting_namespaces(&services);
+        let pod_objects = if selecting.is_empty() {
+            Vec::new()
+        } else {
+            snapshot("", "pods")
+        };
+        let pods: Vec<&serde_json::Value> = pod_objects
+            .iter()
+            .map(|o| &o.value)
+            .filter(|pod| selecting.contains(controller_utils::meta(pod, "namespace")))
+            .collect();
         let pods = endpoint_util::by_namespace(&pods);
         let writer = writer::Writer::new(
             store,
@@ -427,6 +477,7 @@ impl SimulatedCluster {
 
 impl WriteHook for SimulatedCluster {
     fn committed(&self, resource: &ResourceDef, _: Committed<'_>) {
+        self.changed.note(resource);
         let concerns = match resource.group.as_str() {
             "" => matches!(
                 resource.plural.as_str(),

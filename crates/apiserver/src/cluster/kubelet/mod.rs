@@ -58,6 +58,8 @@ pub(crate) struct KubeletState {
     heartbeats: Heartbeats,
     /// The Pods the kubelets run, by uid.
     pods: HashMap<String, PodRun>,
+    /// The uids of `pods` by node (each kubelet's own Pods).
+    by_node: HashMap<String, HashSet<String>>,
     exits: Arc<Exits>,
     execs: Arc<ExecResults>,
     events: EventRecorder,
@@ -68,6 +70,7 @@ impl KubeletState {
         KubeletState {
             heartbeats: Heartbeats::default(),
             pods: HashMap::new(),
+            by_node: HashMap::new(),
             exits: Arc::new(Exits::new(Arc::clone(&wake))),
             execs: Arc::new(ExecResults::new(wake)),
             events: EventRecorder::default(),
@@ -89,31 +92,52 @@ impl KubeletState {
         self.heartbeats.forget(node);
     }
 
+    /// The uids of the Pods whose containers exited since the last pass (their kubelet
+    /// has work to do even if the Pod did not change).
+    pub(crate) fn exited(&self) -> HashSet<String> {
+        self.exits.uids()
+    }
+
     /// Runs `node`'s kubelet over `pods` (every Pod bound to it); how long until one of
-    /// its timers (a back-off, a grace period) ends.
+    /// its timers (a back-off, a grace period) ends. A Pod it already runs that did not
+    /// change, whose containers did not exit (`exited`) and whose timers did not end is
+    /// left as it is: a pass would find nothing to do for it.
     pub(crate) fn sync_pods(
         &mut self,
         store: &GenericStore<'_>,
         node: &NodeInfo,
         pods: &[&Value],
+        exited: &HashSet<String>,
         options: &ClusterOptions,
         runtime: &dyn ContainerRuntime,
     ) -> Duration {
         let writer = kubelet_writer(store, &node.name);
         let mut next = Duration::from_secs(3600);
-        let mut present = HashSet::new();
+        let mut present: HashSet<&str> = HashSet::with_capacity(pods.len());
+        let now_instant = Instant::now();
+        // An exec probe or hook that ended is not tied to its Pod here: every Pod is synced.
+        let execs_ended = self.execs.any_ended();
         for pod in pods {
-            let uid = text(pod, "/metadata/uid");
-            present.insert(uid.clone());
+            let uid = str_at(pod, "/metadata/uid");
+            present.insert(uid);
+            if let Some(run) = self.pods.get(uid)
+                && !execs_ended
+                && run.quiet(pod, now_instant, exited)
+            {
+                if let Some(due) = run.due {
+                    next = next.min(due.saturating_duration_since(now_instant));
+                }
+                continue;
+            }
             let deleting = pod.pointer("/metadata/deletionTimestamp").is_some();
-            if !self.pods.contains_key(&uid) {
+            if !self.pods.contains_key(uid) {
                 if deleting {
                     // Never started here: nothing to stop.
                     writer.delete(
                         PODS,
-                        Some(&text(pod, "/metadata/namespace")),
-                        &text(pod, "/metadata/name"),
-                        &uid,
+                        Some(str_at(pod, "/metadata/namespace")),
+                        str_at(pod, "/metadata/name"),
+                        uid,
                         Some(0),
                     );
                     continue;
@@ -128,9 +152,13 @@ impl KubeletState {
                 let mut run = PodRun::new(pod, node, ip.unwrap_or_default());
                 let delay = options.scaled(options.stages.delay(Transition::Create, pod));
                 run.hold_until = (!delay.is_zero()).then(|| Instant::now() + delay);
-                self.pods.insert(uid.clone(), run);
+                self.pods.insert(uid.to_owned(), run);
+                self.by_node
+                    .entry(node.name.clone())
+                    .or_default()
+                    .insert(uid.to_owned());
             }
-            let Some(run) = self.pods.get_mut(&uid) else {
+            let Some(run) = self.pods.get_mut(uid) else {
                 continue;
             };
             let ip = run.ip.clone();
@@ -157,6 +185,8 @@ impl KubeletState {
             if let Some(wait) = wait {
                 next = next.min(wait);
             }
+            run.seen_version = str_at(pod, "/metadata/resourceVersion").to_owned();
+            run.due = wait.map(|wait| Instant::now() + wait);
             let status = pod_status::status(run, pod);
             if pod.get("status") != Some(&status) {
                 writer.update(
@@ -173,54 +203,66 @@ impl KubeletState {
             }
             if run.finished_deleting {
                 writer.delete(PODS, Some(&run.namespace), &run.name, &run.uid, Some(0));
-                if let Some(run) = self.pods.remove(&uid) {
-                    run.forget_all(runtime, &self.execs);
-                }
-                self.events.forget(&uid);
+                self.forget(uid, runtime);
             }
         }
         // Pods that left (force-deleted, or bound elsewhere) stop here.
-        let node_name = node.name.as_str();
         let gone: Vec<String> = self
-            .pods
-            .iter()
-            .filter(|(uid, run)| run.node == node_name && !present.contains(*uid))
-            .map(|(uid, _)| uid.clone())
+            .by_node
+            .get(&node.name)
+            .into_iter()
+            .flatten()
+            .filter(|uid| !present.contains(uid.as_str()))
+            .cloned()
             .collect();
         for uid in gone {
-            if let Some(run) = self.pods.remove(&uid) {
-                run.forget_all(runtime, &self.execs);
-            }
-            self.events.forget(&uid);
+            self.forget(&uid, runtime);
         }
         next
     }
 
+    /// The Pod with `uid` left its node: its containers stop and their logs go.
+    fn forget(&mut self, uid: &str, runtime: &dyn ContainerRuntime) {
+        if let Some(run) = self.pods.remove(uid) {
+            if let Some(uids) = self.by_node.get_mut(&run.node) {
+                uids.remove(uid);
+            }
+            run.forget_all(runtime, &self.execs);
+        }
+        self.events.forget(uid);
+    }
+
     /// The lowest address of the node's Pod CIDR no Pod on it uses.
     fn free_ip(&self, node: &NodeInfo, pods: &[&Value]) -> Option<String> {
-        let mut used: HashSet<String> = pods
+        let mut used: HashSet<&str> = pods
             .iter()
-            .map(|pod| text(pod, "/status/podIP"))
+            .map(|pod| str_at(pod, "/status/podIP"))
             .filter(|ip| !ip.is_empty())
             .collect();
         used.extend(
-            self.pods
-                .values()
-                .filter(|run| run.node == node.name)
-                .map(|run| run.ip.clone()),
+            self.by_node
+                .get(&node.name)
+                .into_iter()
+                .flatten()
+                .filter_map(|uid| self.pods.get(uid))
+                .map(|run| run.ip.as_str()),
         );
         (2..=254u8)
             .filter_map(|offset| pod_ip(&node.pod_cidr, offset))
-            .find(|ip| !used.contains(ip))
+            .find(|ip| !used.contains(ip.as_str()))
     }
 }
 
-fn text(object: &Value, pointer: &str) -> String {
+/// The string at `pointer` in `object` (`""` when absent).
+fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
     object
         .pointer(pointer)
         .and_then(Value::as_str)
         .unwrap_or("")
-        .to_owned()
+}
+
+fn text(object: &Value, pointer: &str) -> String {
+    str_at(object, pointer).to_owned()
 }
 
 /// A Pod the kubelet runs.
@@ -249,6 +291,11 @@ pub(super) struct PodRun {
     remove_at: Option<Instant>,
     /// Container Events of the last pass, to record.
     events: Vec<ContainerEvent>,
+    /// The Pod's resourceVersion when the kubelet last synced it.
+    seen_version: String,
+    /// When the timer (a back-off, a grace period, a probe, a stage) the last sync
+    /// reported ends.
+    due: Option<Instant>,
 }
 
 impl PodRun {
@@ -287,7 +334,18 @@ impl PodRun {
             complete_at: None,
             remove_at: None,
             events: Vec::new(),
+            seen_version: String::new(),
+            due: None,
         }
+    }
+
+    /// Whether a sync of `pod` would find nothing to do: the kubelet synced it at its
+    /// current resourceVersion, no container of it exited since and its timer has not
+    /// ended.
+    fn quiet(&self, pod: &Value, now: Instant, exited: &HashSet<String>) -> bool {
+        self.seen_version == str_at(pod, "/metadata/resourceVersion")
+            && self.due.is_none_or(|due| due > now)
+            && !exited.contains(&self.uid)
     }
 
     fn key(&self, container: &str) -> ContainerKey {

@@ -138,6 +138,14 @@ impl ExecResults {
         Some(outcome)
     }
 
+    /// Whether a command ended whose outcome the kubelet has not taken yet (the Pods
+    /// waiting for one must be synced even if nothing else changed).
+    pub(crate) fn any_ended(&self) -> bool {
+        crate::sync::lock(&self.outcomes)
+            .values()
+            .any(Option::is_some)
+    }
+
     /// Nobody waits for `id` any more.
     pub(crate) fn forget(&self, id: u64) {
         crate::sync::lock(&self.outcomes).remove(&id);
@@ -164,6 +172,14 @@ impl Exits {
     pub(crate) fn record(&self, key: ContainerKey, code: i32) {
         crate::sync::lock(&self.codes).insert(key, code);
         self.wake.notify_one();
+    }
+
+    /// The uids of the Pods with exits not taken yet.
+    pub(crate) fn uids(&self) -> std::collections::HashSet<String> {
+        crate::sync::lock(&self.codes)
+            .keys()
+            .map(|key| key.uid.clone())
+            .collect()
     }
 
     /// The exit code of `key`'s command, if it ended since the last take.

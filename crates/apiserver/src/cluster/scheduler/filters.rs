@@ -33,9 +33,11 @@ const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
 /// `NodeUnschedulable`: a cordoned node takes only Pods tolerating its taint.
 pub(super) fn node_unschedulable(pod: &PodInfo, node: &NodeInfo) -> Option<Rejection> {
+    if !node.unschedulable {
+        return None;
+    }
     let taint = json!({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"});
-    (node.unschedulable && !pod_tolerates(pod, &taint))
-        .then(|| Rejection::unresolvable("node(s) were unschedulable"))
+    (!pod_tolerates(pod, &taint)).then(|| Rejection::unresolvable("node(s) were unschedulable"))
 }
 
 /// `TaintToleration`: every `NoSchedule` and `NoExecute` taint must be tolerated.
@@ -75,16 +77,12 @@ pub(crate) fn tolerates(toleration: &Value, taint: &Value) -> bool {
 
 /// `NodeAffinity`: `spec.nodeSelector` and the required node affinity.
 pub(super) fn node_affinity(pod: &PodInfo, node: &NodeInfo) -> Option<Rejection> {
-    let spec = &pod.object["spec"];
-    let selector_matches = spec["nodeSelector"].as_object().is_none_or(|selector| {
+    let selector_matches = pod.node_selector.as_ref().is_none_or(|selector| {
         selector
             .iter()
             .all(|(key, value)| node.labels.get(key).map(String::as_str) == value.as_str())
     });
-    let required = spec.pointer(
-        "/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms",
-    );
-    let affinity_matches = match required.and_then(Value::as_array) {
+    let affinity_matches = match &pod.required_node_terms {
         None => true,
         Some(terms) => terms.iter().any(|term| node_selector_term(term, node)),
     };

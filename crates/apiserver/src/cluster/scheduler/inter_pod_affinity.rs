@@ -87,15 +87,63 @@ impl NamespaceLabels {
     }
 }
 
-/// The filter for `pod` on `node`, in kube-scheduler's order (the Pod's affinity, its
-/// anti-affinity, then the placed Pods' anti-affinity); `placed` are the Pods on nodes,
-/// with their nodes' labels looked up in `nodes`.
+/// Whether `object` (a Pod) has required Pod affinity or anti-affinity terms.
+pub(super) fn has_required_terms(object: &Value) -> bool {
+    ["podAffinity", "podAntiAffinity"].iter().any(|kind| {
+        object
+            .pointer(&format!(
+                "/spec/affinity/{kind}/requiredDuringSchedulingIgnoredDuringExecution"
+            ))
+            .and_then(Value::as_array)
+            .is_some_and(|terms| !terms.is_empty())
+    })
+}
+
+/// The required affinity and anti-affinity terms of the Pod being scheduled, resolved
+/// once for every node it is tried on.
+#[derive(Debug, Default)]
+pub(super) struct PodTerms {
+    affinity: Vec<Term>,
+    anti_affinity: Vec<Term>,
+}
+
+impl PodTerms {
+    pub(super) fn of(pod: &PodInfo, namespace_labels: &NamespaceLabels) -> PodTerms {
+        PodTerms {
+            affinity: terms(pod, "podAffinity", namespace_labels),
+            anti_affinity: terms(pod, "podAntiAffinity", namespace_labels),
+        }
+    }
+}
+
+/// The Pods on nodes, with the required anti-affinity terms of those that have some.
+#[derive(Debug, Default)]
+pub(super) struct Placed {
+    pods: Vec<PodInfo>,
+    /// Indexes into `pods`, with their terms.
+    anti_affinity: Vec<(usize, Vec<Term>)>,
+}
+
+impl Placed {
+    /// Adds a Pod placed on its node (`pod.node`).
+    pub(super) fn push(&mut self, pod: PodInfo, namespace_labels: &NamespaceLabels) {
+        let anti_affinity = terms(&pod, "podAntiAffinity", namespace_labels);
+        if !anti_affinity.is_empty() {
+            self.anti_affinity.push((self.pods.len(), anti_affinity));
+        }
+        self.pods.push(pod);
+    }
+}
+
+/// The filter for `pod` (with its `terms`) on `node`, in kube-scheduler's order (the
+/// Pod's affinity, its anti-affinity, then the placed Pods' anti-affinity); the placed
+/// Pods' nodes' labels are looked up in `nodes`.
 pub(super) fn inter_pod_affinity(
     pod: &PodInfo,
+    terms: &PodTerms,
     node: &NodeInfo,
-    placed: &[PodInfo],
+    placed: &Placed,
     nodes: &HashMap<&str, &NodeInfo>,
-    namespace_labels: &NamespaceLabels,
 ) -> Option<Rejection> {
     let same_domain = |other: &PodInfo, key: &str| -> bool {
         let Some(value) = node.labels.get(key) else {
@@ -106,14 +154,14 @@ pub(super) fn inter_pod_affinity(
             .and_then(|n| n.labels.get(key))
             == Some(value)
     };
-    let affinity = terms(pod, "podAffinity", namespace_labels);
-    for term in &affinity {
+    for term in &terms.affinity {
         let satisfied = placed
+            .pods
             .iter()
             .any(|other| term.matches(other) && same_domain(other, &term.topology_key));
         // The first Pod of a group that selects itself may go anywhere its topology
         // key exists.
-        let first_of_its_kind = !placed.iter().any(|other| term.matches(other))
+        let first_of_its_kind = !placed.pods.iter().any(|other| term.matches(other))
             && term.matches(pod)
             && node.labels.contains_key(&term.topology_key);
         if !satisfied && !first_of_its_kind {
@@ -123,9 +171,9 @@ pub(super) fn inter_pod_affinity(
             });
         }
     }
-    let anti_affinity = terms(pod, "podAntiAffinity", namespace_labels);
-    if anti_affinity.iter().any(|term| {
+    if terms.anti_affinity.iter().any(|term| {
         placed
+            .pods
             .iter()
             .any(|other| term.matches(other) && same_domain(other, &term.topology_key))
     }) {
@@ -135,8 +183,10 @@ pub(super) fn inter_pod_affinity(
         });
     }
     // The Pods already placed whose anti-affinity keeps this one away.
-    for other in placed {
-        let existing = terms(other, "podAntiAffinity", namespace_labels);
+    for (index, existing) in &placed.anti_affinity {
+        let Some(other) = placed.pods.get(*index) else {
+            continue;
+        };
         if existing
             .iter()
             .any(|term| term.matches(pod) && same_domain(other, &term.topology_key))

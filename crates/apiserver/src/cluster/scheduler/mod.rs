@@ -24,7 +24,9 @@ use serde_json::{Value, json};
 
 pub(crate) use filters::tolerates;
 use filters::{node_affinity, node_resources_fit, node_unschedulable, taint_toleration};
-use inter_pod_affinity::{NamespaceLabels, inter_pod_affinity};
+use inter_pod_affinity::{
+    NamespaceLabels, Placed, PodTerms, has_required_terms, inter_pod_affinity,
+};
 
 use super::node::{NodeInfo, NodeSet, micro_now};
 use super::writer::{EventFor, LEASES, PODS, Writer};
@@ -41,6 +43,15 @@ const SCHEDULER_NAME: &str = "default-scheduler";
 /// `--leader-elect-lease-duration`), and how often it is renewed here.
 const LEASE_DURATION: Duration = Duration::from_secs(15);
 const LEASE_RENEW: Duration = Duration::from_secs(10);
+
+/// kube-scheduler's `minFeasibleNodesToFind` and `minFeasibleNodesPercentageToFind`:
+/// below 100 nodes every node is tried; above, the adaptive share of them.
+const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
+
+/// How long one pass schedules before it lets the kubelets run the Pods it bound (the
+/// rest wait for the next pass, which follows at once).
+const PASS_BUDGET: Duration = Duration::from_secs(2);
 
 /// What scoring assumes a container requests when it requests nothing (kube-scheduler's
 /// non-zero defaults), so that BestEffort Pods spread too.
@@ -125,6 +136,10 @@ pub(super) struct PodInfo {
     pub(super) node: String,
     pub(super) labels: BTreeMap<String, String>,
     pub(super) requests: BTreeMap<String, f64>,
+    /// `spec.nodeSelector` (read once, not for every node).
+    pub(super) node_selector: Option<serde_json::Map<String, Value>>,
+    /// The `nodeSelectorTerms` of the required node affinity.
+    pub(super) required_node_terms: Option<Vec<Value>>,
     pub(super) object: Value,
 }
 
@@ -144,33 +159,50 @@ impl PodInfo {
             node: text("/spec/nodeName"),
             labels: string_map(object.pointer("/metadata/labels")),
             requests: filters::pod_requests(&object["spec"]),
+            node_selector: object
+                .pointer("/spec/nodeSelector")
+                .and_then(Value::as_object)
+                .cloned(),
+            required_node_terms: object
+                .pointer(
+                    "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms",
+                )
+                .and_then(Value::as_array)
+                .cloned(),
             object: object.clone(),
         }
     }
+}
 
-    fn terminal(&self) -> bool {
-        matches!(
-            self.object.pointer("/status/phase").and_then(Value::as_str),
-            Some("Succeeded" | "Failed")
-        )
-    }
+/// Whether the Pod finished (`Succeeded` or `Failed`).
+fn terminal(object: &Value) -> bool {
+    matches!(
+        object.pointer("/status/phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    )
+}
 
-    /// Whether it waits for this scheduler.
-    fn pending(&self) -> bool {
-        self.node.is_empty()
-            && !self.terminal()
-            && self.object.pointer("/metadata/deletionTimestamp").is_none()
-            && self
-                .object
-                .pointer("/spec/schedulerName")
-                .and_then(Value::as_str)
-                == Some(SCHEDULER_NAME)
-            && self
-                .object
-                .pointer("/spec/schedulingGates")
-                .and_then(Value::as_array)
-                .is_none_or(Vec::is_empty)
-    }
+/// The node a Pod is bound to (`""`: none).
+fn node_of(object: &Value) -> &str {
+    object
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// Whether the Pod waits for this scheduler.
+fn waits_for_scheduling(object: &Value) -> bool {
+    node_of(object).is_empty()
+        && !terminal(object)
+        && object.pointer("/metadata/deletionTimestamp").is_none()
+        && object
+            .pointer("/spec/schedulerName")
+            .and_then(Value::as_str)
+            == Some(SCHEDULER_NAME)
+        && object
+            .pointer("/spec/schedulingGates")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
 }
 
 fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
@@ -184,44 +216,176 @@ fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-/// One scheduling pass: every pending Pod, in priority then creation order.
-pub(super) fn sync(store: &GenericStore<'_>, nodes: &NodeSet) {
-    hold_lease(store);
-    let pods: Vec<PodInfo> = store
-        .storage
-        .snapshot(&GroupResource::new("", "pods"), "")
+/// How many feasible nodes the scheduler looks for before it stops filtering
+/// (`numFeasibleNodesToFind` with the default adaptive `percentageOfNodesToScore`:
+/// 50% less one point per 125 nodes, at least 5% and at least 100 nodes).
+fn feasible_nodes_to_find(all: usize) -> usize {
+    if all < MIN_FEASIBLE_NODES_TO_FIND {
+        return all;
+    }
+    let percentage = 50usize
+        .saturating_sub(all / 125)
+        .max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND);
+    (all * percentage / 100).max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+/// Where the scheduler is between passes: the node its next search starts at
+/// (`nextStartNodeIndex`, so every node gets its turn), and whether Pods were left
+/// untried when the last pass ran out of its budget.
+#[derive(Debug, Default)]
+pub(super) struct SchedulerState {
+    next_start_node: usize,
+    pub(super) more: bool,
+}
+
+/// One scheduling pass: the pending Pods, in priority then creation order, for at most
+/// [`PASS_BUDGET`] (then `state.more` is set).
+pub(super) fn sync(store: &GenericStore<'_>, nodes: &NodeSet, state: &mut SchedulerState) {
+    state.more = false;
+    let snapshot = store.storage.snapshot(&GroupResource::new("", "pods"), "");
+    let mut pending: Vec<&Value> = snapshot
         .objects
         .iter()
-        .map(|stored| PodInfo::from_object(&stored.value))
+        .map(|stored| &stored.value)
+        .filter(|object| waits_for_scheduling(object))
         .collect();
-    let mut pending: Vec<&PodInfo> = pods.iter().filter(|pod| pod.pending()).collect();
     if pending.is_empty() {
         return;
     }
-    pending.sort_by_key(|pod| {
-        let priority = pod.object.pointer("/spec/priority").and_then(Value::as_i64);
-        let created = pod
-            .object
-            .pointer("/metadata/creationTimestamp")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+    pending.sort_by_cached_key(|object| {
+        let object = *object;
+        let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);
+        let priority = object.pointer("/spec/priority").and_then(Value::as_i64);
         (
             std::cmp::Reverse(priority.unwrap_or(0)),
-            created,
-            pod.name.clone(),
+            text("/metadata/creationTimestamp").unwrap_or(""),
+            text("/metadata/name").unwrap_or(""),
         )
     });
-    let mut placed: Vec<PodInfo> = pods
+    let bound = || {
+        snapshot
+            .objects
+            .iter()
+            .map(|stored| &stored.value)
+            .filter(|object| !node_of(object).is_empty() && !terminal(object))
+    };
+    let index: HashMap<&str, usize> = nodes
+        .nodes
         .iter()
-        .filter(|pod| !pod.node.is_empty() && !pod.terminal())
-        .cloned()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
         .collect();
-    let mut used: HashMap<String, BTreeMap<String, f64>> = HashMap::new();
-    for pod in &placed {
-        add_usage(used.entry(pod.node.clone()).or_default(), pod);
+    // What the Pods on each node (by its place in `nodes`) request.
+    let mut used: Vec<BTreeMap<String, f64>> = vec![BTreeMap::new(); nodes.nodes.len()];
+    for object in bound() {
+        if let Some(usage) = index.get(node_of(object)).and_then(|i| used.get_mut(*i)) {
+            add_usage(usage, &filters::pod_requests(&object["spec"]));
+        }
     }
-    let namespace_labels = NamespaceLabels(
+    // Pod (anti-)affinity is weighed only when a Pod has required terms: without any,
+    // the filter passes every node.
+    let affinity =
+        pending.iter().any(|object| has_required_terms(object)) || bound().any(has_required_terms);
+    let namespace_labels = if affinity {
+        namespace_labels(store)
+    } else {
+        NamespaceLabels::default()
+    };
+    let mut placed = Placed::default();
+    if affinity {
+        for object in bound() {
+            placed.push(PodInfo::from_object(object), &namespace_labels);
+        }
+    }
+    let by_name: HashMap<&str, &NodeInfo> =
+        nodes.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let writer = scheduler_writer(store);
+    let all = nodes.nodes.len();
+    let to_find = feasible_nodes_to_find(all);
+    let started = std::time::Instant::now();
+    for (done, object) in pending.iter().enumerate() {
+        if done > 0 && started.elapsed() >= PASS_BUDGET {
+            state.more = true;
+            return;
+        }
+        let pod = &PodInfo::from_object(object);
+        let terms = if affinity {
+            PodTerms::of(pod, &namespace_labels)
+        } else {
+            PodTerms::default()
+        };
+        let mut rejections = Vec::new();
+        let mut feasible = 0;
+        let mut processed = 0;
+        let mut best: Option<(usize, f64, f64)> = None;
+        for offset in 0..all {
+            if feasible >= to_find {
+                break;
+            }
+            processed += 1;
+            let at = (state.next_start_node + offset) % all;
+            let (Some(node), Some(node_used)) = (nodes.nodes.get(at), used.get(at)) else {
+                continue;
+            };
+            let rejection = node_unschedulable(pod, node)
+                .or_else(|| taint_toleration(pod, node))
+                .or_else(|| node_affinity(pod, node))
+                .or_else(|| node_resources_fit(pod, node, node_used))
+                .or_else(|| {
+                    if affinity {
+                        inter_pod_affinity(pod, &terms, node, &placed, &by_name)
+                    } else {
+                        None
+                    }
+                });
+            if let Some(rejection) = rejection {
+                rejections.push(rejection);
+                continue;
+            }
+            feasible += 1;
+            let score = least_allocated(pod, node, node_used);
+            let pod_count = node_used.get("pods").copied().unwrap_or(0.0);
+            // The least allocated, then the fewest Pods, then the first name.
+            let better = best.is_none_or(|(best_at, best_score, best_count)| {
+                let (tied_score, tied_count) = (
+                    (score - best_score).abs() <= 1e-9,
+                    (pod_count - best_count).abs() <= 1e-9,
+                );
+                score > best_score + 1e-9
+                    || (tied_score && pod_count < best_count - 1e-9)
+                    || (tied_score
+                        && tied_count
+                        && nodes
+                            .nodes
+                            .get(best_at)
+                            .is_some_and(|best| node.name < best.name))
+            });
+            if better {
+                best = Some((at, score, pod_count));
+            }
+        }
+        if all > 0 {
+            state.next_start_node = (state.next_start_node + processed) % all;
+        }
+        match best.and_then(|(at, _, _)| nodes.nodes.get(at).zip(used.get_mut(at))) {
+            Some((node, node_used)) => {
+                if bind_pod(&writer, pod, &node.name) {
+                    add_usage(node_used, &pod.requests);
+                    if affinity {
+                        let mut bound = pod.clone();
+                        bound.node = node.name.clone();
+                        placed.push(bound, &namespace_labels);
+                    }
+                }
+            }
+            None => mark_unschedulable(&writer, pod, &fit_error::message(&rejections)),
+        }
+    }
+}
+
+/// The labels of every namespace (for `namespaceSelector`s of affinity terms).
+fn namespace_labels(store: &GenericStore<'_>) -> NamespaceLabels {
+    NamespaceLabels(
         store
             .storage
             .snapshot(&GroupResource::new("", "namespaces"), "")
@@ -234,54 +398,24 @@ pub(super) fn sync(store: &GenericStore<'_>, nodes: &NodeSet) {
                 )
             })
             .collect(),
-    );
-    let writer = scheduler_writer(store);
-    for pod in pending {
-        let by_name: HashMap<&str, &NodeInfo> =
-            nodes.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
-        let mut rejections = Vec::new();
-        let mut best: Option<(&NodeInfo, f64, f64)> = None;
-        for node in &nodes.nodes {
-            let empty = BTreeMap::new();
-            let node_used = used.get(&node.name).unwrap_or(&empty);
-            let rejection = node_unschedulable(pod, node)
-                .or_else(|| taint_toleration(pod, node))
-                .or_else(|| node_affinity(pod, node))
-                .or_else(|| node_resources_fit(pod, node, node_used))
-                .or_else(|| inter_pod_affinity(pod, node, &placed, &by_name, &namespace_labels));
-            if let Some(rejection) = rejection {
-                rejections.push(rejection);
-                continue;
-            }
-            let score = least_allocated(pod, node, node_used);
-            let pod_count = node_used.get("pods").copied().unwrap_or(0.0);
-            let better = best.is_none_or(|(_, best_score, best_count)| {
-                score > best_score + 1e-9
-                    || ((score - best_score).abs() <= 1e-9 && pod_count < best_count)
-            });
-            if better {
-                best = Some((node, score, pod_count));
-            }
-        }
-        match best {
-            Some((node, _, _)) => {
-                if bind_pod(&writer, pod, &node.name) {
-                    let mut bound = pod.clone();
-                    bound.node = node.name.clone();
-                    add_usage(used.entry(node.name.clone()).or_default(), &bound);
-                    placed.push(bound);
-                }
-            }
-            None => mark_unschedulable(&writer, pod, &fit_error::message(&rejections)),
-        }
-    }
+    )
 }
 
-fn add_usage(usage: &mut BTreeMap<String, f64>, pod: &PodInfo) {
-    for (resource, amount) in &pod.requests {
-        *usage.entry(resource.clone()).or_default() += amount;
+fn add_usage(usage: &mut BTreeMap<String, f64>, requests: &BTreeMap<String, f64>) {
+    for (resource, amount) in requests {
+        match usage.get_mut(resource) {
+            Some(total) => *total += amount,
+            None => {
+                usage.insert(resource.clone(), *amount);
+            }
+        }
     }
-    *usage.entry("pods".to_owned()).or_default() += 1.0;
+    match usage.get_mut("pods") {
+        Some(pods) => *pods += 1.0,
+        None => {
+            usage.insert("pods".to_owned(), 1.0);
+        }
+    }
 }
 
 /// `NodeResourcesFit`'s `LeastAllocated` score, from 0 to 1: the mean free share of CPU
