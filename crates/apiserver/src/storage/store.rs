@@ -608,8 +608,10 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// [`StorageError::Expired`] when `at` is older than the history;
-    /// [`StorageError::TooLarge`] when it is newer than the store.
+    /// [`StorageError::Expired`] when `at` is older than the history (over a backend:
+    /// older than the history the backend keeps, which it is then asked for);
+    /// [`StorageError::TooLarge`] when it is newer than the store;
+    /// [`StorageError::Backend`] when the backend, asked, failed.
     pub fn list(
         &self,
         resource: &GroupResource,
@@ -635,6 +637,12 @@ impl Store {
         }
         let oldest = inner.oldest_servable(table);
         if revision < oldest {
+            if let Some(cacher) = &self.cacher {
+                // Older than the watch cache holds: the backend may still have it (as
+                // kube-apiserver's cacher hands exact lists to etcd).
+                drop(inner);
+                return cache::list_from_backend(cacher, resource, request, revision, oldest);
+            }
             return Err(StorageError::Expired {
                 requested: revision,
                 oldest,

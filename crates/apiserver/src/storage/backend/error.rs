@@ -107,6 +107,10 @@ impl From<StorageError> for BackendError {
             StorageError::TooLarge { requested, current } => {
                 BackendError::TooLarge { requested, current }
             }
+            StorageError::Backend(status) => BackendError::Unavailable {
+                context: "reading the storage backend".to_owned(),
+                source: status.message.into(),
+            },
         }
     }
 }

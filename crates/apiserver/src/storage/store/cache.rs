@@ -8,8 +8,10 @@ use std::time::Duration;
 use kubeclient_machinery::GroupResource;
 
 use super::super::cacher::load_everything;
-use super::super::{Backend, BackendError, Entry, Event};
-use super::{ChangeKind, Inner, Store, StoredObject, Table};
+use super::super::{
+    Backend, BackendError, Cacher, Entry, Event, ListOptions, ListPage, StorageError,
+};
+use super::{ChangeKind, Inner, ListRequest, Store, StoredObject, Table};
 
 /// How long the feed waits before it re-watches after a failure (doubling up to 5 s).
 const REWATCH_FIRST: Duration = Duration::from_millis(100);
@@ -102,6 +104,49 @@ impl Store {
             .current(resource, key)
             .as_ref()
             .map(|o: &Arc<StoredObject>| o.rv)
+    }
+}
+
+/// One page of a list at `revision`, older than the cache's history (which starts at
+/// `oldest`), read from the backend: 410 only when the backend compacted it too.
+pub(super) fn list_from_backend(
+    cacher: &Cacher,
+    resource: &GroupResource,
+    request: &ListRequest<'_>,
+    revision: u64,
+    oldest: u64,
+) -> Result<ListPage, StorageError> {
+    let backend = cacher.backend().clone();
+    let owned = (
+        resource.clone(),
+        request.prefix.to_owned(),
+        request.start_after.map(str::to_owned),
+        request.limit,
+    );
+    let read = cacher.block_on(async move {
+        let (resource, prefix, start_after, limit) = owned;
+        let options = ListOptions {
+            prefix: &prefix,
+            at: Some(revision),
+            start_after: start_after.as_deref(),
+            limit,
+        };
+        backend.list(&resource, options).await
+    });
+    match read {
+        Ok(mut page) => {
+            // The limit counted the keys read, as the cache's pages do; the filter picks.
+            page.items.retain(|object| (request.filter)(object));
+            Ok(page)
+        }
+        Err(BackendError::Expired { .. }) => Err(StorageError::Expired {
+            requested: revision,
+            oldest,
+        }),
+        Err(BackendError::TooLarge { requested, current }) => {
+            Err(StorageError::TooLarge { requested, current })
+        }
+        Err(error) => Err(StorageError::Backend(Box::new(error.status(resource, "")))),
     }
 }
 
