@@ -233,6 +233,8 @@ pub struct Store {
     /// Signalled (with `inner`) when the feed applied a write, for writers waiting to
     /// see theirs.
     applied: Condvar,
+    /// Told of every write the feed applied (see [`Store::observe_applied`]).
+    observer: cache::Observer,
 }
 
 #[derive(Debug)]
@@ -306,6 +308,7 @@ impl Store {
             watcher_limits,
             cacher: None,
             applied: Condvar::new(),
+            observer: cache::Observer::default(),
         }
     }
 
@@ -857,6 +860,7 @@ fn page<'a>(
 }
 
 mod cache;
+pub use cache::AppliedObserver;
 mod guaranteed_update;
 #[cfg(test)]
 mod tests;

@@ -358,3 +358,54 @@ async fn lists_older_than_the_watch_cache_are_read_from_etcd_until_compacted() {
     assert_eq!(gone.status, 410, "{}", String::from_utf8_lossy(&gone.body));
     assert_eq!(gone.json()["reason"], "Expired");
 }
+
+#[tokio::test]
+async fn another_servers_delete_wakes_this_servers_garbage_collector() {
+    let Some(etcd) = TestEtcd::start("another_servers_delete_wakes_the_gc").await else {
+        return;
+    };
+    // Only A runs the garbage collector; nothing else wakes it (no simulated nodes,
+    // whose Leases have owners).
+    let a = TestServer::start_with(ApiServer::builder().etcd(etcd.config()).nodes(0)).await;
+    let b = TestServer::start_with(
+        ApiServer::builder()
+            .etcd(etcd.config())
+            .nodes(0)
+            .garbage_collector(false),
+    )
+    .await;
+    let owner = b.post(CONFIGMAPS, &configmap("owner", "1")).await;
+    assert_eq!(
+        owner.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&owner.body)
+    );
+    let uid = owner.json()["metadata"]["uid"].clone();
+    let mut child = configmap("child", "1");
+    child["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid}]);
+    let child = b.post(CONFIGMAPS, &child).await;
+    assert_eq!(
+        child.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&child.body)
+    );
+    let child_path = format!("{CONFIGMAPS}/child");
+    eventually_at(&a, &child_path, rv(&child.json())).await;
+
+    // The owner goes through B (background propagation: it is removed at once).
+    let deleted = b.delete(&format!("{CONFIGMAPS}/owner")).await;
+    assert_eq!(
+        deleted.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&deleted.body)
+    );
+    // A's garbage collector, woken by B's delete through etcd's watch, removes the
+    // dependent; both servers see it gone.
+    for server in [&a, &b] {
+        crate::support::eventually_status(server, &child_path, 404).await;
+    }
+}

@@ -2,14 +2,14 @@
 //! applies the backend's writes at the backend's revisions, and how a writer waits until
 //! the feed applied its write.
 
-use std::sync::{Arc, PoisonError, Weak};
+use std::sync::{Arc, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use kubeclient_machinery::GroupResource;
 
 use super::super::cacher::load_everything;
 use super::super::{
-    Backend, BackendError, Cacher, Entry, Event, ListOptions, ListPage, StorageError,
+    Backend, BackendError, Cacher, Change, Entry, Event, ListOptions, ListPage, StorageError,
 };
 use super::{ChangeKind, Inner, ListRequest, Store, StoredObject, Table};
 
@@ -17,7 +17,41 @@ use super::{ChangeKind, Inner, ListRequest, Store, StoredObject, Table};
 const REWATCH_FIRST: Duration = Duration::from_millis(100);
 const REWATCH_MAX: Duration = Duration::from_secs(5);
 
+/// What is told of each write the feed applied: its resource and change.
+pub type AppliedObserver = Box<dyn Fn(&GroupResource, &Change) + Send + Sync>;
+
+/// The store's [`AppliedObserver`], once set.
+#[derive(Default)]
+pub(super) struct Observer(OnceLock<AppliedObserver>);
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Observer")
+            .field(&self.0.get().is_some())
+            .finish()
+    }
+}
+
 impl Store {
+    /// Sets who is told of every write the feed applies to this watch cache: writes of
+    /// other servers over the same backend as well as this server's own (which the
+    /// caller also learns of where it writes). This is how a server's controllers are
+    /// woken by another server's writes. Called on the feed's thread, outside the
+    /// store's lock: it must be quick. Only the first observer set is kept; a store
+    /// over no backend never calls it.
+    ///
+    /// ```
+    /// use kubeclient_apiserver::storage::Store;
+    ///
+    /// let store = Store::new(100);
+    /// store.observe_applied(Box::new(|resource, change| {
+    ///     println!("{resource}: {:?} {}", change.kind, change.key);
+    /// }));
+    /// ```
+    pub fn observe_applied(&self, observer: AppliedObserver) {
+        let _ = self.observer.0.set(observer);
+    }
+
     /// Applies one write of the backend, at its revision. Writes at or below what the
     /// store already applied (replayed after a re-watch) change nothing.
     pub(crate) fn apply(&self, event: Event) {
@@ -39,7 +73,7 @@ impl Store {
             (None, Some(_)) => ChangeKind::Created,
             (Some(_), Some(_)) => ChangeKind::Updated,
         };
-        self.record(
+        let change = self.record(
             inner,
             &event.resource,
             event.rv,
@@ -49,6 +83,9 @@ impl Store {
             event.object,
         );
         self.woken();
+        if let Some(observe) = self.observer.0.get() {
+            observe(&event.resource, &change);
+        }
     }
 
     /// Moves the revision to `rv` without a change.
