@@ -315,7 +315,11 @@ fn print_check_perf(setups: &[Setup]) {
                 let text = String::from_utf8_lossy(&output.stdout);
                 let lines: Vec<&str> = text
                     .lines()
-                    .filter(|line| line.starts_with("PASS") || line.starts_with("FAIL"))
+                    .filter(|line| {
+                        ["PASS", "FAIL", "Throughput", "Slowest", "Stddev"]
+                            .iter()
+                            .any(|word| line.contains(word))
+                    })
                     .collect();
                 println!("- {}: {}", setup.name(), lines.join("; "));
             }
@@ -332,8 +336,8 @@ async fn print_lists(setups: &[Setup], count: usize) {
         "### A list of {count} ConfigMaps (median of 3 full LISTs; start = a new server loading them)"
     );
     println!();
-    println!("| store | fill, objects/s | server start | LIST | ×memory |");
-    println!("|---|---|---|---|---|");
+    println!("| store | fill, objects/s | server start | LIST | items, MB | ×memory |");
+    println!("|---|---|---|---|---|---|");
     let mut memory_list = None;
     for setup in setups {
         let prefix = "/bench-list";
@@ -379,24 +383,26 @@ async fn print_lists(setups: &[Setup], count: usize) {
             continue;
         };
         let mut times = Vec::new();
+        let (mut items, mut size) = (0, 0);
         for _ in 0..3 {
             let began = Instant::now();
             let request = kubeclient::rest::Request::get("/api/v1/namespaces/default/configmaps");
-            let bytes = client
-                .request_bytes(request)
-                .await
-                .map(|b| b.len())
-                .unwrap_or(0);
-            if bytes > 0 {
+            if let Ok(bytes) = client.request_bytes(request).await {
                 times.push(began.elapsed().as_secs_f64());
+                size = bytes.len();
+                items = serde_json::from_slice::<serde_json::Value>(&bytes)
+                    .ok()
+                    .and_then(|list| list["items"].as_array().map(Vec::len))
+                    .unwrap_or(0);
             }
         }
         let list = median(&times);
         let ratio = *memory_list.get_or_insert(list);
         println!(
-            "| {} | {fill:.0} | {start} | {:.2} s | {:.2} |",
+            "| {} | {fill:.0} | {start} | {:.3} s | {items}, {:.1} | {:.2} |",
             setup.name(),
             list,
+            size as f64 / 1_048_576.0,
             list / ratio
         );
         server.shutdown().await;

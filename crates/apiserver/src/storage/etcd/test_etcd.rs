@@ -264,7 +264,7 @@ impl TestEtcdCluster {
     }
 
     fn spawn(&mut self, test: &str, index: usize) {
-        let Some(member) = self.members.get(index) else {
+        let Some(member) = self.members.get_mut(index) else {
             return;
         };
         let data = self.dir.join(&member.name);
@@ -280,9 +280,7 @@ impl TestEtcdCluster {
         .arg("--initial-cluster-token=kubeclient-test")
         .spawn()
         .unwrap_or_else(|error| panic!("{test}: starting {}: {error}", self.binary.display()));
-        if let Some(member) = self.members.get_mut(index) {
-            member.child = Some(child);
-        }
+        member.child = Some(child);
     }
 }
 
