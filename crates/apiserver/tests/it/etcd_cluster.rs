@@ -14,7 +14,7 @@ use kubeclient_apiserver::ApiServer;
 use kubeclient_apiserver::testing::TestEtcdCluster;
 use serde_json::{Value, json};
 
-use crate::support::{Reply, TestServer, WatchReader, describe};
+use crate::support::{Reply, TestServer, WatchReader, describe, item_names};
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 
@@ -179,15 +179,7 @@ async fn three_members_survive_one_loss_fail_in_time_without_quorum_and_recover(
     created_eventually(&server, "recovered", &mut watch, &mut last).await;
     // Reads of the written objects are the cluster's.
     let list = server.get(CONFIGMAPS).await.json();
-    let names: Vec<&str> = list["items"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item["metadata"]["name"].as_str())
-                .collect()
-        })
-        .unwrap_or_default();
+    let names = item_names(&list);
     for i in 0..5 {
         assert!(
             names.contains(&format!("one-down-{i}").as_str()),

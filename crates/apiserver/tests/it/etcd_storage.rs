@@ -12,7 +12,7 @@ use kubeclient_apiserver::{ApiServer, StartError};
 use kubeclient_machinery::{ErrorChain, GroupResource};
 use serde_json::{Value, json};
 
-use crate::support::{TestServer, describe};
+use crate::support::{TestServer, describe, item_names};
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 
@@ -333,15 +333,7 @@ async fn lists_older_than_the_watch_cache_are_read_from_etcd_until_compacted() {
     assert_eq!(rest.status, 200, "{}", String::from_utf8_lossy(&rest.body));
     let rest = rest.json();
     assert_eq!(rv(&rest), old);
-    let names: Vec<&str> = rest["items"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item["metadata"]["name"].as_str())
-                .collect()
-        })
-        .unwrap_or_default();
+    let names = item_names(&rest);
     assert_eq!(names, ["b", "c"], "{rest}");
 
     // Once etcd compacted that revision, it is 410 as from kube-apiserver.
