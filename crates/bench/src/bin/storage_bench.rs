@@ -313,12 +313,12 @@ fn print_check_perf(setups: &[Setup]) {
         match output {
             Ok(output) => {
                 let text = String::from_utf8_lossy(&output.stdout);
+                // Its progress bar shares the lines (carriage returns): keep the verdicts.
                 let lines: Vec<&str> = text
-                    .lines()
-                    .filter(|line| {
-                        ["PASS", "FAIL", "Throughput", "Slowest", "Stddev"]
-                            .iter()
-                            .any(|word| line.contains(word))
+                    .split(['\n', '\r'])
+                    .filter_map(|line| {
+                        let at = line.find("PASS").or_else(|| line.find("FAIL"))?;
+                        line.get(at..)
                     })
                     .collect();
                 println!("- {}: {}", setup.name(), lines.join("; "));
