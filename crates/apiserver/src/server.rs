@@ -28,7 +28,7 @@ use crate::faults::Faults;
 use crate::pod_logs::PodLogs;
 use crate::registry::Registry;
 use crate::registry::admission::WebhookPolicy;
-use crate::registry::store::{Hooks, WriteHook};
+use crate::registry::store::{Hooks, WriteHook, tell_applied};
 use crate::response::Body;
 use crate::sessions::Sessions;
 use crate::state::{Config, State};
@@ -172,6 +172,18 @@ impl ApiServerBuilder {
             write_hook,
             tokens: Default::default(),
         });
+        {
+            // Over a backend, other servers' writes reach this one through the watch
+            // cache's feed: they wake the controllers as this server's own writes do.
+            let weak = Arc::downgrade(&state);
+            state
+                .store
+                .observe_applied(Box::new(move |resource, change| {
+                    if let Some(state) = weak.upgrade() {
+                        tell_applied(&*state.write_hook, &state.registry, resource, change);
+                    }
+                }));
+        }
         crate::bootstrap::create(&state.generic_store(), local);
         let (stop, stopped) = watch::channel(false);
         let acceptor = tls

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 #[cfg(feature = "etcd")]
-pub use crate::storage::test_etcd::{ClientFiles, TestEtcd};
+pub use crate::storage::test_etcd::{ClientFiles, TestEtcd, TestEtcdCluster};
 
 /// The kubectl build the interop tests prefer where several are installed.
 pub const PREFERRED_KUBECTL: &str = "kubectl.1.33";

@@ -166,6 +166,7 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
     let page = match listed {
         Ok(page) => page,
         Err(StorageError::Expired { .. }) => return Err(fail(expired(start_after))),
+        Err(StorageError::Backend(status)) => return Err(fail(*status)),
         Err(StorageError::TooLarge { requested, current }) => {
             return Err(fail(Status::resource_version_too_large(
                 &requested.to_string(),

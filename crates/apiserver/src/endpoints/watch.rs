@@ -148,6 +148,7 @@ pub(crate) async fn watch(call: Call) -> HandlerResult<Response<Body>> {
                 &current.to_string(),
             )));
         }
+        Err(StorageError::Backend(status)) => return Ok(error_stream(*status)),
     };
     let (sender, receiver) = mpsc::channel(WATCH_BUFFER);
     if call.state.faults.take_malformed_watch_event() {

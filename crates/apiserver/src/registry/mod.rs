@@ -93,6 +93,18 @@ impl Registry {
             .cloned()
     }
 
+    /// The resource `group/plural` in any served version: a built-in before anything a
+    /// CRD defines.
+    pub(crate) fn find(&self, group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
+        let all = self.read();
+        let matching = |r: &&Arc<ResourceDef>| r.group == group && r.plural == plural;
+        all.iter()
+            .filter(matching)
+            .find(|r| r.builtin)
+            .or_else(|| all.iter().find(matching))
+            .cloned()
+    }
+
     /// Whether anything is served in this group (and version, if given).
     pub(crate) fn serves(&self, group: &str, version: Option<&str>) -> bool {
         self.read()

@@ -44,7 +44,7 @@ pub(crate) use object::TypeMetaFirst;
 pub use object::{Prepared, StoredObject};
 pub use storage_error::StorageError;
 pub use store::{
-    ListRequest, Snapshot, Store, WatchFrom, WatchQueue, WatchSubscription, WatcherLimits, Write,
-    WriteOutcome,
+    AppliedObserver, ListRequest, Snapshot, Store, WatchFrom, WatchQueue, WatchSubscription,
+    WatcherLimits, Write, WriteOutcome,
 };
 pub use write_error::WriteError;

@@ -1,7 +1,7 @@
-//! [`StorageError`]: why the in-memory store cannot serve a read at a revision.
+//! [`StorageError`]: why the store cannot serve a read at a revision.
 
 /// Storage failures that clients see as API errors.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StorageError {
     /// The requested revision is older than the kept history (410 Expired).
     #[error("too old resource version: {requested} ({oldest})")]
@@ -19,4 +19,8 @@ pub enum StorageError {
         /// The current revision.
         current: u64,
     },
+    /// The storage backend, asked for a revision older than the watch cache holds,
+    /// failed (a timeout, an unreachable etcd): the Status to answer.
+    #[error("{}", .0.message)]
+    Backend(Box<kubeclient_machinery::Status>),
 }

@@ -233,6 +233,8 @@ pub struct Store {
     /// Signalled (with `inner`) when the feed applied a write, for writers waiting to
     /// see theirs.
     applied: Condvar,
+    /// Told of every write the feed applied (see [`Store::observe_applied`]).
+    observer: cache::Observer,
 }
 
 #[derive(Debug)]
@@ -306,6 +308,7 @@ impl Store {
             watcher_limits,
             cacher: None,
             applied: Condvar::new(),
+            observer: cache::Observer::default(),
         }
     }
 
@@ -608,8 +611,10 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// [`StorageError::Expired`] when `at` is older than the history;
-    /// [`StorageError::TooLarge`] when it is newer than the store.
+    /// [`StorageError::Expired`] when `at` is older than the history (over a backend:
+    /// older than the history the backend keeps, which it is then asked for);
+    /// [`StorageError::TooLarge`] when it is newer than the store;
+    /// [`StorageError::Backend`] when the backend, asked, failed.
     pub fn list(
         &self,
         resource: &GroupResource,
@@ -635,6 +640,12 @@ impl Store {
         }
         let oldest = inner.oldest_servable(table);
         if revision < oldest {
+            if let Some(cacher) = &self.cacher {
+                // Older than the watch cache holds: the backend may still have it (as
+                // kube-apiserver's cacher hands exact lists to etcd).
+                drop(inner);
+                return cache::list_from_backend(cacher, resource, request, revision, oldest);
+            }
             return Err(StorageError::Expired {
                 requested: revision,
                 oldest,
@@ -849,6 +860,7 @@ fn page<'a>(
 }
 
 mod cache;
+pub use cache::AppliedObserver;
 mod guaranteed_update;
 #[cfg(test)]
 mod tests;

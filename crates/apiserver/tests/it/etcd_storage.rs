@@ -12,7 +12,7 @@ use kubeclient_apiserver::{ApiServer, StartError};
 use kubeclient_machinery::{ErrorChain, GroupResource};
 use serde_json::{Value, json};
 
-use crate::support::{TestServer, describe};
+use crate::support::{TestServer, describe, item_names};
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 
@@ -222,4 +222,182 @@ async fn an_unreachable_etcd_is_a_start_error_naming_the_endpoint() {
     assert!(matches!(error, StartError::Storage(_)), "{error:?}");
     let message = ErrorChain(&error).to_string();
     assert!(message.contains(&endpoint), "{message}");
+}
+
+#[tokio::test]
+async fn a_delete_that_loses_a_race_decides_again_instead_of_a_409() {
+    let Some(etcd) = TestEtcd::start("a_delete_that_loses_a_race").await else {
+        return;
+    };
+    let (a, b) = (server_on(&etcd).await, server_on(&etcd).await);
+    for round in 0..10 {
+        let name = format!("raced-{round}");
+        let path = format!("{CONFIGMAPS}/{name}");
+        let mut object = configmap(&name, "0");
+        // A finalizer keeps the object after the DELETE: the update on B and the
+        // marking on A both change it, so one of them must decide again.
+        object["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        let created = a.post(CONFIGMAPS, &object).await;
+        assert_eq!(
+            created.status,
+            201,
+            "{}",
+            String::from_utf8_lossy(&created.body)
+        );
+        let created = created.json();
+        eventually_at(&b, &path, rv(&created)).await;
+        // B writes first; A deletes at once, usually before its cache saw B's write.
+        let mut changed = created.clone();
+        changed["data"] = json!({"k": "b"});
+        let updated = b.put(&path, &changed).await;
+        assert_eq!(
+            updated.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&updated.body)
+        );
+        let deleted = a.delete(&path).await;
+        assert_eq!(
+            deleted.status,
+            200,
+            "round {round}: the DELETE decides again on B's write: {}",
+            String::from_utf8_lossy(&deleted.body)
+        );
+        let marked = deleted.json();
+        assert!(
+            marked["metadata"]["deletionTimestamp"].is_string(),
+            "{marked}"
+        );
+        assert_eq!(marked["data"], json!({"k": "b"}), "B's write is kept");
+        // Release the object.
+        let mut released = marked.clone();
+        released["metadata"]["finalizers"] = json!([]);
+        let released = a.put(&path, &released).await;
+        assert_eq!(
+            released.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&released.body)
+        );
+    }
+}
+
+#[tokio::test]
+async fn lists_older_than_the_watch_cache_are_read_from_etcd_until_compacted() {
+    let Some(etcd) = TestEtcd::start("lists_older_than_the_watch_cache").await else {
+        return;
+    };
+    let first = server_on(&etcd).await;
+    for name in ["a", "b", "c"] {
+        let created = first.post(CONFIGMAPS, &configmap(name, "old")).await;
+        assert_eq!(created.status, 201);
+    }
+    // A paginated list on the first server, continued on the next one.
+    let page = first.get(&format!("{CONFIGMAPS}?limit=1")).await.json();
+    let token = page["metadata"]["continue"]
+        .as_str()
+        .expect("a continue token")
+        .to_owned();
+    let old = rv(&page);
+    for name in ["a", "b", "c"] {
+        let path = format!("{CONFIGMAPS}/{name}");
+        let mut object = first.get(&path).await.json();
+        object["data"] = json!({"k": "new"});
+        assert_eq!(first.put(&path, &object).await.status, 200);
+    }
+    first.server.shutdown().await;
+
+    // The new server's watch cache starts at etcd's current revision.
+    let second = server_on(&etcd).await;
+    let exact = second
+        .get(&format!(
+            "{CONFIGMAPS}?resourceVersion={old}&resourceVersionMatch=Exact"
+        ))
+        .await;
+    assert_eq!(
+        exact.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&exact.body)
+    );
+    let exact = exact.json();
+    assert_eq!(rv(&exact), old);
+    let data: Vec<&Value> = exact["items"]
+        .as_array()
+        .map(|items| items.iter().map(|item| &item["data"]["k"]).collect())
+        .unwrap_or_default();
+    assert_eq!(data, [&json!("old"); 3], "{exact}");
+    let rest = second
+        .get(&format!("{CONFIGMAPS}?limit=5&continue={token}"))
+        .await;
+    assert_eq!(rest.status, 200, "{}", String::from_utf8_lossy(&rest.body));
+    let rest = rest.json();
+    assert_eq!(rv(&rest), old);
+    let names = item_names(&rest);
+    assert_eq!(names, ["b", "c"], "{rest}");
+
+    // Once etcd compacted that revision, it is 410 as from kube-apiserver.
+    etcd.backend("/registry")
+        .await
+        .compact()
+        .await
+        .expect("etcd compacts");
+    let gone = second
+        .get(&format!(
+            "{CONFIGMAPS}?resourceVersion={old}&resourceVersionMatch=Exact"
+        ))
+        .await;
+    assert_eq!(gone.status, 410, "{}", String::from_utf8_lossy(&gone.body));
+    assert_eq!(gone.json()["reason"], "Expired");
+}
+
+#[tokio::test]
+async fn another_servers_delete_wakes_this_servers_garbage_collector() {
+    let Some(etcd) = TestEtcd::start("another_servers_delete_wakes_the_gc").await else {
+        return;
+    };
+    // Only A runs the garbage collector; nothing else wakes it (no simulated nodes,
+    // whose Leases have owners).
+    let a = TestServer::start_with(ApiServer::builder().etcd(etcd.config()).nodes(0)).await;
+    let b = TestServer::start_with(
+        ApiServer::builder()
+            .etcd(etcd.config())
+            .nodes(0)
+            .garbage_collector(false),
+    )
+    .await;
+    let owner = b.post(CONFIGMAPS, &configmap("owner", "1")).await;
+    assert_eq!(
+        owner.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&owner.body)
+    );
+    let uid = owner.json()["metadata"]["uid"].clone();
+    let mut child = configmap("child", "1");
+    child["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid}]);
+    let child = b.post(CONFIGMAPS, &child).await;
+    assert_eq!(
+        child.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&child.body)
+    );
+    let child_path = format!("{CONFIGMAPS}/child");
+    eventually_at(&a, &child_path, rv(&child.json())).await;
+
+    // The owner goes through B (background propagation: it is removed at once).
+    let deleted = b.delete(&format!("{CONFIGMAPS}/owner")).await;
+    assert_eq!(
+        deleted.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&deleted.body)
+    );
+    // A's garbage collector, woken by B's delete through etcd's watch, removes the
+    // dependent; both servers see it gone.
+    for server in [&a, &b] {
+        crate::support::eventually_status(server, &child_path, 404).await;
+    }
 }

@@ -17,7 +17,8 @@
 //! - `disk_storage` (feature `disk`): the whole server over the disk backend: restarts,
 //!   a watch across one, a locked directory, a value that does not decode.
 //! - `etcd_storage` (feature `etcd`): the whole server over a real etcd: restarts, two
-//!   servers on one etcd, an unreachable etcd.
+//!   servers on one etcd, an unreachable etcd; `etcd_cluster` (feature `etcd`): over a
+//!   three-member etcd cluster: one member lost, quorum lost, recovery.
 //! - `garbage_collection`: DELETE answers, propagation policies and namespace deletion.
 //! - `generation`: `metadata.generation` and the status subresource, kind by kind.
 //! - `crd_schemas`: custom resources checked, defaulted and pruned by their CRD's schema;
@@ -78,6 +79,8 @@ mod crd_validation_rules;
 mod defaults;
 #[cfg(feature = "disk")]
 mod disk_storage;
+#[cfg(feature = "etcd")]
+mod etcd_cluster;
 #[cfg(feature = "etcd")]
 mod etcd_storage;
 mod events;

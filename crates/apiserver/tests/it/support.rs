@@ -282,6 +282,19 @@ impl WatchReader {
     }
 }
 
+/// The names of a list's items, in order.
+pub(crate) fn item_names(list: &Value) -> Vec<&str> {
+    list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item["metadata"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// `(type, name)` of an event.
 pub(crate) fn describe(event: &Value) -> (String, String) {
     (

@@ -31,12 +31,17 @@ fn serve(dir: &std::path::Path) -> (Killed, String, String) {
 
 /// [`serve`] with more flags.
 fn serve_with(dir: &std::path::Path, flags: &[&str]) -> (Killed, String, String) {
+    serve_on(dir, "127.0.0.1:0", flags)
+}
+
+/// `kubeclient serve` listening on `listen`, as [`serve_with`].
+fn serve_on(dir: &std::path::Path, listen: &str, flags: &[&str]) -> (Killed, String, String) {
     let kubeconfig = dir.join("kubeconfig").display().to_string();
     let mut child = kubeclient()
         .args([
             "serve",
             "--listen",
-            "127.0.0.1:0",
+            listen,
             "--write-kubeconfig",
             &kubeconfig,
         ])
@@ -595,7 +600,7 @@ fn http(address: &str, method: &str, path: &str, body: &str) -> u16 {
 }
 
 #[test]
-fn kill_9_during_a_write_storm_loses_no_acknowledged_write() {
+fn kill_9_during_a_write_storm_loses_no_acknowledged_write_and_an_informer_converges() {
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let Some(etcd) = runtime.block_on(kubeclient_apiserver::testing::TestEtcd::start(
         "kill_9_during_a_write_storm",
@@ -608,19 +613,27 @@ fn kill_9_during_a_write_storm_loses_no_acknowledged_write() {
 }
 
 #[test]
-fn kill_9_during_a_write_storm_loses_no_acknowledged_write_on_disk() {
+fn kill_9_during_a_write_storm_on_disk_loses_no_acknowledged_write_and_an_informer_converges() {
     let dir = scratch("kill-9-disk");
     let data = dir.join("data").display().to_string();
     kill_9_during_a_write_storm(&dir, &["--data-dir", data.as_str(), "--nodes", "0"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Starts `kubeclient serve` with `flags`, creates ConfigMaps from 4 writers, kills the
-/// server with SIGKILL mid-storm, restarts it with the same flags and checks that every
-/// write answered 201 is there.
+/// Starts `kubeclient serve` with `flags` and an informer of the project on its
+/// ConfigMaps, creates ConfigMaps from 4 writers, kills the server with SIGKILL mid-storm,
+/// restarts it with the same flags on the same port and checks that every write answered
+/// 201 is there, and that the informer (which knew nothing of the restart) resumes from
+/// its last resourceVersion, or relists after 410, and converges on the server's state.
 fn kill_9_during_a_write_storm(dir: &std::path::Path, flags: &[&str]) {
-    let (mut server, url, _) = serve_with(dir, flags);
+    let (mut server, url, kubeconfig) = serve_with(dir, flags);
     let address = url.trim_start_matches("http://").to_owned();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let informer = runtime.block_on(informer::start(&kubeconfig));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writers: Vec<_> = (0..4)
         .map(|writer| {
@@ -662,15 +675,112 @@ fn kill_9_during_a_write_storm(dir: &std::path::Path, flags: &[&str]) {
         "the storm wrote: {}",
         acknowledged.len()
     );
-    let (_restarted, url, _) = serve_with(dir, flags);
-    let address = url.trim_start_matches("http://");
+    let (_restarted, _, _) = serve_on(dir, &address, flags);
     for name in &acknowledged {
         let path = format!("/api/v1/namespaces/default/configmaps/{name}");
         assert_eq!(
-            http(address, "GET", &path, ""),
+            http(&address, "GET", &path, ""),
             200,
             "{name} was acknowledged"
         );
+    }
+    // A write after the restart, which the informer must see too.
+    let body = r#"{"metadata":{"name":"after-restart"}}"#;
+    assert_eq!(
+        http(
+            &address,
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            body
+        ),
+        201
+    );
+    runtime.block_on(informer.converges());
+}
+
+/// The project's informer (crates/client) on the ConfigMaps of `default`.
+mod informer {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kubeclient::cache::{ApiListWatch, InformerOptions, SharedIndexInformer, Store as _};
+    use kubeclient::config::{Kubeconfig, KubeconfigOptions};
+    use kubeclient::machinery::{Object, meta_namespace_key};
+    use kubeclient::{Api, Client, Config, ListParams};
+    use tokio_util::sync::CancellationToken;
+
+    /// A running informer and the client it lists with.
+    pub(super) struct Running {
+        informer: SharedIndexInformer<ConfigMap>,
+        api: Api<ConfigMap>,
+        stop: CancellationToken,
+    }
+
+    /// Starts one on the server of `kubeconfig` and waits until it synced.
+    pub(super) async fn start(kubeconfig: &str) -> Running {
+        let yaml = std::fs::read_to_string(kubeconfig).expect("the kubeconfig");
+        let kubeconfig = Kubeconfig::from_yaml(&yaml).expect("a kubeconfig");
+        let config = Config::from_kubeconfig(&kubeconfig, &KubeconfigOptions::default())
+            .expect("a client configuration");
+        let client = Client::new(config).await.expect("a client");
+        let api = Api::<ConfigMap>::namespaced(client, "default");
+        let options = InformerOptions {
+            name: "configmaps".to_owned(),
+            ..InformerOptions::default()
+        };
+        let informer = SharedIndexInformer::new(Arc::new(ApiListWatch::new(api.clone())), options);
+        let stop = CancellationToken::new();
+        let running = informer.clone();
+        let token = stop.clone();
+        tokio::spawn(async move { running.run(token).await });
+        tokio::time::timeout(Duration::from_secs(30), informer.wait_for_cache_sync(&stop))
+            .await
+            .expect("the informer syncs");
+        Running {
+            informer,
+            api,
+            stop,
+        }
+    }
+
+    impl Running {
+        /// Waits (60 s at most) until the cache holds exactly the server's objects at
+        /// their resourceVersions.
+        pub(super) async fn converges(self) {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+            loop {
+                let server = self.api.list_all(&ListParams::default()).await.map(|list| {
+                    list.items
+                        .iter()
+                        .map(|cm| (meta_namespace_key(cm), cm.resource_version().to_owned()))
+                        .collect::<std::collections::BTreeMap<_, _>>()
+                });
+                let cache: std::collections::BTreeMap<_, _> = self
+                    .informer
+                    .indexer()
+                    .list()
+                    .iter()
+                    .map(|cm| {
+                        (
+                            meta_namespace_key(cm.as_ref()),
+                            cm.resource_version().to_owned(),
+                        )
+                    })
+                    .collect();
+                if server.as_ref().is_ok_and(|server| *server == cache) {
+                    self.stop.cancel();
+                    return;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the informer converges on the restarted server within 60 s: {} cached, server {:?}",
+                    cache.len(),
+                    server.map(|s| s.len())
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
     }
 }
 

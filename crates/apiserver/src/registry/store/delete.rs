@@ -97,7 +97,10 @@ impl GenericStore<'_> {
             group: resource.group.clone(),
             resource: resource.kind.clone(),
         };
-        let outcome = self.storage.write(&request.storage(), &request.key_for(name), |current| {
+        // Decided again on the newer state when another write got in between (over etcd,
+        // another server's): kube-apiserver's delete is a `GuaranteedUpdate` too, which
+        // re-reads and checks the preconditions and finalizers again instead of a 409.
+        let outcome = self.storage.update(&request.storage(), &request.key_for(name), |current| {
             let current = current.ok_or_else(|| request.not_found(name))?;
             let uid = meta_str(&current.value, "uid");
             if let Some(expected) = &options.precondition_uid
@@ -256,7 +259,7 @@ impl GenericStore<'_> {
                 let key = store_key(Some(stored.namespace()), stored.name());
                 let _ = self
                     .storage
-                    .write(&group_resource, &key, |_| Ok::<_, ()>(Write::Delete));
+                    .update(&group_resource, &key, |_| Ok::<_, ()>(Write::Delete));
             }
             self.storage.drop_watchers_of(&group_resource);
         }

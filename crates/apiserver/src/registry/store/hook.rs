@@ -36,6 +36,27 @@ impl WriteHook for Hooks {
     }
 }
 
+/// Tells `hook` of a write a watch cache applied from its backend (another server's
+/// write over the same etcd, or this server's own, which `hook` then hears of twice:
+/// hooks only wake their owners, so twice is harmless). Resources the registry does not
+/// serve are not told.
+pub(crate) fn tell_applied(
+    hook: &dyn WriteHook,
+    registry: &crate::registry::Registry,
+    resource: &kubeclient_machinery::GroupResource,
+    change: &crate::storage::Change,
+) {
+    let Some(definition) = registry.find(&resource.group, &resource.resource) else {
+        return;
+    };
+    let write = match (&change.kind, &change.new) {
+        (crate::storage::ChangeKind::Created, Some(new)) => Committed::Created(&new.value),
+        (_, Some(new)) => Committed::Updated(&new.value),
+        (_, None) => Committed::Deleted,
+    };
+    hook.committed(&definition, write);
+}
+
 /// A hook that ignores every write (for tests that run no controllers).
 #[cfg(test)]
 #[derive(Clone, Copy, Debug, Default)]

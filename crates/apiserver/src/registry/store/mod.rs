@@ -42,7 +42,7 @@ pub(crate) use binding::bind;
 pub(crate) use delete::{DeleteOptions, Deleted};
 #[cfg(test)]
 pub(crate) use hook::NoHook;
-pub(crate) use hook::{Committed, Hooks, WriteHook};
+pub(crate) use hook::{Committed, Hooks, WriteHook, tell_applied};
 pub(crate) use result::{StoreResult, conflict, fail, invalid};
 pub(crate) use update::Ownership;
 pub(crate) use write_request::{Decoding, WriteRequest};

@@ -73,6 +73,16 @@ pub enum BackendError {
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
+    /// The backend answered with an error of its own (etcd's `etcdserver: request timed
+    /// out` or `etcdserver: no leader`), which kube-apiserver passes on as a 500 whose
+    /// message is the backend's.
+    #[error("{message} ({context})")]
+    Refused {
+        /// What was being done, and where.
+        context: String,
+        /// The backend's own message.
+        message: String,
+    },
     /// The backend did not answer in time.
     #[error("the storage backend did not answer within {0:?}")]
     Timeout(std::time::Duration),
@@ -97,6 +107,10 @@ impl From<StorageError> for BackendError {
             StorageError::TooLarge { requested, current } => {
                 BackendError::TooLarge { requested, current }
             }
+            StorageError::Backend(status) => BackendError::Unavailable {
+                context: "reading the storage backend".to_owned(),
+                source: status.message.into(),
+            },
         }
     }
 }

@@ -9,6 +9,10 @@ use super::BackendError;
 const MODIFIED: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
 
+/// kube-apiserver's message for a request whose deadline passed.
+const DEADLINE_EXCEEDED: &str =
+    "request did not complete within requested timeout - context deadline exceeded";
+
 impl BackendError {
     /// The Status for this error of a request on the object `name` of `resource`: 404,
     /// 409 (exists, or modified meanwhile), 410, 504 (a revision too large, a backend too
@@ -32,7 +36,16 @@ impl BackendError {
             BackendError::TooLarge { requested, current } => {
                 Status::resource_version_too_large(&requested.to_string(), &current.to_string())
             }
-            BackendError::Timeout(_) => Status::timeout(&self.to_string(), 2),
+            // kube-apiserver's answer when a request's deadline passes (`finishRequest`).
+            BackendError::Timeout(_) => Status::timeout(DEADLINE_EXCEEDED, 0),
+            // An error that is no Status: kube-apiserver answers 500 with no reason and
+            // the error's own message (`ErrorToAPIStatus`).
+            BackendError::Refused { message, .. } => Status {
+                status: "Failure".to_owned(),
+                message: message.clone(),
+                code: 500,
+                ..Status::default()
+            },
             other => Status::internal_error(&ErrorChain(other).to_string()),
         }
     }
@@ -70,9 +83,31 @@ mod tests {
             current: 3,
         };
         assert_eq!(code(too_large), 504);
+        let timeout = BackendError::Timeout(std::time::Duration::from_secs(1)).status(&cms, "a");
         assert_eq!(
-            code(BackendError::Timeout(std::time::Duration::from_secs(1))),
-            504
+            (
+                timeout.code,
+                timeout.reason.as_str(),
+                timeout.message.as_str()
+            ),
+            (
+                504,
+                "Timeout",
+                "Timeout: request did not complete within requested timeout - context deadline exceeded"
+            )
+        );
+        let refused = BackendError::Refused {
+            context: "creating /registry/configmaps/n/a".into(),
+            message: "etcdserver: request timed out".into(),
+        }
+        .status(&cms, "a");
+        assert_eq!(
+            (
+                refused.code,
+                refused.reason.as_str(),
+                refused.message.as_str()
+            ),
+            (500, "", "etcdserver: request timed out")
         );
         let decode = BackendError::Decode {
             key: "/registry/configmaps/n/a".into(),

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::super::{BackendError, Entry, Event, EventStream, Everything, StoredObject};
 use super::watch::next_response;
-use super::{EtcdBackend, keys, revision, stored, to_etcd};
+use super::{EtcdBackend, Resend, keys, revision, stored, to_etcd};
 
 /// How many decoded writes wait for a slow cache before the reading of etcd's stream
 /// pauses.
@@ -77,10 +77,12 @@ impl EtcdBackend {
             .with_prefix()
             .with_prev_key()
             .with_start_revision(to_etcd(after.saturating_add(1)));
-        let mut client = self.client.clone();
         let context = format!("watching {root}");
         let stream = self
-            .call(&context, client.watch(root.clone(), Some(options)))
+            .call(&context, Resend::Safe, |mut client| {
+                let (root, options) = (root.clone(), options.clone());
+                async move { client.watch(root, Some(options)).await }
+            })
             .await?;
         let (sender, receiver) = mpsc::channel(BUFFERED_EVENTS);
         let pump = tokio::spawn(pump(stream, root, after, sender));

@@ -7,6 +7,7 @@
 mod codec;
 mod config;
 mod keyspace;
+mod members;
 pub(crate) mod test_etcd;
 #[cfg(test)]
 mod tests;
@@ -16,7 +17,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use etcd_client::{
-    Client, CompactionOptions, Compare, CompareOp, DeleteOptions, GetOptions, KeyValue, Txn, TxnOp,
+    CompactionOptions, Compare, CompareOp, DeleteOptions, GetOptions, KeyValue, Txn, TxnOp,
     TxnOpResponse, TxnResponse,
 };
 use futures_util::FutureExt;
@@ -24,6 +25,7 @@ use kubeclient_machinery::GroupResource;
 use serde_json::Value;
 
 pub use config::EtcdConfig;
+use members::{Members, Resend};
 
 use super::{
     Backend, BackendError, BackendFuture, ChangeStream, ListOptions, ListPage, StoredObject, keys,
@@ -31,6 +33,8 @@ use super::{
 
 /// What etcd answers for a read at a compacted revision.
 const COMPACTED: &str = "required revision has been compacted";
+/// How etcd's server errors begin (`etcdserver: request timed out`).
+const ETCD_SERVER_ERROR: &str = "etcdserver: ";
 /// What etcd answers for a read at a revision it has not reached.
 const FUTURE: &str = "required revision is a future revision";
 
@@ -46,7 +50,7 @@ const FUTURE: &str = "required revision is a future revision";
 /// ```
 #[derive(Clone)]
 pub struct EtcdBackend {
-    client: Client,
+    members: Members,
     config: EtcdConfig,
 }
 
@@ -69,18 +73,22 @@ impl EtcdBackend {
     pub async fn connect(config: EtcdConfig) -> Result<Self, BackendError> {
         let context = format!("connecting to etcd at {}", config.servers.join(","));
         let options = config.connect_options()?;
-        let connect = Client::connect(&config.servers, Some(options));
-        let client = match tokio::time::timeout(config.connect_timeout, connect).await {
-            Ok(Ok(client)) => client,
+        let connect = Members::connect(&config.servers, &options);
+        let members = match tokio::time::timeout(config.connect_timeout, connect).await {
+            Ok(Ok(members)) => members,
             Ok(Err(error)) => return Err(unavailable(&context, error)),
             Err(_) => return Err(not_in_time(&context, config.connect_timeout)),
         };
-        let backend = EtcdBackend { client, config };
-        let mut kv = backend.client.kv_client();
-        let probe = kv.get(
-            backend.config.prefix.clone(),
-            Some(GetOptions::new().with_count_only()),
-        );
+        let backend = EtcdBackend { members, config };
+        let prefix = backend.config.prefix.clone();
+        let probe = backend.members.run(Resend::Safe, |mut client| {
+            let prefix = prefix.clone();
+            async move {
+                client
+                    .get(prefix, Some(GetOptions::new().with_count_only()))
+                    .await
+            }
+        });
         match tokio::time::timeout(backend.config.connect_timeout, probe).await {
             Ok(Ok(_)) => Ok(backend),
             Ok(Err(error)) => Err(unavailable(&context, error)),
@@ -98,25 +106,48 @@ impl EtcdBackend {
         keys::resource_root(&self.config.prefix, resource)
     }
 
+    /// Runs one request on the members (see [`Members::run`]) within the request
+    /// timeout: etcd's own error, or `Timeout`.
+    async fn attempt<T, F>(
+        &self,
+        resend: Resend,
+        request: impl Fn(etcd_client::Client) -> F,
+    ) -> Result<Result<T, etcd_client::Error>, BackendError>
+    where
+        F: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        tokio::time::timeout(
+            self.config.request_timeout,
+            self.members.run(resend, request),
+        )
+        .await
+        .map_err(|_| BackendError::Timeout(self.config.request_timeout))
+    }
+
     /// Runs one request within the request timeout, mapping etcd's errors.
-    async fn call<T>(
+    async fn call<T, F>(
         &self,
         what: &str,
-        request: impl Future<Output = Result<T, etcd_client::Error>>,
-    ) -> Result<T, BackendError> {
-        match tokio::time::timeout(self.config.request_timeout, request).await {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(error)) => Err(unavailable(what, error)),
-            Err(_) => Err(BackendError::Timeout(self.config.request_timeout)),
-        }
+        resend: Resend,
+        request: impl Fn(etcd_client::Client) -> F,
+    ) -> Result<T, BackendError>
+    where
+        F: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.attempt(resend, request)
+            .await?
+            .map_err(|error| unavailable(what, error))
     }
 
     /// The current revision of the whole cluster.
     async fn current_revision(&self) -> Result<u64, BackendError> {
-        let options = GetOptions::new().with_count_only();
-        let mut kv = self.client.kv_client();
-        let request = kv.get(self.config.prefix.clone(), Some(options));
-        let response = self.call("reading etcd's revision", request).await?;
+        let prefix = &self.config.prefix;
+        let response = self
+            .call("reading etcd's revision", Resend::Safe, |mut client| {
+                let options = GetOptions::new().with_count_only();
+                async move { client.get(prefix.clone(), Some(options)).await }
+            })
+            .await?;
         Ok(response.header().map_or(0, |h| revision(h.revision())))
     }
 
@@ -133,11 +164,15 @@ impl EtcdBackend {
             _ => options,
         };
         let what = format!("reading {key}");
-        let mut kv = self.client.kv_client();
-        let request = kv.get(key, Some(options));
-        match tokio::time::timeout(self.config.request_timeout, request).await {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(error)) => {
+        let answer = self
+            .attempt(Resend::Safe, |mut client| {
+                let (key, options) = (key.clone(), options.clone());
+                async move { client.get(key, Some(options)).await }
+            })
+            .await?;
+        match answer {
+            Ok(response) => Ok(response),
+            Err(error) => {
                 let requested = at.unwrap_or(0);
                 match status_message(&error) {
                     Some(message) if message.contains(COMPACTED) => Err(BackendError::Expired {
@@ -151,13 +186,15 @@ impl EtcdBackend {
                     _ => Err(unavailable(&what, error)),
                 }
             }
-            Err(_) => Err(BackendError::Timeout(self.config.request_timeout)),
         }
     }
 
     async fn txn(&self, what: &str, txn: Txn) -> Result<TxnResponse, BackendError> {
-        let mut kv = self.client.kv_client();
-        self.call(what, kv.txn(txn)).await
+        self.call(what, Resend::OnlyUnsent, |mut client| {
+            let txn = txn.clone();
+            async move { client.txn(txn).await }
+        })
+        .await
     }
 
     async fn get_impl(
@@ -320,19 +357,19 @@ impl EtcdBackend {
 
     async fn compact_impl(&self) -> Result<u64, BackendError> {
         let current = self.current_revision().await?;
-        let mut kv = self.client.kv_client();
-        let request = kv.compact(
-            to_etcd(current),
-            Some(CompactionOptions::new().with_physical()),
-        );
-        match tokio::time::timeout(self.config.request_timeout, request).await {
-            Ok(Ok(_)) => Ok(current),
+        let answer = self
+            .attempt(Resend::Safe, |mut client| async move {
+                let options = CompactionOptions::new().with_physical();
+                client.compact(to_etcd(current), Some(options)).await
+            })
+            .await?;
+        match answer {
+            Ok(_) => Ok(current),
             // Already compacted there: the history is gone either way.
-            Ok(Err(error)) if status_message(&error).is_some_and(|m| m.contains(COMPACTED)) => {
+            Err(error) if status_message(&error).is_some_and(|m| m.contains(COMPACTED)) => {
                 Ok(current)
             }
-            Ok(Err(error)) => Err(unavailable("compacting etcd", error)),
-            Err(_) => Err(BackendError::Timeout(self.config.request_timeout)),
+            Err(error) => Err(unavailable("compacting etcd", error)),
         }
     }
 }
@@ -461,10 +498,19 @@ fn not_found(key: &str) -> BackendError {
     }
 }
 
+/// A failed request: etcd's own errors (`etcdserver: ...`, what kube-apiserver passes
+/// on as they are) as [`BackendError::Refused`], the rest (an endpoint that cannot be
+/// reached, a broken stream) as [`BackendError::Unavailable`].
 fn unavailable(context: &str, error: etcd_client::Error) -> BackendError {
-    BackendError::Unavailable {
-        context: context.to_owned(),
-        source: Box::new(error),
+    match status_message(&error) {
+        Some(message) if message.starts_with(ETCD_SERVER_ERROR) => BackendError::Refused {
+            context: context.to_owned(),
+            message: message.to_owned(),
+        },
+        _ => BackendError::Unavailable {
+            context: context.to_owned(),
+            source: Box::new(error),
+        },
     }
 }
 

@@ -54,24 +54,15 @@ impl TestEtcd {
     }
 
     async fn start_with(test: &str, tls: bool) -> Option<TestEtcd> {
-        let Some(binary) = etcd_binary() else {
-            assert!(
-                std::env::var_os("KUBECLIENT_REQUIRE_ETCD").is_none(),
-                "{test}: KUBECLIENT_REQUIRE_ETCD is set but no etcd binary was found \
-                 (install Debian's etcd-server, or set KUBECLIENT_ETCD)"
-            );
-            eprintln!(
-                "{test}: skipped: no etcd binary (install Debian's etcd-server, or set KUBECLIENT_ETCD)"
-            );
-            return None;
-        };
+        let binary = etcd_binary_or_skip(test)?;
         let [client_port, peer_port] = free_ports();
         let dir =
             std::env::temp_dir().join(format!("kubeclient-etcd-{}", uuid::Uuid::new_v4().simple()));
         let scheme = if tls { "https" } else { "http" };
         let url = format!("{scheme}://127.0.0.1:{client_port}");
         let peer = format!("http://127.0.0.1:{peer_port}");
-        let mut command = Command::new(&binary);
+        let mut command = member_command(&binary, "test", &dir.join("data"), &url, &peer);
+        command.arg(format!("--initial-cluster=test={peer}"));
         let client_files = tls.then(|| {
             let files = write_certificates(&dir.join("pki"));
             command
@@ -82,16 +73,6 @@ impl TestEtcd {
             files.client
         });
         let child = command
-            .arg("--name=test")
-            .arg(format!("--data-dir={}", dir.join("data").display()))
-            .arg(format!("--listen-client-urls={url}"))
-            .arg(format!("--advertise-client-urls={url}"))
-            .arg(format!("--listen-peer-urls={peer}"))
-            .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster=test={peer}"))
-            .arg("--log-level=error")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|error| panic!("{test}: starting {}: {error}", binary.display()));
         let etcd = TestEtcd {
@@ -130,15 +111,185 @@ impl TestEtcd {
     /// Waits for the member to answer (a start-up wait, not a timed assertion: a member
     /// that never answers within a minute is broken).
     async fn wait_until_ready(&self, test: &str) {
-        let mut config = self.config();
-        config.connect_timeout = Duration::from_millis(500);
-        for _ in 0..240 {
-            if EtcdBackend::connect(config.clone()).await.is_ok() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
+        wait_until_answers(test, self.config()).await;
+    }
+}
+
+/// Waits until a client of `config` reads (a linearizable read: the member has a
+/// leader); panics after a minute.
+async fn wait_until_answers(test: &str, mut config: EtcdConfig) {
+    config.connect_timeout = Duration::from_millis(500);
+    for _ in 0..240 {
+        if EtcdBackend::connect(config.clone()).await.is_ok() {
+            return;
         }
-        panic!("{test}: the test etcd at {} never answered", self.url);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!(
+        "{test}: the test etcd at {:?} never answered",
+        config.servers
+    );
+}
+
+/// The command that starts member `name` of a cluster, without its `--initial-cluster`.
+fn member_command(
+    binary: &std::path::Path,
+    name: &str,
+    data: &std::path::Path,
+    client_url: &str,
+    peer_url: &str,
+) -> Command {
+    let mut command = Command::new(binary);
+    command
+        .arg(format!("--name={name}"))
+        .arg(format!("--data-dir={}", data.display()))
+        .arg(format!("--listen-client-urls={client_url}"))
+        .arg(format!("--advertise-client-urls={client_url}"))
+        .arg(format!("--listen-peer-urls={peer_url}"))
+        .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+        .arg("--log-level=error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
+/// The etcd binary, or `None` (saying why) when there is none and tests may skip.
+///
+/// # Panics
+///
+/// When there is none and `KUBECLIENT_REQUIRE_ETCD` is set.
+fn etcd_binary_or_skip(test: &str) -> Option<PathBuf> {
+    let binary = etcd_binary();
+    if binary.is_none() {
+        assert!(
+            std::env::var_os("KUBECLIENT_REQUIRE_ETCD").is_none(),
+            "{test}: KUBECLIENT_REQUIRE_ETCD is set but no etcd binary was found \
+             (install Debian's etcd-server, or set KUBECLIENT_ETCD)"
+        );
+        eprintln!(
+            "{test}: skipped: no etcd binary (install Debian's etcd-server, or set KUBECLIENT_ETCD)"
+        );
+    }
+    binary
+}
+
+/// A cluster of etcd members on loopback ports (each with its own client and peer
+/// port and data directory), whose members tests stop and start again; stopped and
+/// removed when dropped.
+pub struct TestEtcdCluster {
+    binary: PathBuf,
+    dir: PathBuf,
+    members: Vec<ClusterMember>,
+    /// `name=peer,...`: every member's `--initial-cluster`.
+    initial_cluster: String,
+}
+
+struct ClusterMember {
+    name: String,
+    client_url: String,
+    peer_url: String,
+    child: Option<Child>,
+}
+
+impl TestEtcdCluster {
+    /// Starts `size` members (6 at most) and waits until the cluster has a leader, or `None` (with a
+    /// message) when there is no etcd binary.
+    ///
+    /// # Panics
+    ///
+    /// As [`TestEtcd::start`].
+    pub async fn start(test: &str, size: usize) -> Option<TestEtcdCluster> {
+        let binary = etcd_binary_or_skip(test)?;
+        let dir = std::env::temp_dir().join(format!(
+            "kubeclient-etcd-cluster-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        let ports: [u16; 12] = free_ports();
+        let members: Vec<ClusterMember> = (0..size.min(6))
+            .map(|i| {
+                let (client, peer) = (ports[2 * i], ports[2 * i + 1]);
+                ClusterMember {
+                    name: format!("member{i}"),
+                    client_url: format!("http://127.0.0.1:{client}"),
+                    peer_url: format!("http://127.0.0.1:{peer}"),
+                    child: None,
+                }
+            })
+            .collect();
+        let initial_cluster = members
+            .iter()
+            .map(|m| format!("{}={}", m.name, m.peer_url))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut cluster = TestEtcdCluster {
+            binary,
+            dir,
+            members,
+            initial_cluster,
+        };
+        for member in 0..size {
+            cluster.spawn(test, member);
+        }
+        wait_until_answers(test, cluster.config()).await;
+        Some(cluster)
+    }
+
+    /// Every member's client URL, in order.
+    pub fn urls(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.client_url.clone()).collect()
+    }
+
+    /// The configuration of a client of every member.
+    pub fn config(&self) -> EtcdConfig {
+        EtcdConfig::new(self.urls())
+    }
+
+    /// Kills member `member` (SIGKILL); its data stays for [`resume`](Self::resume).
+    pub fn stop(&mut self, member: usize) {
+        if let Some(mut child) = self.members.get_mut(member).and_then(|m| m.child.take()) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts member `member` again on its data, after [`stop`](Self::stop).
+    ///
+    /// # Panics
+    ///
+    /// When etcd cannot be started.
+    pub fn resume(&mut self, test: &str, member: usize) {
+        if self.members.get(member).is_some_and(|m| m.child.is_none()) {
+            self.spawn(test, member);
+        }
+    }
+
+    fn spawn(&mut self, test: &str, index: usize) {
+        let Some(member) = self.members.get_mut(index) else {
+            return;
+        };
+        let data = self.dir.join(&member.name);
+        let child = member_command(
+            &self.binary,
+            &member.name,
+            &data,
+            &member.client_url,
+            &member.peer_url,
+        )
+        .arg(format!("--initial-cluster={}", self.initial_cluster))
+        .arg("--initial-cluster-state=new")
+        .arg("--initial-cluster-token=kubeclient-test")
+        .spawn()
+        .unwrap_or_else(|error| panic!("{test}: starting {}: {error}", self.binary.display()));
+        member.child = Some(child);
+    }
+}
+
+impl Drop for TestEtcdCluster {
+    fn drop(&mut self) {
+        for member in 0..self.members.len() {
+            self.stop(member);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -161,20 +312,18 @@ fn etcd_binary() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// Two distinct free loopback ports (both held until both are known).
-pub(crate) fn free_ports() -> [u16; 2] {
-    let bind = || {
+/// `N` distinct free loopback ports (all held until all are known).
+pub(crate) fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: [TcpListener; N] = std::array::from_fn(|_| {
         TcpListener::bind("127.0.0.1:0")
             .unwrap_or_else(|error| panic!("no free loopback port: {error}"))
-    };
-    let (first, second) = (bind(), bind());
-    let port = |listener: &TcpListener| {
+    });
+    listeners.map(|listener| {
         listener
             .local_addr()
             .map(|address| address.port())
             .unwrap_or_else(|error| panic!("no local address: {error}"))
-    };
-    [port(&first), port(&second)]
+    })
 }
 
 /// A member's serving certificate and the client's files.

@@ -11,7 +11,7 @@ use kubeclient_machinery::GroupResource;
 use tokio::sync::mpsc;
 
 use super::super::{BackendError, Change, ChangeKind, ChangeStream};
-use super::{EtcdBackend, revision, stored};
+use super::{EtcdBackend, Resend, revision, stored};
 
 /// How many decoded changes wait for a slow consumer before the reading of etcd's stream
 /// pauses (gRPC flow control then slows etcd down, nothing grows without bound).
@@ -39,10 +39,12 @@ pub(super) async fn open(
         .with_prefix()
         .with_prev_key()
         .with_start_revision(super::to_etcd(after.saturating_add(1)));
-    let mut client = backend.client.clone();
     let context = format!("watching {from}");
     let stream = backend
-        .call(&context, client.watch(from.clone(), Some(options)))
+        .call(&context, Resend::Safe, |mut client| {
+            let (from, options) = (from.clone(), options.clone());
+            async move { client.watch(from, Some(options)).await }
+        })
         .await?;
     let (sender, receiver) = mpsc::channel(BUFFERED_CHANGES);
     let pump = tokio::spawn(pump(stream, root, after, sender));

@@ -2,20 +2,56 @@
 //! applies the backend's writes at the backend's revisions, and how a writer waits until
 //! the feed applied its write.
 
-use std::sync::{Arc, PoisonError, Weak};
+use std::sync::{Arc, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use kubeclient_machinery::GroupResource;
 
 use super::super::cacher::load_everything;
-use super::super::{Backend, BackendError, Entry, Event};
-use super::{ChangeKind, Inner, Store, StoredObject, Table};
+use super::super::{
+    Backend, BackendError, Cacher, Change, Entry, Event, ListOptions, ListPage, StorageError,
+};
+use super::{ChangeKind, Inner, ListRequest, Store, StoredObject, Table};
 
 /// How long the feed waits before it re-watches after a failure (doubling up to 5 s).
 const REWATCH_FIRST: Duration = Duration::from_millis(100);
 const REWATCH_MAX: Duration = Duration::from_secs(5);
 
+/// What is told of each write the feed applied: its resource and change.
+pub type AppliedObserver = Box<dyn Fn(&GroupResource, &Change) + Send + Sync>;
+
+/// The store's [`AppliedObserver`], once set.
+#[derive(Default)]
+pub(super) struct Observer(OnceLock<AppliedObserver>);
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Observer")
+            .field(&self.0.get().is_some())
+            .finish()
+    }
+}
+
 impl Store {
+    /// Sets who is told of every write the feed applies to this watch cache: writes of
+    /// other servers over the same backend as well as this server's own (which the
+    /// caller also learns of where it writes). This is how a server's controllers are
+    /// woken by another server's writes. Called on the feed's thread, outside the
+    /// store's lock: it must be quick. Only the first observer set is kept; a store
+    /// over no backend never calls it.
+    ///
+    /// ```
+    /// use kubeclient_apiserver::storage::Store;
+    ///
+    /// let store = Store::new(100);
+    /// store.observe_applied(Box::new(|resource, change| {
+    ///     println!("{resource}: {:?} {}", change.kind, change.key);
+    /// }));
+    /// ```
+    pub fn observe_applied(&self, observer: AppliedObserver) {
+        let _ = self.observer.0.set(observer);
+    }
+
     /// Applies one write of the backend, at its revision. Writes at or below what the
     /// store already applied (replayed after a re-watch) change nothing.
     pub(crate) fn apply(&self, event: Event) {
@@ -37,7 +73,7 @@ impl Store {
             (None, Some(_)) => ChangeKind::Created,
             (Some(_), Some(_)) => ChangeKind::Updated,
         };
-        self.record(
+        let change = self.record(
             inner,
             &event.resource,
             event.rv,
@@ -47,6 +83,9 @@ impl Store {
             event.object,
         );
         self.woken();
+        if let Some(observe) = self.observer.0.get() {
+            observe(&event.resource, &change);
+        }
     }
 
     /// Moves the revision to `rv` without a change.
@@ -102,6 +141,49 @@ impl Store {
             .current(resource, key)
             .as_ref()
             .map(|o: &Arc<StoredObject>| o.rv)
+    }
+}
+
+/// One page of a list at `revision`, older than the cache's history (which starts at
+/// `oldest`), read from the backend: 410 only when the backend compacted it too.
+pub(super) fn list_from_backend(
+    cacher: &Cacher,
+    resource: &GroupResource,
+    request: &ListRequest<'_>,
+    revision: u64,
+    oldest: u64,
+) -> Result<ListPage, StorageError> {
+    let backend = cacher.backend().clone();
+    let owned = (
+        resource.clone(),
+        request.prefix.to_owned(),
+        request.start_after.map(str::to_owned),
+        request.limit,
+    );
+    let read = cacher.block_on(async move {
+        let (resource, prefix, start_after, limit) = owned;
+        let options = ListOptions {
+            prefix: &prefix,
+            at: Some(revision),
+            start_after: start_after.as_deref(),
+            limit,
+        };
+        backend.list(&resource, options).await
+    });
+    match read {
+        Ok(mut page) => {
+            // The limit counted the keys read, as the cache's pages do; the filter picks.
+            page.items.retain(|object| (request.filter)(object));
+            Ok(page)
+        }
+        Err(BackendError::Expired { .. }) => Err(StorageError::Expired {
+            requested: revision,
+            oldest,
+        }),
+        Err(BackendError::TooLarge { requested, current }) => {
+            Err(StorageError::TooLarge { requested, current })
+        }
+        Err(error) => Err(StorageError::Backend(Box::new(error.status(resource, "")))),
     }
 }
 
