@@ -318,6 +318,18 @@ async fn server_side_apply_conflicts_are_409_until_forced() {
         .await;
     assert_eq!(forced.status, 200);
     assert_eq!(forced.json()["data"]["mode"], "slow");
+    // The field manager refuses a patch of another version (kube-apiserver's message).
+    let other_version = t
+        .patch(
+            &format!("{path}?fieldManager=two"),
+            "application/apply-patch+yaml",
+            &config("slow").replace("\"v1\"", "\"apps/v1\""),
+        )
+        .await;
+    other_version.assert_status_message(
+        400,
+        "Incorrect version specified in apply patch. Specified patch version: apps/v1, expected: v1",
+    );
 }
 
 /// managedFields as kube-apiserver records them: defaulted fields belong to the writer,

@@ -123,6 +123,18 @@ fn server_side_apply(call: &Call) -> HandlerResult<Response<Body>> {
     };
     let force = call.query.flag("force");
     let mut applied = as_object(call.decode_body()?)?;
+    // The field manager's first check (kube-apiserver's `structuredmerge.go`), missing
+    // apiVersion included.
+    let patch_version = applied
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let expected_version = call.resource.api_version();
+    if patch_version != expected_version {
+        return Err(fail(Status::bad_request(format!(
+            "Incorrect version specified in apply patch. Specified patch version: {patch_version}, expected: {expected_version}"
+        ))));
+    }
     if applied
         .get("metadata")
         .and_then(|m| m.get("managedFields"))
