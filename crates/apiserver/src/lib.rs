@@ -36,6 +36,7 @@ mod object;
 mod patch;
 pub mod pod_logs;
 mod port_forward_allowlist;
+mod quantity;
 mod query;
 mod registry;
 mod response;

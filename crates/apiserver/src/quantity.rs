@@ -1,5 +1,5 @@
 //! Resource quantities (`resource.Quantity`: `100m`, `2`, `1.5Gi`, `1e3`, `500M`) as
-//! numbers, for the scheduler's arithmetic on requests and allocatable.
+//! numbers, for the scheduler's arithmetic on requests and allocatable and for quota usage.
 
 use serde_json::Value;
 
@@ -9,7 +9,7 @@ use serde_json::Value;
 /// assert_eq!(parse("250m"), Some(0.25));
 /// assert_eq!(parse("1Gi"), Some(1073741824.0));
 /// ```
-pub(super) fn parse(text: &str) -> Option<f64> {
+pub(crate) fn parse(text: &str) -> Option<f64> {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
@@ -45,7 +45,7 @@ pub(super) fn parse(text: &str) -> Option<f64> {
 }
 
 /// A quantity in JSON: a string, or a bare number as clients sometimes send.
-pub(super) fn from_json(value: &Value) -> Option<f64> {
+pub(crate) fn from_json(value: &Value) -> Option<f64> {
     match value {
         Value::String(text) => parse(text),
         Value::Number(number) => number.as_f64(),

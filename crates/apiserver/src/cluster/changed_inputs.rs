@@ -14,6 +14,8 @@ pub(super) struct ChangedInputs {
     namespaces: AtomicBool,
     /// Services, Endpoints and EndpointSlices.
     services: AtomicBool,
+    /// Anything at all (what a ResourceQuota counts: `count/<resource>` names any).
+    anything: AtomicBool,
 }
 
 /// What changed since the last pass (taken at its start).
@@ -23,6 +25,7 @@ pub(super) struct Changed {
     pub(super) nodes: bool,
     pub(super) namespaces: bool,
     pub(super) services: bool,
+    pub(super) anything: bool,
 }
 
 impl Default for ChangedInputs {
@@ -32,6 +35,7 @@ impl Default for ChangedInputs {
             nodes: AtomicBool::new(true),
             namespaces: AtomicBool::new(true),
             services: AtomicBool::new(true),
+            anything: AtomicBool::new(true),
         }
     }
 }
@@ -39,6 +43,7 @@ impl Default for ChangedInputs {
 impl ChangedInputs {
     /// Notes a committed write to an object of `resource`.
     pub(super) fn note(&self, resource: &ResourceDef) {
+        self.anything.store(true, Ordering::Release);
         let flag = match (resource.group.as_str(), resource.plural.as_str()) {
             ("", "pods") => &self.pods,
             ("", "nodes") => &self.nodes,
@@ -58,6 +63,7 @@ impl ChangedInputs {
             nodes: self.nodes.swap(false, Ordering::AcqRel),
             namespaces: self.namespaces.swap(false, Ordering::AcqRel),
             services: self.services.swap(false, Ordering::AcqRel),
+            anything: self.anything.swap(false, Ordering::AcqRel),
         }
     }
 }

@@ -34,6 +34,8 @@ pub(crate) struct ClusterOptions {
     pub(crate) replication_controller: bool,
     /// Whether the PersistentVolume controller runs (with the default StorageClass).
     pub(crate) persistent_volume_controller: bool,
+    /// Whether the resource quota controller runs (ResourceQuotas' `status`).
+    pub(crate) resource_quota_controller: bool,
     /// Whether the StatefulSet controller runs.
     pub(crate) stateful_set_controller: bool,
     /// Whether the DaemonSet controller runs.
@@ -66,6 +68,7 @@ impl Default for ClusterOptions {
             replication_controller: true,
             persistent_volume_controller: true,
             daemon_set_controller: true,
+            resource_quota_controller: true,
             stateful_set_controller: true,
             endpoints_controller: true,
             endpoint_slice_controller: true,

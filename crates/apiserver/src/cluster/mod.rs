@@ -32,9 +32,9 @@ mod node_lease;
 mod node_lifecycle_controller;
 mod persistent_volume_controller;
 mod pod_failure_policy;
-mod quantity;
 mod replica_set_controller;
 mod replication_controller;
+mod resource_quota_controller;
 mod scheduler;
 mod stages;
 mod stateful_set_controller;
@@ -196,6 +196,9 @@ impl SimulatedCluster {
         }
         if self.options.persistent_volume_controller {
             self.sync_persistent_volumes(store);
+        }
+        if self.options.resource_quota_controller && changed.anything {
+            self.sync_resource_quotas(store);
         }
         if self.options.scheduler {
             scheduler::hold_lease(store);
@@ -421,6 +424,22 @@ impl SimulatedCluster {
         persistent_volume_controller::sync(&controller_manager(store), &claims, &volumes, &classes);
     }
 
+    /// The resource quota controller's pass (nothing to do without ResourceQuotas).
+    fn sync_resource_quotas(&self, store: &GenericStore<'_>) {
+        let quota_objects = store
+            .storage
+            .snapshot(
+                &kubeclient_machinery::GroupResource::new("", "resourcequotas"),
+                "",
+            )
+            .objects;
+        if quota_objects.is_empty() {
+            return;
+        }
+        let quotas: Vec<&serde_json::Value> = quota_objects.iter().map(|o| &o.value).collect();
+        resource_quota_controller::sync(&controller_manager(store), &quotas);
+    }
+
     /// The Endpoints and EndpointSlice controllers' pass, over every Service.
     fn sync_service_endpoints(&self, store: &GenericStore<'_>, nodes: &node::NodeSet) {
         let (endpoints, slices) = (
@@ -488,6 +507,9 @@ impl WriteHook for SimulatedCluster {
                     | "replicationcontrollers"
                     | "persistentvolumeclaims"
                     | "persistentvolumes"
+                    | "resourcequotas"
+                    | "configmaps"
+                    | "secrets"
             ),
             "discovery.k8s.io" => resource.plural == "endpointslices",
             "apps" => matches!(

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::quantity;
 use super::writer::{LEASES, NODES, Writer};
 use crate::object::now;
+use crate::quantity;
 use crate::registry::kinds::pod_binding::NODE_LEASE_NAMESPACE;
 use crate::registry::store::GenericStore;
 

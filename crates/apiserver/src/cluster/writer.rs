@@ -106,6 +106,11 @@ pub(super) const STORAGE_CLASSES: Kind = Kind {
     version: "v1",
     plural: "storageclasses",
 };
+pub(super) const RESOURCE_QUOTAS: Kind = Kind {
+    group: "",
+    version: "v1",
+    plural: "resourcequotas",
+};
 pub(super) const LEASES: Kind = Kind {
     group: "coordination.k8s.io",
     version: "v1",

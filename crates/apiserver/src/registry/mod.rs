@@ -22,6 +22,7 @@ pub(crate) mod names;
 pub(crate) mod openapi;
 pub(crate) mod printers;
 mod resource;
+pub(crate) mod resource_quota;
 pub(crate) mod store;
 pub(crate) mod strategy;
 mod type_errors;

@@ -459,6 +459,14 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Run the simulated cluster's resource quota controller (default on): each
+    /// ResourceQuota's `status.hard` and `status.used` follow its namespace's objects.
+    /// Quota admission runs regardless (it is the API server's).
+    pub fn resource_quota_controller(mut self, enabled: bool) -> Self {
+        self.cluster.resource_quota_controller = enabled;
+        self
+    }
+
     /// Run the simulated cluster's PersistentVolume controller (default on): the cluster
     /// gets a default StorageClass `standard`, and each pending claim of it a host-path
     /// PersistentVolume `pvc-<uid>`, both `Bound`.

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("port_forward_allowlist", Layer::Leaf),
     ("yaml_body", Layer::Leaf),
     ("cron_schedule", Layer::Leaf),
+    ("quantity", Layer::Leaf),
     ("webhook_client", Layer::Leaf),
     ("registry", Layer::Registry),
     ("authorization", Layer::Registry),

@@ -6,7 +6,8 @@
 //!   kubelets (issue 26); `cluster_logs`: its containers' output in `kubectl logs`;
 //!   `cluster_daemon_sets`: DaemonSets; `cluster_endpoints`: Endpoints and EndpointSlices of Services;
 //!   `cluster_graceful_deletion`: DELETE's grace periods for Pods on simulated nodes;
-//!   `cluster_probes`: probes and lifecycle hooks; `cluster_stages`: kwok-style stages;
+//!   `cluster_probes`: probes and lifecycle hooks; `cluster_resource_quotas`: quota
+//!   admission and usage; `cluster_stages`: kwok-style stages;
 //!   `cluster_stateful_sets`: StatefulSets; `cluster_workloads`: ReplicaSets, Deployments
 //!   and Jobs.
 //! - `crd_conversion_webhooks`: CRD conversion webhooks over HTTPS: reads, lists,
@@ -68,6 +69,7 @@ mod cluster_jobs;
 mod cluster_logs;
 mod cluster_persistent_volumes;
 mod cluster_probes;
+mod cluster_resource_quotas;
 mod cluster_stages;
 mod cluster_stand_ins;
 mod cluster_stateful_sets;

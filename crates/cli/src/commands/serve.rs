@@ -70,6 +70,9 @@ pub(crate) struct ServeArgs {
     /// Do not run the TTL-after-finished controller (finished Jobs stay).
     #[arg(long)]
     no_ttl_after_finished_controller: bool,
+    /// Do not run the resource quota controller (ResourceQuotas get no status).
+    #[arg(long)]
+    no_resourcequota_controller: bool,
     /// Do not run the ReplicationController controller.
     #[arg(long)]
     no_replicationcontroller_controller: bool,
@@ -292,6 +295,7 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
         .job_controller(!args.no_job_controller)
         .cron_job_controller(!args.no_cronjob_controller)
         .ttl_after_finished_controller(!args.no_ttl_after_finished_controller)
+        .resource_quota_controller(!args.no_resourcequota_controller)
         .replication_controller(!args.no_replicationcontroller_controller)
         .persistent_volume_controller(!args.no_persistentvolume_controller)
         .stateful_set_controller(!args.no_statefulset_controller)

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::PodInfo;
 use crate::cluster::node::NodeInfo;
-use crate::cluster::quantity;
+use crate::quantity;
 
 /// Why a node does not fit, and whether preemption could help (`Unschedulable`) or not
 /// (`UnschedulableAndUnresolvable`).

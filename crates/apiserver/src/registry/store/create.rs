@@ -113,6 +113,9 @@ impl GenericStore<'_> {
             }
             admission_warnings.extend(self.validate_write(request, &value, None)?);
         }
+        // The ResourceQuota plugin runs after the webhooks (kube-apiserver's order), on
+        // every create, the controllers' too.
+        let _quota_guard = self.admit_quota(request, &value)?;
         let mut warnings = warnings;
         warnings.extend(admission_warnings);
         version_conversion::to_storage_version(resource, &mut value, self.webhooks)?;

@@ -21,6 +21,7 @@ mod binding;
 mod create;
 mod delete;
 mod hook;
+mod quota_admission;
 pub(crate) mod result;
 mod update;
 pub(crate) mod write_request;
