@@ -174,12 +174,18 @@ impl ApiServerBuilder {
         });
         {
             // Over a backend, other servers' writes reach this one through the watch
-            // cache's feed: they wake the controllers as this server's own writes do.
+            // cache's feed: their CRDs are served here too, and they wake the
+            // controllers as this server's own writes do.
             let weak = Arc::downgrade(&state);
             state
                 .store
                 .observe_applied(Box::new(move |resource, change| {
                     if let Some(state) = weak.upgrade() {
+                        if resource.group == "apiextensions.k8s.io"
+                            && resource.resource == "customresourcedefinitions"
+                        {
+                            state.registry.follow_crd(change);
+                        }
                         tell_applied(&*state.write_hook, &state.registry, resource, change);
                     }
                 }));

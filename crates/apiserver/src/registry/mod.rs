@@ -138,6 +138,32 @@ impl Registry {
         true
     }
 
+    /// Follows a write to a CustomResourceDefinition that the watch cache's feed applied
+    /// (over a backend several servers share): serves what it defines after a create or
+    /// an update, stops serving it once it is removed, so a CRD written through another
+    /// server is served here too. This server's own CRD writes come through here as well
+    /// and change nothing more.
+    pub(crate) fn follow_crd(&self, change: &crate::storage::Change) {
+        match (&change.new, &change.prev) {
+            (Some(new), _) => {
+                if let Ok(resources) = crd_served_resources(&new.value)
+                    && let Some(first) = resources.first()
+                {
+                    let (group, plural) = (first.group.clone(), first.plural.clone());
+                    self.register(&group, &plural, resources);
+                }
+            }
+            (None, Some(removed)) => {
+                if let Ok(resources) = crd_resources(&removed.value)
+                    && let Some(first) = resources.first()
+                {
+                    self.unregister(&first.group, &first.plural);
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
     /// Stops serving what a CRD defined for `group/plural`, in every version; built-in
     /// resources stay. Whether anything was served.
     pub(crate) fn unregister(&self, group: &str, plural: &str) -> bool {

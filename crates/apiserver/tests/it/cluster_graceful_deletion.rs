@@ -179,3 +179,57 @@ async fn kubectl_rollout_completes_while_old_pods_still_terminate() {
     let listed = kubectl.ok(&["get", "pods", "-l", "app=web"]).await;
     assert!(listed.contains("Terminating"), "{listed}");
 }
+
+/// As kube-apiserver v1.20 does (checked against `../shared/realapi`): an update never
+/// removes a Pod in its grace period, not even one that takes away its last finalizer;
+/// the grace period's end (the kubelet's DELETE with a period of 0) does.
+#[tokio::test]
+async fn updates_leave_a_pod_in_its_grace_period_until_the_kubelet_deletes_it() {
+    let t = TestServer::start_with(
+        ApiServer::builder()
+            .nodes(1)
+            .node_heartbeat_interval(Duration::from_millis(100))
+            .time_scale(0.01),
+    )
+    .await;
+    let mut held = sleeper("held");
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    create_pod(&t, held).await;
+    create_pod(&t, sleeper("plain")).await;
+    for name in ["held", "plain"] {
+        eventually(&t, &pod_path(name), "the Pod runs", |p| {
+            condition_status(p, "Ready") == "True"
+        })
+        .await;
+        assert_eq!(t.delete(&pod_path(name)).await.status, 200);
+    }
+    let label = r#"{"metadata":{"labels":{"touched":"yes"}}}"#;
+    let touched = t
+        .patch(&pod_path("plain"), "application/merge-patch+json", label)
+        .await;
+    assert_eq!(touched.status, 200, "{}", touched.json());
+    let unheld = t
+        .patch(
+            &pod_path("held"),
+            "application/merge-patch+json",
+            r#"{"metadata":{"finalizers":null}}"#,
+        )
+        .await;
+    assert_eq!(unheld.status, 200, "{}", unheld.json());
+    for name in ["held", "plain"] {
+        let still = t.get(&pod_path(name)).await;
+        assert_eq!(still.status, 200, "{name} is still there");
+        assert_eq!(still.json()["metadata"]["deletionGracePeriodSeconds"], 3000);
+    }
+    // The kubelet's status updates meanwhile do not remove them either; a DELETE with a
+    // period of 0 does.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for name in ["held", "plain"] {
+        assert_eq!(t.get(&pod_path(name)).await.status, 200, "{name}");
+        let now = t
+            .delete(&format!("{}?gracePeriodSeconds=0", pod_path(name)))
+            .await;
+        assert_eq!(now.status, 200);
+        eventually_status(&t, &pod_path(name), 404).await;
+    }
+}

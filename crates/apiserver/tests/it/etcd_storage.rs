@@ -401,3 +401,42 @@ async fn another_servers_delete_wakes_this_servers_garbage_collector() {
         crate::support::eventually_status(server, &child_path, 404).await;
     }
 }
+
+#[tokio::test]
+async fn a_crd_created_through_one_server_is_served_by_the_other() {
+    let Some(etcd) = TestEtcd::start("a_crd_created_through_one_server").await else {
+        return;
+    };
+    let a = TestServer::start_with(ApiServer::builder().etcd(etcd.config()).nodes(0)).await;
+    let b = TestServer::start_with(ApiServer::builder().etcd(etcd.config()).nodes(0)).await;
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "gadgets", "kind": "Gadget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    });
+    b.create_crd(&crd).await;
+    let gadgets = "/apis/example.com/v1/namespaces/default/gadgets";
+    crate::support::eventually_status(&a, gadgets, 200).await;
+    let gadget = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+        "metadata": {"name": "g1"}, "size": 3});
+    let created = a.post(gadgets, &gadget).await;
+    assert_eq!(
+        created.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let on_b = eventually_at(&b, &format!("{gadgets}/g1"), rv(&created.json())).await;
+    assert_eq!(on_b["size"], 3);
+    // Removed through B, it stops being served by A.
+    let crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com";
+    assert_eq!(b.delete(crd_path).await.status, 200);
+    crate::support::eventually_status(&b, crd_path, 404).await;
+    crate::support::eventually_status(&a, gadgets, 404).await;
+}

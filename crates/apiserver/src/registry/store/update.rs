@@ -27,7 +27,8 @@ impl GenericStore<'_> {
     /// is; it runs outside the storage lock, and again if another writer changed the
     /// object meanwhile ([`Store::update`]). With `require_rv` a body without a
     /// resourceVersion is refused unless the resource allows unconditional updates (PUT).
-    /// A result marked for deletion that has no finalizers left leaves storage.
+    /// A result marked for deletion with a grace period of 0 that has no finalizers left
+    /// leaves storage (see [`removed_by_update`]).
     ///
     /// # Errors
     ///
@@ -44,12 +45,14 @@ impl GenericStore<'_> {
         let strategy = strategy_for(resource);
         let name = request.name;
         let mut response_object: Option<Value> = None;
+        let mut removed = false;
         let mut warnings = Vec::new();
         let mut admission_warnings = Vec::new();
         let outcome = self
             .storage
             .update(&request.storage(), &request.key_for(name), |current| {
                 response_object = None;
+                removed = false;
                 admission_warnings.clear();
                 let current = current.ok_or_else(|| request.not_found(name))?;
                 // Patches and updates apply to the object as the request's version serves it.
@@ -118,7 +121,8 @@ impl GenericStore<'_> {
                 }
                 version_conversion::to_storage_version(resource, &mut result, self.webhooks)?;
                 validate::check_size(resource, &result, self.max_object_bytes)?;
-                let write = if finalized(&result) {
+                removed = removed_by_update(&current.value, &result);
+                let write = if removed {
                     Write::Delete
                 } else {
                     Write::Update(result.clone())
@@ -138,7 +142,7 @@ impl GenericStore<'_> {
         if !request.dry_run
             && let Some(result) = &response_object
         {
-            if finalized(result) {
+            if removed {
                 self.after_removal(resource, result);
             } else if resource.special == Special::CustomResourceDefinition
                 && let Some(stored) = &outcome.object
@@ -281,4 +285,16 @@ fn generation_changes(resource: &ResourceDef, current: &Value, new: &Map<String,
     };
     strategy_for(resource).annotations_bump_generation()
         && annotations(&current) != annotations(new)
+}
+
+/// Whether an update removes the object (kube-apiserver's `shouldDeleteDuringUpdate`):
+/// the update leaves it marked for deletion without finalizers, and its grace period was
+/// already 0 (objects deleted while they had finalizers; Pods the kubelet finished
+/// deleting). A Pod in its grace period stays, whatever its status updates say.
+fn removed_by_update(current: &Value, result: &Value) -> bool {
+    finalized(result)
+        && current
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            == Some(0)
 }
