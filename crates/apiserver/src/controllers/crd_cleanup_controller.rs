@@ -30,7 +30,7 @@ fn clean_up(writer: &Writer<'_>, graph: &Graph, crd: &Node) -> bool {
         .ok()
         .and_then(|resources| resources.into_iter().next())
     else {
-        return crd.remove_finalizer(writer, CRD_CLEANUP_FINALIZER);
+        return remove_finalizer_and_delete(writer, crd);
     };
     let mut changed = crd.rewrite_status(writer, |object| {
         set_terminating(
@@ -52,5 +52,14 @@ fn clean_up(writer: &Writer<'_>, graph: &Graph, crd: &Node) -> bool {
     if remaining || changed {
         return changed;
     }
-    crd.remove_finalizer(writer, CRD_CLEANUP_FINALIZER)
+    remove_finalizer_and_delete(writer, crd)
+}
+
+/// Removes the cleanup finalizer, then deletes the CRD again ("which should clean it all
+/// up if no finalizers remain and no-op if they do", as apiextensions-apiserver's
+/// finalizer controller says).
+fn remove_finalizer_and_delete(writer: &Writer<'_>, crd: &Node) -> bool {
+    let removed = crd.remove_finalizer(writer, CRD_CLEANUP_FINALIZER);
+    crd.finish_deletion(writer);
+    removed
 }

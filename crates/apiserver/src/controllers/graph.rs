@@ -85,9 +85,22 @@ impl Node {
         writer.store.delete(&request, &options).is_ok()
     }
 
+    /// Deletes it again once it is marked and its last finalizer is gone, as the
+    /// namespace controller and apiextensions-apiserver's CRD finalizer do after they
+    /// removed theirs: an update does not remove an object whose deletion set no grace
+    /// period (Namespaces, CRDs). Whether it is gone.
+    pub(super) fn finish_deletion(&self, writer: &Writer<'_>) -> bool {
+        let options = DeleteOptions {
+            precondition_uid: Some(self.uid().to_owned()),
+            ..DeleteOptions::default()
+        };
+        let request = writer.request(&self.resource, self.namespace(), self.object.name());
+        writer.store.delete(&request, &options).is_ok()
+    }
+
     /// Rewrites it with `change`, if it is still this object (same uid), as an update
-    /// through the store; a result that is being deleted and has no finalizers left is
-    /// removed. Whether it changed.
+    /// through the store; a result that is being deleted with a grace period of 0 and has
+    /// no finalizers left is removed. Whether it changed.
     pub(super) fn rewrite(
         &self,
         writer: &Writer<'_>,

@@ -40,11 +40,15 @@ fn empty_namespace(writer: &Writer<'_>, graph: &Graph, namespace: &Node) -> bool
     if remaining || changed {
         return changed;
     }
-    namespace.rewrite(writer, |object| {
+    // Finalize (the `kubernetes` finalizer leaves `spec.finalizers`), then delete again,
+    // which removes the namespace once no finalizer is left.
+    let finalized = namespace.rewrite(writer, |object| {
         if let Some(Value::Object(spec)) = object.get_mut("spec")
             && let Some(Value::Array(finalizers)) = spec.get_mut("finalizers")
         {
             finalizers.retain(|f| f.as_str() != Some(KUBERNETES_FINALIZER));
         }
-    })
+    });
+    namespace.finish_deletion(writer);
+    finalized
 }

@@ -3,7 +3,7 @@
 //! and what removing an object entails (a removed CRD stops being served).
 
 use super::*;
-use crate::object::{finalizers, meta_str, now};
+use crate::object::{finalized, finalizers, meta_str, now};
 use crate::registry::kinds::strategy_for;
 use crate::registry::{Propagation, Special, crd_resources};
 use crate::storage::Write;
@@ -125,7 +125,14 @@ impl GenericStore<'_> {
             let mut marked = current.value.as_object().cloned().unwrap_or_default();
             let metadata = metadata_mut(&mut marked);
             if metadata.contains_key("deletionTimestamp") {
-                if grace == Some(0) && finalizers(&current.value).next().is_none() {
+                // Marked, with no finalizer left: a DELETE with a grace period of 0, or of
+                // one marked without a grace period (or 0), removes it (kube-apiserver's
+                // BeforeDelete lets such a DELETE through).
+                let no_grace = metadata
+                    .get("deletionGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+                    .is_none_or(|seconds| seconds == 0);
+                if (grace == Some(0) || no_grace) && finalized(&current.value) {
                     result = Some(Deleted::Removed(current.value.clone()));
                     return Ok(if dry_run { Write::Unchanged } else { Write::Delete });
                 }
