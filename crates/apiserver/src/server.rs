@@ -202,6 +202,11 @@ impl ApiServerBuilder {
         tokio::spawn(crate::controllers::run(controllers, pass, stopped.clone()));
         if runs_cluster {
             cluster.register(&state.generic_store());
+            // What metrics-server would serve for the cluster's Nodes and Pods.
+            for resource in crate::registry::metrics_resources() {
+                let (group, plural) = (resource.group.clone(), resource.plural.clone());
+                state.registry.register(&group, &plural, vec![resource]);
+            }
             let runtime = BuiltinRuntime::new(
                 tokio::runtime::Handle::current(),
                 Arc::clone(&state.sessions.pod_logs),

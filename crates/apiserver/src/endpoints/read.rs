@@ -14,6 +14,7 @@ use super::negotiate::{Output, Target};
 use super::object::store_key;
 use super::table::{self, IncludeObject};
 use crate::registry::apiextensions::version_conversion;
+use crate::registry::{Special, metrics};
 use crate::response::{Body, HandlerResult, fail, json, json_bytes};
 use crate::storage::{ListRequest, StorageError, StoredObject};
 
@@ -26,12 +27,23 @@ pub(crate) async fn get(call: &Call) -> HandlerResult<Response<Body>> {
     let name = call.path.name.as_deref().unwrap_or("");
     let key = store_key(call.path.namespace.as_deref(), name);
     let storage = call.storage();
-    let stored = call.state.store.get(&storage, &key).ok_or_else(|| {
-        match call.state.store.unreadable(&storage, &key) {
-            Some(error) => fail(error.status(&call.group_resource(), name)),
-            None => call.not_found(name),
-        }
-    })?;
+    let stored = if call.resource.special == Special::Metrics {
+        metrics::objects(
+            &call.state.store,
+            &call.resource.plural,
+            &call.namespace_prefix(),
+        )
+        .into_iter()
+        .find(|object| object.name() == name)
+        .ok_or_else(|| call.not_found(name))?
+    } else {
+        call.state.store.get(&storage, &key).ok_or_else(|| {
+            match call.state.store.unreadable(&storage, &key) {
+                Some(error) => fail(error.status(&call.group_resource(), name)),
+                None => call.not_found(name),
+            }
+        })?
+    };
     let object = call
         .present(vec![stored], false)
         .await?
@@ -144,6 +156,18 @@ pub(crate) async fn list(call: &Call) -> HandlerResult<Response<Body>> {
     let (output, _) = call.negotiate(Target::List)?;
     let query = ListQuery::parse(call)?;
     let filter = call.selector_filter()?;
+    if call.resource.special == Special::Metrics {
+        // Computed when read, as metrics-server answers: no resourceVersion, no pages.
+        let items: Vec<_> = metrics::objects(
+            &call.state.store,
+            &call.resource.plural,
+            &call.namespace_prefix(),
+        )
+        .into_iter()
+        .filter(|object| filter.matches(object))
+        .collect();
+        return list_response(call, output, &items, json!({}));
+    }
     let (at, start_after, limit) = query.read_point(call).await?;
     let prefix = match (call.path.namespace.as_deref(), filter.exact_name()) {
         (Some(ns), Some(name)) => format!("{ns}/{name}"),

@@ -113,7 +113,7 @@ impl Builtin {
     fn verbs(&self) -> Vec<String> {
         match self.special {
             Special::Review => strings(&["create"]),
-            Special::ReadOnly => strings(&["get", "list"]),
+            Special::ReadOnly | Special::Metrics => strings(&["get", "list"]),
             _ => strings(ALL_VERBS),
         }
     }
@@ -159,6 +159,24 @@ impl Builtin {
             rules: Default::default(),
         }
     }
+}
+
+/// metrics-server's resources, `metrics.k8s.io/v1beta1` NodeMetrics and PodMetrics, as
+/// a server running the simulated cluster serves them (an aggregated API in a real
+/// cluster: JSON only, get and list, no field selectors but name and namespace).
+pub(crate) fn metrics_resources() -> Vec<ResourceDef> {
+    [
+        Builtin::cluster("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics"),
+        Builtin::namespaced("metrics.k8s.io", "v1beta1", "pods", "PodMetrics"),
+    ]
+    .into_iter()
+    .map(|builtin| {
+        let mut resource = builtin.special(Special::Metrics).resource_def();
+        resource.builtin = false;
+        resource.field_selectors = FieldSelectors::Custom(Vec::new());
+        resource
+    })
+    .collect()
 }
 
 const BUILTINS: &[Builtin] = &[

@@ -18,6 +18,7 @@ pub(crate) mod discovery;
 pub(crate) mod event_versions;
 mod immutable;
 pub(crate) mod kinds;
+pub(crate) mod metrics;
 pub(crate) mod names;
 pub(crate) mod openapi;
 pub(crate) mod printers;
@@ -36,7 +37,7 @@ pub(crate) use apiextensions::crd::{
     CRD_CLEANUP_FINALIZER, crd_resources, crd_served_resources, crd_status, set_terminating,
 };
 pub(crate) use apiextensions::crd_validation::validate as validate_crd;
-pub(crate) use builtin::ALL_VERBS;
+pub(crate) use builtin::{ALL_VERBS, metrics_resources};
 pub(crate) use builtin_types::{BuiltinType, WithType, builtin_type};
 pub(crate) use resource::{
     FOREGROUND_DELETION, FieldSelectors, ORPHAN, Propagation, ResourceDef, Special,

@@ -17,6 +17,10 @@ pub(crate) enum Special {
     Review,
     /// Read only (get and list): ComponentStatuses, which the server keeps itself.
     ReadOnly,
+    /// Read only and never stored: metrics-server's `metrics.k8s.io` NodeMetrics and
+    /// PodMetrics, computed from the simulated cluster's Nodes and Pods when read
+    /// (`registry/metrics.rs`).
+    Metrics,
 }
 
 /// A printer column of a custom resource (`additionalPrinterColumns`).

@@ -4,6 +4,7 @@
 //! - `bootstrap`: the objects a fresh cluster has.
 //! - `cluster`: the simulated cluster: nodes, heartbeats, node lifecycle, scheduler,
 //!   kubelets (issue 26); `cluster_logs`: its containers' output in `kubectl logs`;
+//!   `cluster_metrics`: the metrics.k8s.io API and `kubectl top`;
 //!   `cluster_daemon_sets`: DaemonSets; `cluster_endpoints`: Endpoints and EndpointSlices of Services;
 //!   `cluster_graceful_deletion`: DELETE's grace periods for Pods on simulated nodes;
 //!   `cluster_probes`: probes and lifecycle hooks; `cluster_resource_quotas`: quota
@@ -67,6 +68,7 @@ mod cluster_endpoints;
 mod cluster_graceful_deletion;
 mod cluster_jobs;
 mod cluster_logs;
+mod cluster_metrics;
 mod cluster_persistent_volumes;
 mod cluster_probes;
 mod cluster_resource_quotas;
