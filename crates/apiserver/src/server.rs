@@ -2,6 +2,7 @@
 
 mod builder;
 mod first_byte_deadline;
+mod kubelet_port;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -119,6 +120,19 @@ impl ApiServerBuilder {
         } else {
             None
         };
+        let kubelet = match self.kubelet_port {
+            Some(port) => {
+                let address = SocketAddr::from(([127, 0, 0, 1], port));
+                let listener = TcpListener::bind(address)
+                    .await
+                    .map_err(|source| StartError::Bind { address, source })?;
+                let address = listener
+                    .local_addr()
+                    .map_err(|source| StartError::Bind { address, source })?;
+                Some((listener, address, TlsMaterial::generate()?))
+            }
+            None => None,
+        };
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = format!("{scheme}://{local}");
         if self.token.is_none() && !local.ip().is_loopback() {
@@ -217,7 +231,25 @@ impl ApiServerBuilder {
             };
             tokio::spawn(crate::cluster::run(cluster.clone(), pass, stopped.clone()));
         }
-        let task = tokio::spawn(accept_loop(listener, state.clone(), acceptor, stopped));
+        let kubelet = kubelet.map(|(listener, address, material)| {
+            let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
+            tokio::spawn(accept_loop(
+                listener,
+                state.clone(),
+                Some(acceptor),
+                stopped.clone(),
+                Front::Kubelet,
+            ));
+            tracing::info!(%address, "kubelet port listening");
+            (address, material.ca_pem.clone())
+        });
+        let task = tokio::spawn(accept_loop(
+            listener,
+            state.clone(),
+            acceptor,
+            stopped,
+            Front::Api,
+        ));
         tracing::info!(%url, "API server listening");
         Ok(ApiServer {
             url,
@@ -225,6 +257,7 @@ impl ApiServerBuilder {
             state,
             token: self.token,
             tls,
+            kubelet,
             stop,
             task,
             cluster,
@@ -242,11 +275,21 @@ fn is_resource_exhaustion(err: &std::io::Error) -> bool {
     matches!(err.raw_os_error(), Some(23 | 24 | 105 | 12 | 55))
 }
 
+/// What a listener answers as.
+#[derive(Clone, Copy, Debug)]
+enum Front {
+    /// The API server.
+    Api,
+    /// A kubelet's own port (`server/kubelet_port.rs`).
+    Kubelet,
+}
+
 async fn accept_loop(
     listener: TcpListener,
     state: Arc<State>,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
     mut stopped: watch::Receiver<bool>,
+    front: Front,
 ) {
     let mut connections = JoinSet::new();
     let mut exhausted = false;
@@ -282,14 +325,14 @@ async fn accept_loop(
                                     .and_then(|chain| chain.first())
                                     .map(|leaf| UserInfo::from_client_certificate(leaf));
                                 let io = FirstByteDeadline::new(tls, handshake_timeout);
-                                serve_connection(TokioIo::new(io), state, user).await;
+                                serve_connection(TokioIo::new(io), state, user, front).await;
                             }
                             Ok(Err(err)) => tracing::debug!(%peer, %err, "TLS handshake failed"),
                             Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                         },
                         None => {
                             let io = FirstByteDeadline::new(stream, handshake_timeout);
-                            serve_connection(TokioIo::new(io), state, None).await;
+                            serve_connection(TokioIo::new(io), state, None, front).await;
                         }
                     }
                 });
@@ -338,15 +381,24 @@ where
     }
 }
 
-async fn serve_connection<I>(io: TokioIo<I>, state: Arc<State>, user: Option<UserInfo>)
-where
+async fn serve_connection<I>(
+    io: TokioIo<I>,
+    state: Arc<State>,
+    user: Option<UserInfo>,
+    front: Front,
+) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let header_read_timeout = state.config.limits.header_read_timeout;
     let service = service_fn(move |request| {
         let state = state.clone();
         let user = user.clone();
-        async move { Ok::<_, Infallible>(respond(state, request, user.as_ref()).await) }
+        async move {
+            Ok::<_, Infallible>(match front {
+                Front::Api => respond(state, request, user.as_ref()).await,
+                Front::Kubelet => kubelet_port::respond(state, request, user.as_ref()).await,
+            })
+        }
     });
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     // Headers must arrive within the timeout (it also closes idle keep-alive
@@ -441,6 +493,8 @@ pub struct ApiServer {
     state: Arc<State>,
     token: Option<String>,
     tls: Option<TlsMaterial>,
+    /// The kubelet port's address and its CA, PEM, when one is served.
+    kubelet: Option<(SocketAddr, String)>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
     cluster: Arc<SimulatedCluster>,
@@ -464,6 +518,26 @@ impl ApiServer {
     /// The base URL, e.g. `http://127.0.0.1:41234`.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The address of the kubelet port, when one is served
+    /// ([`ApiServerBuilder::kubelet_port`]).
+    ///
+    /// ```
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kubeclient_apiserver::ApiServer::start().await?;
+    /// assert_eq!(server.kubelet_address(), None);
+    /// # server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn kubelet_address(&self) -> Option<SocketAddr> {
+        self.kubelet.as_ref().map(|(address, _)| *address)
+    }
+
+    /// The CA (PEM) that signed the kubelet port's certificate, when one is served.
+    pub fn kubelet_ca_pem(&self) -> Option<&str> {
+        self.kubelet.as_ref().map(|(_, ca)| ca.as_str())
     }
 
     /// The socket address it listens on.

@@ -35,6 +35,7 @@ pub struct ApiServerBuilder {
     pub(super) limits: Limits,
     pub(super) legacy_remote_command: bool,
     pub(super) port_forward_allow: Vec<SocketAddr>,
+    pub(super) kubelet_port: Option<u16>,
     pub(super) initial_revision: u64,
     pub(super) garbage_collector: bool,
     pub(super) kubernetes_minor_version: u32,
@@ -77,6 +78,7 @@ impl Default for ApiServerBuilder {
             limits: Limits::default(),
             legacy_remote_command: false,
             port_forward_allow: Vec::new(),
+            kubelet_port: None,
             initial_revision: 0,
             garbage_collector: true,
             kubernetes_minor_version: DEFAULT_KUBERNETES_MINOR_VERSION,
@@ -238,6 +240,30 @@ impl ApiServerBuilder {
     /// ```
     pub fn port_forward_allow(mut self, addresses: impl IntoIterator<Item = SocketAddr>) -> Self {
         self.port_forward_allow.extend(addresses);
+        self
+    }
+
+    /// Serve a kubelet's own HTTPS port (10250 on a node) on `127.0.0.1:port` (0: a free
+    /// one): its `/exec`, `/attach`, `/portForward`, `/containerLogs` and `/healthz`
+    /// paths, answered by the simulated kubelets' streams after the API server's
+    /// authentication, over TLS with a certificate of its own
+    /// ([`ApiServer::kubelet_address`](super::ApiServer::kubelet_address),
+    /// [`ApiServer::kubelet_ca_pem`](super::ApiServer::kubelet_ca_pem)). Off by default.
+    ///
+    /// ```
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kubeclient_apiserver::ApiServer::builder()
+    ///     .nodes(1)
+    ///     .kubelet_port(0)
+    ///     .start()
+    ///     .await?;
+    /// assert!(server.kubelet_address().is_some());
+    /// # server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn kubelet_port(mut self, port: u16) -> Self {
+        self.kubelet_port = Some(port);
         self
     }
 

@@ -34,6 +34,7 @@
 //!   checked request by request.
 //! - `immutability`: immutable fields refused on update.
 //! - `kubeconfig_file`: the kubeconfig the server writes (mode, symlinks).
+//! - `kubelet_port`: a kubelet's own HTTPS paths for the simulated nodes.
 //! - `limits`: request body size, header read timeout, watch backlog.
 //! - `malformed_input`: bad query parameters, failing JSON patches, undecodable objects
 //!   and invalid labels get 4xx, not a panic.
@@ -102,6 +103,7 @@ mod kubectl;
 mod kubectl_cluster;
 mod kubectl_create;
 mod kubectl_streams;
+mod kubelet_port;
 mod layers;
 mod limits;
 mod malformed_input;

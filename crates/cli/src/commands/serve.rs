@@ -122,6 +122,11 @@ pub(crate) struct ServeArgs {
     /// default: simulated Pods reach nothing on this host unless it is listed here.
     #[arg(long, value_name = "IP:PORT,...", value_delimiter = ',')]
     port_forward_allow: Vec<SocketAddr>,
+    /// Also serve a kubelet's own HTTPS port (a node's 10250) on 127.0.0.1:PORT for the
+    /// simulated nodes: /exec, /attach, /portForward, /containerLogs and /healthz, with
+    /// this server's authentication and a certificate of its own. Off by default.
+    #[arg(long, value_name = "PORT")]
+    kubelet_port: Option<u16>,
     /// How requests are authorized, as kube-apiserver's flag: AlwaysAllow (every
     /// authenticated user may do everything) or RBAC (Roles, ClusterRoles and their
     /// bindings decide; the server's own token stays in system:masters).
@@ -332,8 +337,14 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error
     if let Some(dir) = &args.data_dir {
         builder = builder.data_dir(dir);
     }
+    if let Some(port) = args.kubelet_port {
+        builder = builder.kubelet_port(port);
+    }
     let server = builder.start().await?;
     println!("kubeclient API server listening on {}", server.url());
+    if let Some(address) = server.kubelet_address() {
+        println!("kubelet port listening on https://{address}");
+    }
     if let Some(path) = &args.write_kubeconfig {
         server
             .write_kubeconfig(path)
