@@ -14,11 +14,17 @@ use crate::support::TestServer;
 
 /// A cluster of `nodes` with fast heartbeats and instant grace periods.
 pub(crate) async fn cluster(nodes: usize) -> TestServer {
+    cluster_at(nodes, 0.0).await
+}
+
+/// A cluster of `nodes` with fast heartbeats whose simulated durations are multiplied by
+/// `time_scale` (0.01: a 30 s grace period lasts 0.3 s).
+pub(crate) async fn cluster_at(nodes: usize, time_scale: f64) -> TestServer {
     TestServer::start_with(
         ApiServer::builder()
             .nodes(nodes)
             .node_heartbeat_interval(Duration::from_millis(100))
-            .time_scale(0.0),
+            .time_scale(time_scale),
     )
     .await
 }
@@ -572,13 +578,7 @@ async fn run_to_completion_pods_end_with_their_commands_exit_codes() {
 
 #[tokio::test]
 async fn a_crashing_container_restarts_with_back_off() {
-    let t = TestServer::start_with(
-        ApiServer::builder()
-            .nodes(1)
-            .node_heartbeat_interval(Duration::from_millis(100))
-            .time_scale(0.01),
-    )
-    .await;
+    let t = cluster_at(1, 0.01).await;
     create_pod(
         &t,
         pod("crash", json!({"containers": [container(&["exit", "1"])]})),
@@ -609,13 +609,7 @@ async fn a_crashing_container_restarts_with_back_off() {
 
 #[tokio::test]
 async fn a_deleted_pod_terminates_after_its_scaled_grace_period() {
-    let t = TestServer::start_with(
-        ApiServer::builder()
-            .nodes(1)
-            .node_heartbeat_interval(Duration::from_millis(100))
-            .time_scale(0.5),
-    )
-    .await;
+    let t = cluster_at(1, 0.5).await;
     create_pod(
         &t,
         pod("slow", json!({"terminationGracePeriodSeconds": 2, "containers": [container(&["sleep", "600"])]})),

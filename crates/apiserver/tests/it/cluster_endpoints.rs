@@ -6,10 +6,9 @@
 
 use std::time::Duration;
 
-use kubeclient_apiserver::ApiServer;
 use serde_json::{Value, json};
 
-use crate::cluster::{container, create_pod, eventually, pod, pod_path};
+use crate::cluster::{cluster_at, container, create_pod, eventually, pod, pod_path};
 use crate::kubectl::Kubectl;
 use crate::support::{TestServer, eventually_status};
 
@@ -76,13 +75,7 @@ async fn settled_slices(t: &TestServer, service: &str, count: usize) -> Vec<Valu
 
 #[tokio::test]
 async fn services_get_endpoints_and_slices_of_their_pods() {
-    let t = TestServer::start_with(
-        ApiServer::builder()
-            .nodes(2)
-            .node_heartbeat_interval(Duration::from_millis(100))
-            .time_scale(1.0),
-    )
-    .await;
+    let t = cluster_at(2, 1.0).await;
     let http = json!([{"name": "http", "containerPort": 8080}]);
     // Ready, with the named port; ready without it; not ready (its init container
     // sleeps); another app's; finished.
@@ -343,13 +336,7 @@ async fn services_get_endpoints_and_slices_of_their_pods() {
 
 #[tokio::test]
 async fn a_headless_service_publishing_not_ready_pods_lists_them_as_ready() {
-    let t = TestServer::start_with(
-        ApiServer::builder()
-            .nodes(1)
-            .node_heartbeat_interval(Duration::from_millis(100))
-            .time_scale(0.0),
-    )
-    .await;
+    let t = cluster_at(1, 0.0).await;
     let waiting = json!({
         "hostname": "db-0", "subdomain": "db",
         "initContainers": [{"name": "wait", "image": "busybox", "command": ["sleep", "600"]}],

@@ -9,7 +9,9 @@ use std::time::Duration;
 use kubeclient_apiserver::ApiServer;
 use serde_json::{Value, json};
 
-use crate::cluster::{condition_status, container, create_pod, eventually, pod, pod_path};
+use crate::cluster::{
+    cluster_at, condition_status, container, create_pod, eventually, pod, pod_path,
+};
 use crate::kubectl::Kubectl;
 use crate::support::{TestServer, eventually_status};
 
@@ -31,13 +33,7 @@ fn timestamp(object: &Value) -> jiff::Timestamp {
 
 #[tokio::test]
 async fn delete_options_grace_periods_mark_shorten_and_force_pod_deletion() {
-    let t = TestServer::start_with(
-        ApiServer::builder()
-            .nodes(1)
-            .node_heartbeat_interval(Duration::from_millis(100))
-            .time_scale(0.01),
-    )
-    .await;
+    let t = cluster_at(1, 0.01).await;
     for name in ["long", "asked", "forced", "negative"] {
         create_pod(&t, sleeper(name)).await;
     }
@@ -185,13 +181,7 @@ async fn kubectl_rollout_completes_while_old_pods_still_terminate() {
 /// the grace period's end (the kubelet's DELETE with a period of 0) does.
 #[tokio::test]
 async fn updates_leave_a_pod_in_its_grace_period_until_the_kubelet_deletes_it() {
-    let t = TestServer::start_with(
-        ApiServer::builder()
-            .nodes(1)
-            .node_heartbeat_interval(Duration::from_millis(100))
-            .time_scale(0.01),
-    )
-    .await;
+    let t = cluster_at(1, 0.01).await;
     let mut held = sleeper("held");
     held["metadata"]["finalizers"] = json!(["example.com/hold"]);
     create_pod(&t, held).await;

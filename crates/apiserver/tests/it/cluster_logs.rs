@@ -3,14 +3,10 @@
 //! run before a restart with `--previous`, `-f` ends with the container, and a Job's
 //! Pods' output through `kubectl logs job/...`.
 
-use std::time::Duration;
-
-use kubeclient_apiserver::ApiServer;
 use serde_json::json;
 
-use crate::cluster::{cluster, container, create_pod, eventually, pod, pod_path};
+use crate::cluster::{cluster, cluster_at, container, create_pod, eventually, pod, pod_path};
 use crate::kubectl::Kubectl;
-use crate::support::TestServer;
 
 fn shell(script: &str) -> serde_json::Value {
     let mut main = container(&["sh", "-c", script]);
@@ -74,13 +70,7 @@ async fn a_finished_pods_log_is_its_commands_output() {
 
 #[tokio::test]
 async fn a_restarted_container_keeps_its_previous_run_and_follow_ends_with_the_container() {
-    let t = TestServer::start_with(
-        ApiServer::builder()
-            .nodes(1)
-            .node_heartbeat_interval(Duration::from_millis(100))
-            .time_scale(0.01),
-    )
-    .await;
+    let t = cluster_at(1, 0.01).await;
     create_pod(
         &t,
         pod(

@@ -6,10 +6,12 @@
 
 use std::time::Duration;
 
-use kubeclient_apiserver::{ApiServer, CLOSED_PORTS_ANNOTATION};
+use kubeclient_apiserver::CLOSED_PORTS_ANNOTATION;
 use serde_json::{Value, json};
 
-use crate::cluster::{cluster, condition_status, container, create_pod, eventually, pod, pod_path};
+use crate::cluster::{
+    cluster, cluster_at, condition_status, container, create_pod, eventually, pod, pod_path,
+};
 use crate::support::{TestServer, eventually_status};
 
 /// The Events about the Pod `name`.
@@ -312,13 +314,7 @@ async fn post_start_holds_the_containers_after_it_and_a_failing_one_kills_its_co
 #[tokio::test]
 async fn pre_stop_runs_within_the_grace_period_and_is_cut_off_when_it_ends() {
     // 0.1: a grace period of 30 s lasts 3 s, one of 5 s half a second.
-    let t = TestServer::start_with(
-        ApiServer::builder()
-            .nodes(1)
-            .node_heartbeat_interval(Duration::from_millis(100))
-            .time_scale(0.1),
-    )
-    .await;
+    let t = cluster_at(1, 0.1).await;
     let stopper = |grace: u64, hook: &str| {
         let mut main = container(&["sleep", "86400"]);
         main["lifecycle"] = json!({"preStop": {"exec": {"command": ["sh", "-c", hook]}}});
