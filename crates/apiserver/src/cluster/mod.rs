@@ -42,6 +42,7 @@ mod ttl_after_finished_controller;
 mod writer;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -91,6 +92,9 @@ pub struct SimulatedCluster {
     nodes: Mutex<Arc<node::NodeSet>>,
     /// The scheduler's place between passes.
     scheduler: Mutex<scheduler::SchedulerState>,
+    /// Whether the last quota pass saw a ResourceQuota: then a write to any namespaced
+    /// object may change a quota's usage and wakes the cluster.
+    quotas_exist: AtomicBool,
 }
 
 impl SimulatedCluster {
@@ -105,6 +109,7 @@ impl SimulatedCluster {
             changed: changed_inputs::ChangedInputs::default(),
             nodes: Mutex::new(Arc::default()),
             scheduler: Mutex::new(scheduler::SchedulerState::default()),
+            quotas_exist: AtomicBool::new(false),
         }
     }
 
@@ -433,6 +438,8 @@ impl SimulatedCluster {
                 "",
             )
             .objects;
+        self.quotas_exist
+            .store(!quota_objects.is_empty(), Ordering::Release);
         if quota_objects.is_empty() {
             return;
         }
@@ -508,8 +515,6 @@ impl WriteHook for SimulatedCluster {
                     | "persistentvolumeclaims"
                     | "persistentvolumes"
                     | "resourcequotas"
-                    | "configmaps"
-                    | "secrets"
             ),
             "discovery.k8s.io" => resource.plural == "endpointslices",
             "apps" => matches!(
@@ -519,7 +524,7 @@ impl WriteHook for SimulatedCluster {
             "batch" => matches!(resource.plural.as_str(), "jobs" | "cronjobs"),
             _ => false,
         };
-        if concerns {
+        if concerns || (resource.namespaced && self.quotas_exist.load(Ordering::Acquire)) {
             self.wake();
         }
     }

@@ -9,6 +9,7 @@
 //! itself. Quantities are written as metrics-server writes them: CPU in nanocores
 //! (`250000000n`), memory in kibibytes (`65536Ki`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use kubeclient_machinery::GroupResource;
@@ -41,12 +42,15 @@ pub(crate) fn objects(store: &Store, plural: &str, prefix: &str) -> Vec<Arc<Stor
             .iter()
             .filter_map(|pod| pod_metrics(&pod.value))
             .collect(),
-        "nodes" => store
-            .snapshot(&GroupResource::new("", "nodes"), "")
-            .objects
-            .iter()
-            .map(|node| node_metrics(&node.value, pods.iter().map(|pod| &pod.value)))
-            .collect(),
+        "nodes" => {
+            let per_node = usage_per_node(pods.iter().map(|pod| &pod.value));
+            store
+                .snapshot(&GroupResource::new("", "nodes"), "")
+                .objects
+                .iter()
+                .map(|node| node_metrics(&node.value, &per_node))
+                .collect()
+        }
         _ => Vec::new(),
     };
     values
@@ -87,23 +91,32 @@ fn pod_metrics(pod: &Value) -> Option<Value> {
     }))
 }
 
-/// A Node's NodeMetrics: its own processes plus the running Pods bound to it.
-fn node_metrics<'p>(node: &Value, pods: impl Iterator<Item = &'p Value>) -> Value {
+/// What the running Pods use on each node (cores, bytes), in one pass over them.
+fn usage_per_node<'p>(pods: impl Iterator<Item = &'p Value>) -> HashMap<&'p str, (f64, f64)> {
+    let mut per_node: HashMap<&str, (f64, f64)> = HashMap::new();
+    for pod in
+        pods.filter(|pod| pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running"))
+    {
+        let Some(node) = pod.pointer("/spec/nodeName").and_then(Value::as_str) else {
+            continue;
+        };
+        let total = per_node.entry(node).or_default();
+        for (cpu, memory) in running_containers(pod).map(container_usage) {
+            total.0 += cpu;
+            total.1 += memory;
+        }
+    }
+    per_node
+}
+
+/// A Node's NodeMetrics: its own processes plus its running Pods (`per_node`).
+fn node_metrics(node: &Value, per_node: &HashMap<&str, (f64, f64)>) -> Value {
     let name = node
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let (mut cpu, mut memory) = (NODE_SYSTEM_CPU, NODE_SYSTEM_MEMORY);
-    for pod in pods.filter(|pod| {
-        pod.pointer("/spec/nodeName").and_then(Value::as_str) == Some(name)
-            && pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
-    }) {
-        for container in running_containers(pod) {
-            let (container_cpu, container_memory) = container_usage(container);
-            cpu += container_cpu;
-            memory += container_memory;
-        }
-    }
+    let (pods_cpu, pods_memory) = per_node.get(name).copied().unwrap_or_default();
+    let (cpu, memory) = (NODE_SYSTEM_CPU + pods_cpu, NODE_SYSTEM_MEMORY + pods_memory);
     json!({
         "kind": "NodeMetrics",
         "apiVersion": "metrics.k8s.io/v1beta1",
@@ -215,7 +228,7 @@ mod tests {
         let pod = running_pod(json!({"requests": {"cpu": "250m", "memory": "64Mi"}}));
         let mut elsewhere = pod.clone();
         elsewhere["spec"]["nodeName"] = json!("node-2");
-        let metrics = node_metrics(&node, [&pod, &elsewhere].into_iter());
+        let metrics = node_metrics(&node, &usage_per_node([&pod, &elsewhere].into_iter()));
         assert_eq!(metrics["metadata"]["labels"]["zone"], "a");
         assert_eq!(
             metrics["usage"],

@@ -146,14 +146,7 @@ impl Registry {
     /// and change nothing more.
     pub(crate) fn follow_crd(&self, change: &crate::storage::Change) {
         match (&change.new, &change.prev) {
-            (Some(new), _) => {
-                if let Ok(resources) = crd_served_resources(&new.value)
-                    && let Some(first) = resources.first()
-                {
-                    let (group, plural) = (first.group.clone(), first.plural.clone());
-                    self.register(&group, &plural, resources);
-                }
-            }
+            (Some(new), _) => self.serve_crd(&new.value),
             (None, Some(removed)) => {
                 if let Ok(resources) = crd_resources(&removed.value)
                     && let Some(first) = resources.first()
@@ -162,6 +155,20 @@ impl Registry {
                 }
             }
             (None, None) => {}
+        }
+    }
+
+    /// Serves what a stored CustomResourceDefinition defines (after a create or an
+    /// update). One whose group and plural name a built-in resource serves nothing: the
+    /// built-in stays what is served.
+    pub(crate) fn serve_crd(&self, crd: &serde_json::Value) {
+        if let Ok(resources) = crd_served_resources(crd)
+            && let Some(first) = resources.first()
+        {
+            let (group, plural) = (first.group.clone(), first.plural.clone());
+            if !self.register(&group, &plural, resources) {
+                tracing::debug!(%group, %plural, "a CRD names a built-in resource; the built-in stays served");
+            }
         }
     }
 

@@ -407,8 +407,7 @@ async fn a_crd_created_through_one_server_is_served_by_the_other() {
     let Some(etcd) = TestEtcd::start("a_crd_created_through_one_server").await else {
         return;
     };
-    let a = TestServer::start_with(ApiServer::builder().etcd(etcd.config()).nodes(0)).await;
-    let b = TestServer::start_with(ApiServer::builder().etcd(etcd.config()).nodes(0)).await;
+    let (a, b) = (server_on(&etcd).await, server_on(&etcd).await);
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "gadgets.example.com"},

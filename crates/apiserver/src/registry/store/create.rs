@@ -164,7 +164,7 @@ impl GenericStore<'_> {
                         return Err(fail(Status::internal_error("create stored nothing")));
                     };
                     if resource.special == Special::CustomResourceDefinition {
-                        self.register_crd(&created.value);
+                        self.resources.serve_crd(&created.value);
                     }
                     self.committed(request, Committed::Created(&created.value));
                     return Ok(WriteResult {
@@ -188,20 +188,6 @@ impl GenericStore<'_> {
             &request.group_resource(),
             &generate_prefix,
         )))
-    }
-
-    /// Serves what a stored CustomResourceDefinition defines (after a create or an
-    /// update). One whose group and plural name a built-in resource serves nothing: the
-    /// built-in stays what is served.
-    pub(super) fn register_crd(&self, crd: &Value) {
-        if let Ok(resources) = crate::registry::crd_served_resources(crd)
-            && let Some(first) = resources.first()
-        {
-            let (group, plural) = (first.group.clone(), first.plural.clone());
-            if !self.resources.register(&group, &plural, resources) {
-                tracing::debug!(%group, %plural, "a CRD names a built-in resource; the built-in stays served");
-            }
-        }
     }
 }
 

@@ -147,7 +147,7 @@ impl GenericStore<'_> {
             } else if resource.special == Special::CustomResourceDefinition
                 && let Some(stored) = &outcome.object
             {
-                self.register_crd(&stored.value);
+                self.resources.serve_crd(&stored.value);
             }
             self.committed(request, Committed::Updated(result));
         }
